@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: MIT */
+#include "cgroup.h"
+
+#include <errno.h>
+#include <libcgroup.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include "macro.h"
+
+#ifndef CGROUP2_SUPER_MAGIC
+#define CGROUP2_SUPER_MAGIC 0x63677270
+#endif
+
+static bool is_cgroup2(const char *path) {
+        struct statfs s;
+        return statfs(path, &s) == 0 && (unsigned long) s.f_type == CGROUP2_SUPER_MAGIC;
+}
+
+/* libcgroup only lists hierarchies that carry a controller; on hybrid systems the v2 hierarchy often has
+ * none, so it is found in mountinfo. */
+static int find_cgroup2_mount(char **ret) {
+        _cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
+        if (!f)
+                return -errno;
+
+        _cleanup_free_ char *line = NULL;
+        size_t n = 0;
+        while (getline(&line, &n, f) > 0) {
+                /* id parent major:minor root mountpoint options [optional...] - fstype source superopts */
+                char root[PATH_MAX], mnt[PATH_MAX], fstype[64];
+                const char *dash = strstr(line, " - ");
+                if (!dash || sscanf(line, "%*s %*s %*s %4095s %4095s", root, mnt) != 2 ||
+                    sscanf(dash + 3, "%63s", fstype) != 1)
+                        continue;
+                if (streq(fstype, "cgroup2") && streq(root, "/")) {
+                        char *p = strdup(mnt);
+                        if (!p)
+                                return -ENOMEM;
+                        *ret = p;
+                        return 0;
+                }
+        }
+        return -ENOENT;
+}
+
+int cgroup_layout_discover(struct cgroup_layout *ret) {
+        struct cgroup_layout l = {};
+        char *mp = NULL;
+
+        if (cgroup_init() == 0 && cgroup_get_subsys_mount_point("memory", &mp) == 0 && mp) {
+                l.memory_root = mp;
+                l.memory_v2 = is_cgroup2(mp);
+        }
+
+        if (l.memory_v2)
+                l.v2_root = strdup(l.memory_root);
+        else {
+                int r = find_cgroup2_mount(&l.v2_root);
+                if (r < 0) {
+                        cgroup_layout_done(&l);
+                        return r;
+                }
+        }
+        if (!l.v2_root) {
+                cgroup_layout_done(&l);
+                return -ENOMEM;
+        }
+        *ret = l;
+        return 0;
+}
+
+void cgroup_layout_done(struct cgroup_layout *l) {
+        free(l->v2_root);
+        free(l->memory_root);
+        *l = (struct cgroup_layout){};
+}
+
+int cgroup_path_normalize(const char *path, char **ret) {
+        if (!path || path[0] != '/' || strlen(path) >= PATH_MAX / 2)
+                return -EINVAL;
+
+        _cleanup_free_ char *p = strdup(path);
+        if (!p)
+                return -ENOMEM;
+        size_t len = strlen(p);
+        while (len > 1 && p[len - 1] == '/')
+                p[--len] = 0;
+
+        for (const char *c = p; *c; c++)
+                if ((unsigned char) *c < 0x20 || *c == 0x7f)
+                        return -EINVAL;
+
+        if (!streq(p, "/")) {
+                const char *s = p + 1;
+                for (;;) {
+                        const char *e = strchrnul(s, '/');
+                        size_t n = (size_t) (e - s);
+                        if (n == 0 || (n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
+                                return -EINVAL;
+                        if (!*e)
+                                break;
+                        s = e + 1;
+                }
+        }
+        *ret = TAKE_PTR(p);
+        return 0;
+}
+
+static int join(const char *root, const char *cgroup, const char *file, char **ret) {
+        const char *sep = streq(cgroup, "/") ? "" : cgroup;
+        if (asprintf(ret, "%s%s/%s", root, sep, file) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+int cgroup_file_path(const struct cgroup_layout *l, const char *cgroup, const char *file, char **ret) {
+        return join(l->v2_root, cgroup, file, ret);
+}
+
+int cgroup_check(const struct cgroup_layout *l, const char *cgroup) {
+        _cleanup_free_ char *p = NULL;
+        int r = cgroup_file_path(l, cgroup, "memory.pressure", &p);
+        if (r < 0)
+                return r;
+        if (access(p, R_OK) < 0)
+                return -errno;
+        return 0;
+}
+
+static int read_u64(const char *path, uint64_t *ret) {
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        if (!f)
+                return -errno;
+        char buf[64];
+        if (!fgets(buf, sizeof(buf), f))
+                return -EIO;
+        buf[strcspn(buf, "\n")] = 0;
+        if (streq(buf, "max")) {
+                *ret = UINT64_MAX;
+                return 0;
+        }
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(buf, &end, 10);
+        if (errno || end == buf || *end)
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+int cgroup_memory(const struct cgroup_layout *l, const char *cgroup, uint64_t *ret_usage, uint64_t *ret_limit) {
+        _cleanup_free_ char *cur = NULL, *max = NULL, *high = NULL;
+        uint64_t usage, limit = UINT64_MAX, v;
+        int r;
+
+        if (!l->memory_root)
+                return -EOPNOTSUPP;
+
+        if (l->memory_v2) {
+                if (join(l->memory_root, cgroup, "memory.current", &cur) < 0 ||
+                    join(l->memory_root, cgroup, "memory.max", &max) < 0 ||
+                    join(l->memory_root, cgroup, "memory.high", &high) < 0)
+                        return -ENOMEM;
+        } else if (join(l->memory_root, cgroup, "memory.usage_in_bytes", &cur) < 0 ||
+                   join(l->memory_root, cgroup, "memory.limit_in_bytes", &max) < 0)
+                return -ENOMEM;
+
+        r = read_u64(cur, &usage);
+        if (r < 0)
+                return r; /* the root of v2 has no memory.current; no such v1 group: -ENOENT */
+        if (read_u64(max, &v) >= 0)
+                limit = MIN(limit, v);
+        if (high && read_u64(high, &v) >= 0)
+                limit = MIN(limit, v);
+        /* v1 spells "no limit" as a huge page-aligned number. */
+        if (limit >= (UINT64_MAX >> 2))
+                limit = UINT64_MAX;
+
+        *ret_usage = usage;
+        *ret_limit = limit;
+        return 0;
+}
+
+int cgroup_pid_get_path(pid_t pid, char **ret) {
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/%d/cgroup", (int) pid);
+
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        if (!f)
+                return -errno;
+
+        _cleanup_free_ char *line = NULL;
+        size_t n = 0;
+        while (getline(&line, &n, f) > 0) {
+                if (strncmp(line, "0::", 3) != 0)
+                        continue;
+                line[strcspn(line, "\n")] = 0;
+                return cgroup_path_normalize(line + 3, ret);
+        }
+        return -ENOENT;
+}

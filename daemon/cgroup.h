@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Where cgroups live on this machine. Scopes name a cgroup by its cgroup v2 path (as in the "0::" line of
+ * /proc/PID/cgroup); its pressure comes from the v2 hierarchy, its memory limit from wherever the memory
+ * controller is mounted: v2 on pure cgroup v2 systems, a v1 hierarchy on hybrid ones. */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct cgroup_layout {
+        char *v2_root;     /* mount point of the cgroup2 hierarchy */
+        char *memory_root; /* mount point of the memory controller (v1 or v2); NULL when not mounted */
+        bool memory_v2;    /* the memory controller is on the v2 hierarchy */
+};
+
+int cgroup_layout_discover(struct cgroup_layout *ret);
+void cgroup_layout_done(struct cgroup_layout *l);
+
+/* A cgroup path a client may name: absolute, no empty, "." or ".." components, printable. Normalises a
+ * trailing slash away. Returns 0 or -EINVAL. */
+int cgroup_path_normalize(const char *path, char **ret);
+
+/* v2_root + path + "/" + file */
+int cgroup_file_path(const struct cgroup_layout *l, const char *cgroup, const char *file, char **ret);
+
+/* Whether the cgroup exists and reports memory pressure. Returns 0, -ENOENT, or another negative errno. */
+int cgroup_check(const struct cgroup_layout *l, const char *cgroup);
+
+/* Memory use and the limit that reclaim works against (v2: the lower of memory.high and memory.max; v1:
+ * memory.limit_in_bytes at the same path in the memory hierarchy). *ret_limit is UINT64_MAX when there is
+ * no limit. */
+int cgroup_memory(const struct cgroup_layout *l, const char *cgroup, uint64_t *ret_usage, uint64_t *ret_limit);
+
+/* The v2 path of a process, from the "0::" line of <proc_root>/proc/PID/cgroup. */
+int cgroup_pid_get_path(pid_t pid, char **ret);

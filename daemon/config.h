@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* /etc/pressured.conf and the command-line options that override it. Keys are documented in
+ * docs/configuration.md; parsing is pure so it is unit-tested. */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "level.h"
+
+#define CONFIG_DEFAULT_PATH "/etc/pressured.conf"
+
+struct config {
+        char *socket_path; /* NULL: the default for the user the daemon runs as */
+        size_t max_message_size;
+        uint64_t sample_interval_usec; /* sampling while a scope is above ok */
+        uint64_t node_interval_usec;   /* sampling of node figures while everything is ok; 0: never */
+        uint64_t hold_usec;            /* hysteresis: how long pressure must stay below a level to fall */
+        struct level_psi_thresholds psi;
+        struct level_node_thresholds node;
+        char **cgroups; /* watched from start-up */
+        size_t n_cgroups;
+        char *sysfs_root; /* prefix for /proc and /sys node files; "" for the running system */
+};
+
+void config_init(struct config *c);
+void config_done(struct config *c);
+
+/* Set one key as the file would. On error returns a negative errno and, if ret_error is set, a message. */
+int config_set(struct config *c, const char *key, const char *value, char **ret_error);
+
+/* Parse a whole file's text; errors are reported as "<filename>:<line>: <message>". */
+int config_parse(struct config *c, const char *text, const char *filename, char **ret_error);
+
+/* Load a file. A missing file is fine when must_exist is 0 (defaults then). */
+int config_load(struct config *c, const char *path, int must_exist, char **ret_error);
+
+/* Cross-key checks (thresholds rise with the level, intervals non-zero). */
+int config_verify(const struct config *c, char **ret_error);
+
+/* "100ms", "2s", "1500us", "1min"; no suffix means milliseconds. */
+int config_parse_duration(const char *s, uint64_t *ret_usec);
+/* "some 100ms 2s" */
+int config_parse_threshold(const char *s, struct psi_trigger *ret);

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Daemon logging: one line per message to stderr, with a syslog priority prefix ("<3>") when stderr is
+ * connected to the journal so that journald keeps the priority. Every log_*_errno() returns the negative
+ * errno it was given, so a caller can write "return log_error_errno(r, ...)". "%m" prints strerror(-r). */
+
+#include <errno.h>
+#include <syslog.h>
+
+#include "macro.h"
+
+void log_set_max_level(int level);
+int log_get_max_level(void);
+void log_open(void);
+
+int log_internal(int level, int error, const char *file, int line, const char *fmt, ...) _printf_(5, 6);
+
+#define log_full_errno(level, error, ...)                                                                  \
+        ({                                                                                                 \
+                int _l_ = (level), _e_ = (error);                                                          \
+                (log_get_max_level() >= _l_) ? log_internal(_l_, _e_, __FILE__, __LINE__, __VA_ARGS__)     \
+                                             : -abs(_e_);                                                  \
+        })
+
+#define log_debug(...) log_full_errno(LOG_DEBUG, 0, __VA_ARGS__)
+#define log_info(...) log_full_errno(LOG_INFO, 0, __VA_ARGS__)
+#define log_notice(...) log_full_errno(LOG_NOTICE, 0, __VA_ARGS__)
+#define log_warning(...) log_full_errno(LOG_WARNING, 0, __VA_ARGS__)
+#define log_error(...) log_full_errno(LOG_ERR, 0, __VA_ARGS__)
+
+#define log_debug_errno(e, ...) log_full_errno(LOG_DEBUG, e, __VA_ARGS__)
+#define log_info_errno(e, ...) log_full_errno(LOG_INFO, e, __VA_ARGS__)
+#define log_warning_errno(e, ...) log_full_errno(LOG_WARNING, e, __VA_ARGS__)
+#define log_error_errno(e, ...) log_full_errno(LOG_ERR, e, __VA_ARGS__)
+
+#define log_oom() log_error_errno(-ENOMEM, "Out of memory.")

@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: MIT */
+/* pressured: options, configuration, start-up and the main loop. Everything else lives in the manager. */
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <systemd/sd-daemon.h>
+
+#include "config.h"
+#include "log.h"
+#include "macro.h"
+#include "manager.h"
+
+#ifndef PRESSURED_VERSION
+#define PRESSURED_VERSION "0"
+#endif
+
+/* Exit codes, documented in pressured(8) and the README. */
+enum {
+        EXIT_USAGE = 2,   /* bad command line or configuration */
+        EXIT_NO_PSI = 3,  /* the kernel has no PSI */
+        EXIT_STARTUP = 4, /* anything else that stops start-up */
+};
+
+static void help(void) {
+        printf("Usage: pressured [OPTIONS]\n"
+               "\n"
+               "Watches memory pressure (PSI) system-wide, per cgroup and per NUMA node and tells\n"
+               "subscribers over Varlink when memory gets tight and when it recovers.\n"
+               "\n"
+               "  -h --help                 Show this help\n"
+               "     --version              Show the version\n"
+               "  -c --config=PATH          Configuration file (default " CONFIG_DEFAULT_PATH ")\n"
+               "     --socket=PATH          Listen on PATH (default /run/pressured/io.pressured as root,\n"
+               "                            $XDG_RUNTIME_DIR/pressured/io.pressured otherwise)\n"
+               "     --cgroup=PATH          Watch this cgroup (v2 path) from start-up; repeatable\n"
+               "     --low=SPEC --medium=SPEC --critical=SPEC\n"
+               "                            Level thresholds, e.g. \"some 100ms 2s\"\n"
+               "     --hold=DURATION        Time pressure must stay below a level before it falls\n"
+               "     --sample-interval=DURATION  Sampling period while a scope is above ok\n"
+               "     --node-interval=DURATION    Node sampling period while all is ok (0: off)\n"
+               "     --max-message-size=BYTES    Largest Varlink message accepted\n"
+               "     --sysfs-root=PATH      Read /proc and /sys node files below PATH (testing)\n"
+               "  -v --verbose              Log debug messages\n"
+               "  -q --quiet                Log warnings and errors only\n");
+}
+
+enum {
+        ARG_VERSION = 0x100,
+        ARG_SOCKET,
+        ARG_CGROUP,
+        ARG_LOW,
+        ARG_MEDIUM,
+        ARG_CRITICAL,
+        ARG_HOLD,
+        ARG_SAMPLE_INTERVAL,
+        ARG_NODE_INTERVAL,
+        ARG_MAX_MESSAGE_SIZE,
+        ARG_SYSFS_ROOT,
+};
+
+static const struct option options[] = {
+        { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, ARG_VERSION },
+        { "config", required_argument, NULL, 'c' },
+        { "socket", required_argument, NULL, ARG_SOCKET },
+        { "cgroup", required_argument, NULL, ARG_CGROUP },
+        { "low", required_argument, NULL, ARG_LOW },
+        { "medium", required_argument, NULL, ARG_MEDIUM },
+        { "critical", required_argument, NULL, ARG_CRITICAL },
+        { "hold", required_argument, NULL, ARG_HOLD },
+        { "sample-interval", required_argument, NULL, ARG_SAMPLE_INTERVAL },
+        { "node-interval", required_argument, NULL, ARG_NODE_INTERVAL },
+        { "max-message-size", required_argument, NULL, ARG_MAX_MESSAGE_SIZE },
+        { "sysfs-root", required_argument, NULL, ARG_SYSFS_ROOT },
+        { "verbose", no_argument, NULL, 'v' },
+        { "quiet", no_argument, NULL, 'q' },
+        {},
+};
+
+static const char *option_key(int c) {
+        switch (c) {
+        case ARG_SOCKET: return "socket";
+        case ARG_CGROUP: return "cgroup";
+        case ARG_LOW: return "low";
+        case ARG_MEDIUM: return "medium";
+        case ARG_CRITICAL: return "critical";
+        case ARG_HOLD: return "hold";
+        case ARG_SAMPLE_INTERVAL: return "sample_interval";
+        case ARG_NODE_INTERVAL: return "node_interval";
+        case ARG_MAX_MESSAGE_SIZE: return "max_message_size";
+        case ARG_SYSFS_ROOT: return "sysfs_root";
+        default: return NULL;
+        }
+}
+
+/* The file is read first and the command line applied on top, so options are parsed twice. */
+static int parse_argv(int argc, char *argv[], struct config *config, const char **config_path, int apply) {
+        int c;
+
+        optind = 0;
+        while ((c = getopt_long(argc, argv, "hc:vq", options, NULL)) >= 0) {
+                switch (c) {
+                case 'h':
+                        if (!apply) {
+                                help();
+                                exit(EXIT_SUCCESS);
+                        }
+                        break;
+                case ARG_VERSION:
+                        if (!apply) {
+                                printf("pressured %s\n", PRESSURED_VERSION);
+                                exit(EXIT_SUCCESS);
+                        }
+                        break;
+                case 'c':
+                        *config_path = optarg;
+                        break;
+                case 'v':
+                        log_set_max_level(LOG_DEBUG);
+                        break;
+                case 'q':
+                        log_set_max_level(LOG_WARNING);
+                        break;
+                case '?':
+                        return -EINVAL;
+                default:
+                        if (apply) {
+                                _cleanup_free_ char *msg = NULL;
+                                int r = config_set(config, option_key(c), optarg, &msg);
+                                if (r < 0) {
+                                        log_error("--%s: %s", option_key(c), msg ? msg : strerror(-r));
+                                        return r;
+                                }
+                        }
+                }
+        }
+        if (optind < argc) {
+                log_error("Unexpected argument: %s", argv[optind]);
+                return -EINVAL;
+        }
+        return 0;
+}
+
+static int passed_socket(void) {
+        int n = sd_listen_fds(1);
+        if (n <= 0)
+                return -EBADF;
+        if (n > 1)
+                log_warning("Got %d sockets from the service manager, using the first.", n);
+        return SD_LISTEN_FDS_START;
+}
+
+int main(int argc, char *argv[]) {
+        _cleanup_(config_done) struct config config;
+        const char *config_path = NULL;
+        struct manager *m = NULL;
+        int r, code = EXIT_SUCCESS;
+
+        log_open();
+        config_init(&config);
+
+        if (parse_argv(argc, argv, &config, &config_path, 0) < 0)
+                return EXIT_USAGE;
+
+        _cleanup_free_ char *err = NULL;
+        r = config_load(&config, config_path ? config_path : CONFIG_DEFAULT_PATH, config_path != NULL, &err);
+        if (r < 0) {
+                log_error("Bad configuration: %s", err ? err : strerror(-r));
+                return EXIT_USAGE;
+        }
+        if (parse_argv(argc, argv, &config, &config_path, 1) < 0)
+                return EXIT_USAGE;
+        free(err);
+        err = NULL;
+        if (config_verify(&config, &err) < 0) {
+                log_error("Bad configuration: %s", err ? err : "invalid");
+                return EXIT_USAGE;
+        }
+
+        r = manager_new(&config, &m);
+        if (r < 0) {
+                log_oom();
+                return EXIT_STARTUP;
+        }
+
+        r = manager_start(m, passed_socket());
+        if (r < 0) {
+                code = (r == -ENOENT || r == -EOPNOTSUPP) && !m->system ? EXIT_NO_PSI : EXIT_STARTUP;
+                goto finish;
+        }
+
+        (void) sd_notifyf(0, "READY=1\nSTATUS=Watching memory pressure; system level %s.",
+                          level_to_string(m->system->level.level));
+
+        r = sd_event_loop(m->event);
+        if (r < 0) {
+                log_error_errno(r, "Event loop failed: %m");
+                code = EXIT_STARTUP;
+        }
+        (void) sd_notify(0, "STOPPING=1");
+
+finish:
+        manager_free(m);
+        return code;
+}

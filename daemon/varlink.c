@@ -1,0 +1,684 @@
+/* SPDX-License-Identifier: MIT */
+#include "varlink.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "frame.h"
+#include "log.h"
+#include "macro.h"
+
+/* Stop reading calls from a peer while this much output waits for it: a client that pipelines calls and
+ * never reads cannot make the daemon buffer without bound. */
+#define OUTPUT_HIGH_WATER (256u * 1024u)
+
+struct varlink_connection {
+        struct varlink_server *server;
+        struct varlink_connection *prev, *next;
+        int fd;
+        struct ucred peer;
+        sd_event_source *io_source;
+        sd_event_source *defer_source; /* processes buffered calls and deferred close */
+        struct frame_reader in;
+        struct frame_writer out;
+
+        bool in_call;  /* a call is unanswered: read no further calls */
+        unsigned call_flags;
+        void *call_data;
+        void (*call_data_free)(void *);
+        void (*drain)(struct varlink_connection *c, void *data);
+
+        bool eof;  /* the peer shut down its side */
+        bool dead; /* to be freed from the event loop */
+};
+
+struct varlink_server {
+        sd_event *event;
+        const struct varlink_interface *interfaces;
+        size_t n_interfaces;
+        struct varlink_info info;
+        void *userdata;
+        size_t max_message_size;
+
+        int listen_fd;
+        char *socket_path; /* unlinked on free, if we created it */
+        sd_event_source *listen_source;
+
+        struct varlink_connection *connections;
+        size_t n_connections;
+};
+
+static void connection_free(struct varlink_connection *c);
+static void connection_update_events(struct varlink_connection *c);
+
+static const char service_interface[] =
+        "# The Varlink service interface\n"
+        "interface org.varlink.service\n"
+        "\n"
+        "method GetInfo() -> (\n"
+        "  vendor: string,\n"
+        "  product: string,\n"
+        "  version: string,\n"
+        "  url: string,\n"
+        "  interfaces: []string\n"
+        ")\n"
+        "\n"
+        "method GetInterfaceDescription(interface: string) -> (description: string)\n"
+        "\n"
+        "error InterfaceNotFound (interface: string)\n"
+        "error MethodNotFound (method: string)\n"
+        "error MethodNotImplemented (method: string)\n"
+        "error InvalidParameter (parameter: string)\n"
+        "error PermissionDenied ()\n"
+        "error ExpectedMore ()\n";
+
+/* ---- output ---- */
+
+static void connection_kill(struct varlink_connection *c) {
+        if (c->dead)
+                return;
+        c->dead = true;
+        (void) sd_event_source_set_enabled(c->defer_source, SD_EVENT_ONESHOT);
+}
+
+static int connection_send(struct varlink_connection *c, struct json_object *msg) {
+        size_t len;
+        const char *text = json_object_to_json_string_length(msg, JSON_C_TO_STRING_PLAIN, &len);
+        int r;
+
+        if (c->dead)
+                return -ECONNRESET;
+        if (!text)
+                return -ENOMEM;
+        r = frame_writer_put(&c->out, text, len);
+        if (r < 0) {
+                connection_kill(c);
+                return r;
+        }
+        r = frame_writer_flush(&c->out, c->fd);
+        if (r < 0 && r != -EAGAIN) {
+                log_debug_errno(r, "Connection of pid %d: write failed: %m", (int) c->peer.pid);
+                connection_kill(c);
+                return r;
+        }
+        connection_update_events(c);
+        return 0;
+}
+
+static void call_end(struct varlink_connection *c) {
+        void *data = c->call_data;
+        void (*free_fn)(void *) = c->call_data_free;
+
+        c->in_call = false;
+        c->call_flags = 0;
+        c->call_data = NULL;
+        c->call_data_free = NULL;
+        c->drain = NULL;
+        if (free_fn)
+                free_fn(data);
+
+        /* Calls may be waiting in the input buffer. */
+        if (!c->dead)
+                (void) sd_event_source_set_enabled(c->defer_source, SD_EVENT_ONESHOT);
+        connection_update_events(c);
+}
+
+static int send_reply(struct varlink_connection *c, const char *error, struct json_object *params, bool continues) {
+        int r = 0;
+
+        if (!c->in_call) {
+                json_object_put(params);
+                return -EBADMSG; /* programmer error: nothing to answer */
+        }
+
+        if (!(c->call_flags & VARLINK_CALL_ONEWAY)) {
+                struct json_object *msg = json_object_new_object();
+                if (!msg) {
+                        json_object_put(params);
+                        return -ENOMEM;
+                }
+                if (error)
+                        json_object_object_add(msg, "error", json_object_new_string(error));
+                json_object_object_add(msg, "parameters", params ? params : json_object_new_object());
+                if (continues)
+                        json_object_object_add(msg, "continues", json_object_new_boolean(1));
+                r = connection_send(c, msg);
+                json_object_put(msg);
+        } else
+                json_object_put(params);
+
+        if (!continues)
+                call_end(c);
+        return r;
+}
+
+int varlink_reply(struct varlink_connection *c, struct json_object *params) {
+        return send_reply(c, NULL, params, false);
+}
+
+int varlink_notify(struct varlink_connection *c, struct json_object *params) {
+        if (!(c->call_flags & VARLINK_CALL_MORE)) {
+                json_object_put(params);
+                return -EPROTO;
+        }
+        return send_reply(c, NULL, params, true);
+}
+
+int varlink_error(struct varlink_connection *c, const char *error, struct json_object *params) {
+        return send_reply(c, error, params, false);
+}
+
+int varlink_error_invalid_parameter(struct varlink_connection *c, const char *parameter) {
+        struct json_object *p = json_object_new_object();
+        json_object_object_add(p, "parameter", json_object_new_string(parameter));
+        return varlink_error(c, VARLINK_ERROR_INVALID_PARAMETER, p);
+}
+
+static void protocol_violation(struct varlink_connection *c, const char *reason) {
+        log_debug("Connection of pid %d broke the protocol (%s), closing it.", (int) c->peer.pid, reason);
+
+        /* A last, best-effort error so that the peer learns why; then the connection goes. */
+        struct json_object *msg = json_object_new_object(), *p = json_object_new_object();
+        json_object_object_add(p, "reason", json_object_new_string(reason));
+        json_object_object_add(msg, "error", json_object_new_string(VARLINK_ERROR_PROTOCOL));
+        json_object_object_add(msg, "parameters", p);
+        (void) connection_send(c, msg);
+        json_object_put(msg);
+        connection_kill(c);
+}
+
+/* ---- calls ---- */
+
+int varlink_check_fields(struct varlink_connection *c, struct json_object *params, const char *const *known) {
+        json_object_object_foreach(params, key, val) {
+                (void) val;
+                bool ok = false;
+                for (const char *const *k = known; *k; k++)
+                        if (streq(*k, key)) {
+                                ok = true;
+                                break;
+                        }
+                if (!ok) {
+                        varlink_error_invalid_parameter(c, key);
+                        return -EINVAL;
+                }
+        }
+        return 0;
+}
+
+static const struct varlink_interface *find_interface(struct varlink_server *s, const char *name) {
+        for (size_t i = 0; i < s->n_interfaces; i++)
+                if (streq(s->interfaces[i].name, name))
+                        return &s->interfaces[i];
+        return NULL;
+}
+
+static int service_get_info(struct varlink_connection *c, struct json_object *params) {
+        struct varlink_server *s = c->server;
+        static const char *const known[] = { NULL };
+
+        if (varlink_check_fields(c, params, known) < 0)
+                return 0;
+
+        struct json_object *p = json_object_new_object(), *ifaces = json_object_new_array();
+        json_object_object_add(p, "vendor", json_object_new_string(s->info.vendor ? s->info.vendor : ""));
+        json_object_object_add(p, "product", json_object_new_string(s->info.product ? s->info.product : ""));
+        json_object_object_add(p, "version", json_object_new_string(s->info.version ? s->info.version : ""));
+        json_object_object_add(p, "url", json_object_new_string(s->info.url ? s->info.url : ""));
+        json_object_array_add(ifaces, json_object_new_string("org.varlink.service"));
+        for (size_t i = 0; i < s->n_interfaces; i++)
+                json_object_array_add(ifaces, json_object_new_string(s->interfaces[i].name));
+        json_object_object_add(p, "interfaces", ifaces);
+        return varlink_reply(c, p);
+}
+
+static int service_get_interface_description(struct varlink_connection *c, struct json_object *params) {
+        static const char *const known[] = { "interface", NULL };
+        struct json_object *v;
+
+        if (varlink_check_fields(c, params, known) < 0)
+                return 0;
+        if (!json_object_object_get_ex(params, "interface", &v) || !json_object_is_type(v, json_type_string))
+                return varlink_error_invalid_parameter(c, "interface");
+
+        const char *name = json_object_get_string(v), *text = NULL;
+        if (streq(name, "org.varlink.service"))
+                text = service_interface;
+        else {
+                const struct varlink_interface *i = find_interface(c->server, name);
+                if (i)
+                        text = i->description;
+        }
+        if (!text) {
+                struct json_object *p = json_object_new_object();
+                json_object_object_add(p, "interface", json_object_new_string(name));
+                return varlink_error(c, VARLINK_ERROR_INTERFACE_NOT_FOUND, p);
+        }
+
+        struct json_object *p = json_object_new_object();
+        json_object_object_add(p, "description", json_object_new_string(text));
+        return varlink_reply(c, p);
+}
+
+static int error_with_method(struct varlink_connection *c, const char *error, const char *key, const char *value) {
+        struct json_object *p = json_object_new_object();
+        json_object_object_add(p, key, json_object_new_string(value));
+        return varlink_error(c, error, p);
+}
+
+static int dispatch_method(struct varlink_connection *c, const char *method, struct json_object *params,
+                           unsigned flags, bool upgrade) {
+        const char *dot = strrchr(method, '.');
+        if (!dot || dot == method || !dot[1])
+                return error_with_method(c, VARLINK_ERROR_INTERFACE_NOT_FOUND, "interface", method);
+
+        _cleanup_free_ char *iface = strndup(method, (size_t) (dot - method));
+        if (!iface)
+                return -ENOMEM;
+        const char *name = dot + 1;
+
+        if (streq(iface, "org.varlink.service")) {
+                if (upgrade)
+                        return error_with_method(c, VARLINK_ERROR_METHOD_NOT_IMPLEMENTED, "method", method);
+                if (streq(name, "GetInfo"))
+                        return service_get_info(c, params);
+                if (streq(name, "GetInterfaceDescription"))
+                        return service_get_interface_description(c, params);
+                return error_with_method(c, VARLINK_ERROR_METHOD_NOT_FOUND, "method", method);
+        }
+
+        const struct varlink_interface *i = find_interface(c->server, iface);
+        if (!i)
+                return error_with_method(c, VARLINK_ERROR_INTERFACE_NOT_FOUND, "interface", iface);
+        for (size_t k = 0; k < i->n_methods; k++)
+                if (streq(i->methods[k].name, name)) {
+                        /* No method of ours switches protocols. */
+                        if (upgrade)
+                                return error_with_method(c, VARLINK_ERROR_METHOD_NOT_IMPLEMENTED, "method", method);
+                        return i->methods[k].fn(c, params, flags, c->server->userdata);
+                }
+        return error_with_method(c, VARLINK_ERROR_METHOD_NOT_FOUND, "method", method);
+}
+
+/* Parse one message and run it. Returns 0, or a negative errno when the connection must go. */
+static int process_message(struct varlink_connection *c, const char *text, size_t len) {
+        struct json_tokener *tok = json_tokener_new_ex(64);
+        if (!tok)
+                return -ENOMEM;
+        struct json_object *msg = json_tokener_parse_ex(tok, text, (int) len);
+        enum json_tokener_error jerr = json_tokener_get_error(tok);
+        size_t end = json_tokener_get_parse_end(tok);
+        json_tokener_free(tok);
+
+        if (!msg || jerr != json_tokener_success || end != len) {
+                json_object_put(msg);
+                protocol_violation(c, "message is not valid JSON");
+                return 0;
+        }
+        if (!json_object_is_type(msg, json_type_object)) {
+                json_object_put(msg);
+                protocol_violation(c, "message is not a JSON object");
+                return 0;
+        }
+
+        const char *method = NULL;
+        struct json_object *params = NULL;
+        unsigned flags = 0, n_flags = 0;
+        bool upgrade = false;
+        const char *bad = NULL;
+
+        json_object_object_foreach(msg, key, val) {
+                if (streq(key, "method")) {
+                        if (!json_object_is_type(val, json_type_string))
+                                bad = "\"method\" is not a string";
+                        else
+                                method = json_object_get_string(val);
+                } else if (streq(key, "parameters")) {
+                        if (val && !json_object_is_type(val, json_type_object))
+                                bad = "\"parameters\" is not an object";
+                        else
+                                params = val;
+                } else if (streq(key, "more") || streq(key, "oneway") || streq(key, "upgrade")) {
+                        if (!json_object_is_type(val, json_type_boolean)) {
+                                bad = "a call flag is not a boolean";
+                                continue;
+                        }
+                        if (!json_object_get_boolean(val))
+                                continue;
+                        n_flags++;
+                        if (streq(key, "more"))
+                                flags |= VARLINK_CALL_MORE;
+                        else if (streq(key, "oneway"))
+                                flags |= VARLINK_CALL_ONEWAY;
+                        else
+                                upgrade = true;
+                } else
+                        bad = "unknown field in call";
+        }
+        if (!bad && !method)
+                bad = "call has no method";
+        if (!bad && n_flags > 1)
+                bad = "more than one of more, oneway and upgrade";
+        if (bad) {
+                json_object_put(msg);
+                protocol_violation(c, bad);
+                return 0;
+        }
+
+        /* Absent, null and {} parameters are the same. */
+        struct json_object *empty = NULL;
+        if (!params)
+                params = empty = json_object_new_object();
+
+        c->in_call = true;
+        c->call_flags = flags;
+        int r = dispatch_method(c, method, params, flags, upgrade);
+        json_object_put(empty);
+        json_object_put(msg);
+
+        if (r < 0 && c->in_call)
+                return r;
+        /* A oneway call is over once its method ran, whatever it did. */
+        if (c->in_call && (flags & VARLINK_CALL_ONEWAY) && !c->call_data)
+                call_end(c);
+        return 0;
+}
+
+static int process_input(struct varlink_connection *c) {
+        while (!c->dead && !c->in_call && frame_writer_queued(&c->out) < OUTPUT_HIGH_WATER) {
+                const char *text;
+                size_t len;
+                int r = frame_reader_next(&c->in, &text, &len);
+                if (r == -EMSGSIZE) {
+                        protocol_violation(c, "message exceeds the size limit");
+                        return 0;
+                }
+                if (r <= 0)
+                        return r;
+                r = process_message(c, text, len);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* ---- connection plumbing ---- */
+
+static void connection_update_events(struct varlink_connection *c) {
+        uint32_t ev = 0;
+
+        if (c->dead || !c->io_source)
+                return;
+        if (!c->in_call && !c->eof && frame_writer_queued(&c->out) < OUTPUT_HIGH_WATER)
+                ev |= EPOLLIN;
+        if (frame_writer_queued(&c->out) > 0)
+                ev |= EPOLLOUT;
+        (void) sd_event_source_set_io_events(c->io_source, ev);
+}
+
+static int on_connection_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        struct varlink_connection *c = userdata;
+        int r;
+        (void) s;
+        (void) fd;
+
+        if (revents & EPOLLOUT) {
+                r = frame_writer_flush(&c->out, c->fd);
+                if (r < 0 && r != -EAGAIN)
+                        goto kill;
+                if (r == 0 && c->drain)
+                        c->drain(c, c->call_data);
+                if (c->dead)
+                        goto kill;
+                if (c->eof && frame_writer_queued(&c->out) == 0 && !c->in_call)
+                        goto kill;
+        }
+
+        if (revents & EPOLLIN) {
+                ssize_t n = frame_reader_read_fd(&c->in, c->fd);
+                if (n == 0) {
+                        /* Answer what was asked, then close. A pending streaming call ends here. */
+                        c->eof = true;
+                } else if (n < 0 && n != -EAGAIN)
+                        goto kill;
+                r = process_input(c);
+                if (r < 0)
+                        goto kill;
+                if (c->eof && (c->in_call || frame_writer_queued(&c->out) == 0))
+                        goto kill;
+        } else if (revents & (EPOLLHUP | EPOLLERR))
+                goto kill;
+
+        if (c->dead)
+                goto kill;
+        connection_update_events(c);
+        return 0;
+
+kill:
+        connection_free(c);
+        return 0;
+}
+
+static int on_connection_defer(sd_event_source *s, void *userdata) {
+        struct varlink_connection *c = userdata;
+        (void) s;
+
+        if (!c->dead && process_input(c) < 0)
+                c->dead = true;
+        if (c->dead || (c->eof && !c->in_call && frame_writer_queued(&c->out) == 0)) {
+                connection_free(c);
+                return 0;
+        }
+        connection_update_events(c);
+        return 0;
+}
+
+static void connection_free(struct varlink_connection *c) {
+        if (!c)
+                return;
+        struct varlink_server *s = c->server;
+
+        /* The call's owner (a subscription) learns through its data being freed. */
+        c->dead = true;
+        if (c->call_data_free)
+                c->call_data_free(c->call_data);
+        c->call_data = NULL;
+        c->call_data_free = NULL;
+
+        sd_event_source_disable_unref(c->io_source);
+        sd_event_source_disable_unref(c->defer_source);
+        frame_reader_done(&c->in);
+        frame_writer_done(&c->out);
+        if (c->fd >= 0)
+                close(c->fd);
+
+        if (c->prev)
+                c->prev->next = c->next;
+        else
+                s->connections = c->next;
+        if (c->next)
+                c->next->prev = c->prev;
+        s->n_connections--;
+        free(c);
+}
+
+static int connection_new(struct varlink_server *s, int fd) {
+        struct varlink_connection *c = calloc(1, sizeof(*c));
+        socklen_t len = sizeof(c->peer);
+        int r;
+
+        if (!c) {
+                close(fd);
+                return -ENOMEM;
+        }
+        c->server = s;
+        c->fd = fd;
+        c->peer = (struct ucred){ .pid = 0, .uid = (uid_t) -1, .gid = (gid_t) -1 };
+        (void) getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c->peer, &len);
+        frame_reader_init(&c->in, s->max_message_size);
+        frame_writer_init(&c->out);
+
+        c->next = s->connections;
+        if (c->next)
+                c->next->prev = c;
+        s->connections = c;
+        s->n_connections++;
+
+        r = sd_event_add_io(s->event, &c->io_source, fd, EPOLLIN, on_connection_io, c);
+        if (r >= 0)
+                r = sd_event_add_defer(s->event, &c->defer_source, on_connection_defer, c);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(c->defer_source, SD_EVENT_OFF);
+        if (r < 0) {
+                connection_free(c);
+                return r;
+        }
+        (void) sd_event_source_set_description(c->io_source, "varlink-connection");
+        return 0;
+}
+
+static int on_listen(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+        struct varlink_server *s = userdata;
+        (void) src;
+        (void) revents;
+
+        /* Take what is queued, but do not starve the rest of the loop. */
+        for (int i = 0; i < 64; i++) {
+                int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                if (cfd < 0) {
+                        if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED)
+                                return 0;
+                        /* EMFILE and friends: keep running, log, and try again on the next wake-up. */
+                        log_warning_errno(-errno, "Failed to accept connection, ignoring: %m");
+                        return 0;
+                }
+                int r = connection_new(s, cfd);
+                if (r < 0)
+                        log_warning_errno(r, "Failed to set up connection, ignoring: %m");
+        }
+        return 0;
+}
+
+int varlink_server_new(sd_event *event, const struct varlink_interface *interfaces, size_t n_interfaces,
+                       const struct varlink_info *info, void *userdata, struct varlink_server **ret) {
+        struct varlink_server *s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        s->event = sd_event_ref(event);
+        s->interfaces = interfaces;
+        s->n_interfaces = n_interfaces;
+        if (info)
+                s->info = *info;
+        s->userdata = userdata;
+        s->max_message_size = FRAME_DEFAULT_MAX_SIZE;
+        s->listen_fd = -EBADF;
+        *ret = s;
+        return 0;
+}
+
+void varlink_server_set_max_message_size(struct varlink_server *s, size_t size) {
+        s->max_message_size = size;
+        for (struct varlink_connection *c = s->connections; c; c = c->next)
+                c->in.max_size = size;
+}
+
+struct varlink_server *varlink_server_free(struct varlink_server *s) {
+        if (!s)
+                return NULL;
+        while (s->connections)
+                connection_free(s->connections);
+        sd_event_source_disable_unref(s->listen_source);
+        if (s->listen_fd >= 0)
+                close(s->listen_fd);
+        if (s->socket_path) {
+                (void) unlink(s->socket_path);
+                free(s->socket_path);
+        }
+        sd_event_unref(s->event);
+        free(s);
+        return NULL;
+}
+
+int varlink_server_listen_fd(struct varlink_server *s, int fd) {
+        int r;
+
+        if (s->listen_source)
+                return -EBUSY;
+        int fl = fcntl(fd, F_GETFL);
+        if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+                return -errno;
+        r = sd_event_add_io(s->event, &s->listen_source, fd, EPOLLIN, on_listen, s);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_description(s->listen_source, "varlink-listen");
+        s->listen_fd = fd;
+        return 0;
+}
+
+int varlink_server_listen_path(struct varlink_server *s, const char *path, mode_t mode) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int r;
+
+        if (strlen(path) >= sizeof(sa.sun_path))
+                return -ENAMETOOLONG;
+        strcpy(sa.sun_path, path);
+
+        _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+
+        if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+                if (errno != EADDRINUSE)
+                        return -errno;
+                /* Replace the socket file only if nobody answers on it: never steal a running daemon's. */
+                _cleanup_close_ int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                if (probe >= 0 && connect(probe, (struct sockaddr *) &sa, sizeof(sa)) == 0)
+                        return -EADDRINUSE;
+                (void) unlink(path);
+                if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
+                        return -errno;
+        }
+        (void) chmod(path, mode);
+        if (listen(fd, SOMAXCONN) < 0)
+                return -errno;
+
+        s->socket_path = strdup(path);
+        if (!s->socket_path)
+                return -ENOMEM;
+        r = varlink_server_listen_fd(s, fd);
+        if (r < 0)
+                return r;
+        TAKE_FD(fd);
+        return 0;
+}
+
+size_t varlink_server_n_connections(const struct varlink_server *s) {
+        return s->n_connections;
+}
+
+void varlink_connection_set_call_data(struct varlink_connection *c, void *data, void (*free_fn)(void *)) {
+        c->call_data = data;
+        c->call_data_free = free_fn;
+}
+
+void varlink_connection_set_drain_handler(struct varlink_connection *c,
+                                          void (*fn)(struct varlink_connection *c, void *data)) {
+        c->drain = fn;
+}
+
+size_t varlink_connection_queued(const struct varlink_connection *c) {
+        return frame_writer_queued(&c->out);
+}
+
+const struct ucred *varlink_connection_peer(const struct varlink_connection *c) {
+        return &c->peer;
+}
+
+void *varlink_connection_server_userdata(const struct varlink_connection *c) {
+        return c->server->userdata;
+}

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The Varlink server: where a request enters. It owns the listening socket and the connections, frames
+ * and parses calls, enforces the protocol (flags, one call at a time, size limit), answers
+ * org.varlink.service itself and hands every other call to a method of a registered interface. It knows
+ * nothing about pressure. */
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <systemd/sd-event.h>
+
+struct varlink_server;
+struct varlink_connection;
+
+enum {
+        VARLINK_CALL_MORE = 1 << 0,
+        VARLINK_CALL_ONEWAY = 1 << 1,
+};
+
+#define VARLINK_ERROR_INTERFACE_NOT_FOUND "org.varlink.service.InterfaceNotFound"
+#define VARLINK_ERROR_METHOD_NOT_FOUND "org.varlink.service.MethodNotFound"
+#define VARLINK_ERROR_METHOD_NOT_IMPLEMENTED "org.varlink.service.MethodNotImplemented"
+#define VARLINK_ERROR_INVALID_PARAMETER "org.varlink.service.InvalidParameter"
+#define VARLINK_ERROR_PERMISSION_DENIED "org.varlink.service.PermissionDenied"
+#define VARLINK_ERROR_EXPECTED_MORE "org.varlink.service.ExpectedMore"
+/* Sent just before a connection is closed for breaking the protocol. */
+#define VARLINK_ERROR_PROTOCOL "io.pressured.ProtocolViolation"
+
+/* A method gets its parameters (never NULL: absent and null arrive as an empty object) and must answer
+ * with varlink_reply()/varlink_error() now or later; with VARLINK_CALL_MORE it may first send any number
+ * of varlink_notify(). While a call is unanswered the connection reads no further calls. Returning a
+ * negative errno without answering closes the connection. */
+typedef int (*varlink_method_fn)(struct varlink_connection *c, struct json_object *params, unsigned flags,
+                                 void *userdata);
+
+struct varlink_method {
+        const char *name; /* without the interface, e.g. "GetStatus" */
+        varlink_method_fn fn;
+};
+
+struct varlink_interface {
+        const char *name;        /* e.g. "io.pressured" */
+        const char *description; /* the interface definition text */
+        const struct varlink_method *methods;
+        size_t n_methods;
+};
+
+struct varlink_info {
+        const char *vendor, *product, *version, *url;
+};
+
+int varlink_server_new(sd_event *event, const struct varlink_interface *interfaces, size_t n_interfaces,
+                       const struct varlink_info *info, void *userdata, struct varlink_server **ret);
+struct varlink_server *varlink_server_free(struct varlink_server *s);
+
+void varlink_server_set_max_message_size(struct varlink_server *s, size_t size);
+
+/* Serve on an already listening socket (socket activation). The server takes the fd. */
+int varlink_server_listen_fd(struct varlink_server *s, int fd);
+/* Create, bind and listen on a unix socket path, replacing a stale socket file. The file is removed again
+ * by varlink_server_free(). */
+int varlink_server_listen_path(struct varlink_server *s, const char *path, mode_t mode);
+
+size_t varlink_server_n_connections(const struct varlink_server *s);
+
+/* Answers. Each takes ownership of params (may be NULL). For a oneway call they are dropped. */
+int varlink_reply(struct varlink_connection *c, struct json_object *params);
+int varlink_notify(struct varlink_connection *c, struct json_object *params);
+int varlink_error(struct varlink_connection *c, const char *error, struct json_object *params);
+int varlink_error_invalid_parameter(struct varlink_connection *c, const char *parameter);
+
+/* Per-call state owned by the connection: freed when the call is answered or the connection goes away. */
+void varlink_connection_set_call_data(struct varlink_connection *c, void *data, void (*free_fn)(void *));
+
+/* Called once the output queue has drained to empty, so that a streaming method can send what it held
+ * back. */
+void varlink_connection_set_drain_handler(struct varlink_connection *c,
+                                          void (*fn)(struct varlink_connection *c, void *data));
+
+size_t varlink_connection_queued(const struct varlink_connection *c);
+const struct ucred *varlink_connection_peer(const struct varlink_connection *c);
+void *varlink_connection_server_userdata(const struct varlink_connection *c);
+
+/* Reject parameters that the method does not know: replies InvalidParameter naming the first one and
+ * returns -EINVAL. `known` is NULL-terminated. */
+int varlink_check_fields(struct varlink_connection *c, struct json_object *params, const char *const *known);

@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef PRESSURE_H
+#define PRESSURE_H
+
+/**
+ * libpressure: the client library of pressured.
+ *
+ * Ask how tight memory is (system-wide, per NUMA node, per cgroup) and subscribe to be told when it gets
+ * tight and when it recovers. All objects are opaque and reference-counted; functions that can fail return
+ * 0 or a negative errno and write their out-parameters only on success.
+ *
+ * Event-loop integration: pressure_client_get_fd() returns one fd that becomes readable whenever
+ * pressure_client_dispatch() has work; callbacks run inside dispatch, on the caller's thread.
+ *
+ * Thread safety: a client and the objects it returns may be used from one thread at a time. Different
+ * clients are independent.
+ *
+ * Scope names, used wherever a scope is given as a string:
+ *   "system"        the whole machine (/proc/pressure/memory)
+ *   "node:N"        NUMA node N
+ *   "/a/b"          a cgroup, by its cgroup v2 path (as in the "0::" line of /proc/PID/cgroup)
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct pressure_client;
+struct pressure_status;
+struct pressure_scope;
+
+enum pressure_level {
+        PRESSURE_LEVEL_OK = 0,
+        PRESSURE_LEVEL_LOW = 1,
+        PRESSURE_LEVEL_MEDIUM = 2,
+        PRESSURE_LEVEL_CRITICAL = 3
+};
+
+enum pressure_scope_type {
+        PRESSURE_SCOPE_SYSTEM = 0,
+        PRESSURE_SCOPE_NODE = 1,
+        PRESSURE_SCOPE_CGROUP = 2
+};
+
+enum pressure_stall_kind {
+        PRESSURE_STALL_SOME = 0, /* some tasks stalled on memory */
+        PRESSURE_STALL_FULL = 1  /* all non-idle tasks stalled at once */
+};
+
+/** One PSI line: percent of wall time stalled over 10, 60 and 300 s; total stall in microseconds. */
+struct pressure_stall {
+        double avg10;
+        double avg60;
+        double avg300;
+        uint64_t total;
+};
+
+/** "ok", "low", "medium", "critical"; NULL for an invalid level. */
+const char *pressure_level_to_string(enum pressure_level level);
+
+/** Parse a level name. Returns the level or -EINVAL. */
+int pressure_level_from_string(const char *s);
+
+/**
+ * The socket pressured listens on by default: /run/pressured/io.pressured for root,
+ * $XDG_RUNTIME_DIR/pressured/io.pressured otherwise, unless $PRESSURED_SOCKET is set.
+ * Returns a newly allocated string in *ret (free() it), or a negative errno.
+ */
+int pressure_default_socket_path(char **ret);
+
+/**
+ * Connect to pressured. socket_path may be NULL for the default.
+ * Returns 0 and the new client in *ret, or a negative errno (-ENOENT, -ECONNREFUSED: no daemon there).
+ */
+int pressure_client_new(const char *socket_path, struct pressure_client **ret);
+
+/** Take a reference. Returns client. */
+struct pressure_client *pressure_client_ref(struct pressure_client *client);
+
+/** Drop a reference; the last one closes the connections. Accepts NULL. Returns NULL. */
+struct pressure_client *pressure_client_unref(struct pressure_client *client);
+
+/** The socket path this client is connected to. Valid as long as the client. */
+const char *pressure_client_get_socket_path(struct pressure_client *client);
+
+/**
+ * Timeout for the calls that wait for an answer (get_status, subscribe), in milliseconds. Default 5000;
+ * 0 or less waits forever.
+ */
+void pressure_client_set_timeout(struct pressure_client *client, int timeout_ms);
+
+/**
+ * Ask for the current state of the system, every NUMA node and every cgroup the daemon watches. Blocks
+ * for at most the client's timeout. Returns 0 and a status in *ret (release it with
+ * pressure_status_unref()), -ETIMEDOUT, -ECONNRESET when the daemon went away, -EPROTO on a bad reply.
+ */
+int pressure_client_get_status(struct pressure_client *client, struct pressure_status **ret);
+
+struct pressure_status *pressure_status_ref(struct pressure_status *status);
+struct pressure_status *pressure_status_unref(struct pressure_status *status);
+
+/** The system scope of a status. Owned by the status. */
+const struct pressure_scope *pressure_status_get_system(const struct pressure_status *status);
+size_t pressure_status_get_n_nodes(const struct pressure_status *status);
+/** Node i (0 <= i < n_nodes) of a status, or NULL. Owned by the status. */
+const struct pressure_scope *pressure_status_get_node(const struct pressure_status *status, size_t i);
+size_t pressure_status_get_n_cgroups(const struct pressure_status *status);
+/** Watched cgroup i of a status, or NULL. Owned by the status. */
+const struct pressure_scope *pressure_status_get_cgroup(const struct pressure_status *status, size_t i);
+/** The reply as JSON text, as the daemon sent it (for tools that print JSON). Owned by the status. */
+const char *pressure_status_to_json(const struct pressure_status *status);
+
+/**
+ * A scope's state, in a status or an event. Events also carry the previous level (the level this
+ * subscriber was last told) and a timestamp (CLOCK_MONOTONIC microseconds of the change).
+ */
+enum pressure_scope_type pressure_scope_get_type(const struct pressure_scope *scope);
+/** The node number of a node scope, -1 otherwise. */
+int pressure_scope_get_node(const struct pressure_scope *scope);
+/** The cgroup path of a cgroup scope, NULL otherwise. */
+const char *pressure_scope_get_cgroup(const struct pressure_scope *scope);
+/** The scope's name: "system", "node:N" or the cgroup path. */
+const char *pressure_scope_get_name(const struct pressure_scope *scope);
+enum pressure_level pressure_scope_get_level(const struct pressure_scope *scope);
+/** For an event, the level before the change; for a state, the current level. */
+enum pressure_level pressure_scope_get_previous_level(const struct pressure_scope *scope);
+/** PSI figures of a system or cgroup scope. Returns 0, or -ENODATA (nodes have no PSI). */
+int pressure_scope_get_stall(const struct pressure_scope *scope, enum pressure_stall_kind kind,
+                             struct pressure_stall *ret);
+/** Memory of a node scope in bytes. Returns 0, or -ENODATA for other scopes. */
+int pressure_scope_get_memory(const struct pressure_scope *scope, uint64_t *ret_total, uint64_t *ret_free);
+/** Estimated bytes to free to bring the scope back under its threshold; 0 at ok. An estimate. */
+uint64_t pressure_scope_get_reclaim_target(const struct pressure_scope *scope);
+/** CLOCK_MONOTONIC microseconds of the scope's last level change. */
+uint64_t pressure_scope_get_timestamp(const struct pressure_scope *scope);
+/** 1 if this event says the scope went away (its cgroup was removed), 0 otherwise. */
+int pressure_scope_is_removed(const struct pressure_scope *scope);
+/** Number of changes folded into this event while the subscriber did not read. */
+unsigned pressure_scope_get_coalesced(const struct pressure_scope *scope);
+/** The scope as JSON text. Owned by the scope. */
+const char *pressure_scope_to_json(const struct pressure_scope *scope);
+
+/**
+ * Called for each scope's current state when a subscription starts (is_initial = 1, before
+ * pressure_client_subscribe() returns) and for every level change later (is_initial = 0, from
+ * pressure_client_dispatch()). The scope is valid only during the call.
+ */
+typedef void (*pressure_event_handler_t)(struct pressure_client *client, const struct pressure_scope *scope,
+                                         int is_initial, void *userdata);
+
+/**
+ * Subscribe to level changes of the given scopes (NULL-terminated array of scope names; NULL or empty for
+ * the system). Changes are reported when a scope reaches min_level or falls back below it. One
+ * subscription per client.
+ *
+ * Returns 0, -EBUSY (already subscribed), -ENOENT (no such cgroup), -ENXIO (no such node), -EINVAL (bad
+ * scope name), -ETIMEDOUT, -ECONNRESET, -EPROTO.
+ */
+int pressure_client_subscribe(struct pressure_client *client, const char *const *scopes,
+                              enum pressure_level min_level, pressure_event_handler_t handler, void *userdata);
+
+/** An fd to poll for readability (POLLIN); when readable, call pressure_client_dispatch(). */
+int pressure_client_get_fd(struct pressure_client *client);
+
+/**
+ * Read what the daemon sent and run the handlers. Never blocks. Returns 0, or -ECONNRESET when the
+ * daemon closed the subscription (it stopped, or every subscribed scope went away), -EPROTO on a
+ * malformed message.
+ */
+int pressure_client_dispatch(struct pressure_client *client);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

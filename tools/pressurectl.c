@@ -1,0 +1,246 @@
+/* SPDX-License-Identifier: MIT */
+/* pressurectl: look at pressured from the command line. Tables for people, --json for scripts. */
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "pressure.h"
+
+/* Exit codes */
+enum {
+        EXIT_OK = 0,
+        EXIT_UNREACHABLE = 1, /* the daemon could not be reached, or went away */
+        EXIT_USAGE = 2,
+        EXIT_FAILED = 3, /* the daemon answered with an error */
+};
+
+static const char *arg_socket = NULL;
+static int arg_json = 0;
+static enum pressure_level arg_min_level = PRESSURE_LEVEL_LOW;
+
+static void help(void) {
+        printf("Usage: pressurectl [OPTIONS] COMMAND\n"
+               "\n"
+               "Commands:\n"
+               "  status                 Level and pressure of the system, each NUMA node and each\n"
+               "                         watched cgroup\n"
+               "  watch [SCOPE...]       Print one line per level change as it happens. A SCOPE is\n"
+               "                         \"system\" (default), \"node:N\" or a cgroup v2 path\n"
+               "\n"
+               "Options:\n"
+               "  -h --help              Show this help\n"
+               "  -j --json              Print JSON (one object per line for watch)\n"
+               "  -s --socket=PATH       Talk to the daemon on PATH\n"
+               "  -l --min-level=LEVEL   watch: report changes reaching LEVEL (low, medium, critical)\n"
+               "\n"
+               "Exit status: 0 success, 1 daemon unreachable, 2 usage error, 3 the daemon refused.\n");
+}
+
+static void format_bytes(uint64_t b, char *buf, size_t size) {
+        static const char *const units[] = { "B", "K", "M", "G", "T" };
+        double v = (double) b;
+        size_t u = 0;
+        while (v >= 1024 && u + 1 < sizeof(units) / sizeof(units[0])) {
+                v /= 1024;
+                u++;
+        }
+        snprintf(buf, size, u == 0 ? "%.0f%s" : "%.1f%s", v, units[u]);
+}
+
+static int connect_client(struct pressure_client **ret) {
+        int r = pressure_client_new(arg_socket, ret);
+        if (r < 0) {
+                char *path = NULL;
+                if (!arg_socket)
+                        (void) pressure_default_socket_path(&path);
+                fprintf(stderr, "pressurectl: cannot reach pressured at %s: %s\n",
+                        arg_socket ? arg_socket : path ? path : "(no default socket)", strerror(-r));
+                free(path);
+                return -EXIT_UNREACHABLE;
+        }
+        return 0;
+}
+
+static int report_error(const char *what, int r) {
+        fprintf(stderr, "pressurectl: %s: %s\n", what, strerror(-r));
+        return r == -ECONNRESET || r == -ETIMEDOUT || r == -EPIPE ? EXIT_UNREACHABLE : EXIT_FAILED;
+}
+
+static void print_row(const struct pressure_scope *s) {
+        struct pressure_stall some, full;
+        char c1[16] = "-", c2[16] = "-", c3[16] = "-", c4[16] = "-", mem[48] = "-";
+        uint64_t total, free_b;
+
+        if (pressure_scope_get_stall(s, PRESSURE_STALL_SOME, &some) >= 0) {
+                snprintf(c1, sizeof(c1), "%.2f", some.avg10);
+                snprintf(c2, sizeof(c2), "%.2f", some.avg60);
+                snprintf(c3, sizeof(c3), "%.2f", some.avg300);
+        }
+        if (pressure_scope_get_stall(s, PRESSURE_STALL_FULL, &full) >= 0)
+                snprintf(c4, sizeof(c4), "%.2f", full.avg10);
+        if (pressure_scope_get_memory(s, &total, &free_b) >= 0) {
+                char a[16], b[16];
+                format_bytes(free_b, a, sizeof(a));
+                format_bytes(total, b, sizeof(b));
+                snprintf(mem, sizeof(mem), "%s/%s", a, b);
+        }
+        printf("%-24s %-9s %7s %7s %7s %7s  %s\n", pressure_scope_get_name(s),
+               pressure_level_to_string(pressure_scope_get_level(s)), c1, c2, c3, c4, mem);
+}
+
+static int cmd_status(void) {
+        struct pressure_client *c;
+        struct pressure_status *st;
+        int r = connect_client(&c);
+        if (r < 0)
+                return -r;
+
+        r = pressure_client_get_status(c, &st);
+        if (r < 0) {
+                pressure_client_unref(c);
+                return report_error("status", r);
+        }
+
+        if (arg_json)
+                printf("%s\n", pressure_status_to_json(st));
+        else {
+                printf("%-24s %-9s %7s %7s %7s %7s  %s\n", "SCOPE", "LEVEL", "SOME10", "SOME60", "SOME300", "FULL10",
+                       "FREE/TOTAL");
+                print_row(pressure_status_get_system(st));
+                for (size_t i = 0; i < pressure_status_get_n_nodes(st); i++)
+                        print_row(pressure_status_get_node(st, i));
+                for (size_t i = 0; i < pressure_status_get_n_cgroups(st); i++)
+                        print_row(pressure_status_get_cgroup(st, i));
+        }
+        pressure_status_unref(st);
+        pressure_client_unref(c);
+        return EXIT_OK;
+}
+
+static void on_event(struct pressure_client *c, const struct pressure_scope *s, int is_initial, void *userdata) {
+        (void) c;
+        (void) userdata;
+
+        if (arg_json) {
+                printf("{\"initial\":%s,\"event\":%s}\n", is_initial ? "true" : "false", pressure_scope_to_json(s));
+                return;
+        }
+
+        char when[32], target[16];
+        time_t t = time(NULL);
+        strftime(when, sizeof(when), "%H:%M:%S", localtime(&t));
+        format_bytes(pressure_scope_get_reclaim_target(s), target, sizeof(target));
+
+        struct pressure_stall some;
+        char psi[48] = "";
+        if (pressure_scope_get_stall(s, PRESSURE_STALL_SOME, &some) >= 0)
+                snprintf(psi, sizeof(psi), " some avg10=%.2f", some.avg10);
+
+        if (is_initial)
+                printf("%s %s %s (current)%s\n", when, pressure_scope_get_name(s),
+                       pressure_level_to_string(pressure_scope_get_level(s)), psi);
+        else if (pressure_scope_is_removed(s))
+                printf("%s %s removed\n", when, pressure_scope_get_name(s));
+        else
+                printf("%s %s %s -> %s%s reclaim-target=%s\n", when, pressure_scope_get_name(s),
+                       pressure_level_to_string(pressure_scope_get_previous_level(s)),
+                       pressure_level_to_string(pressure_scope_get_level(s)), psi, target);
+}
+
+static int cmd_watch(char **scopes) {
+        struct pressure_client *c;
+        int r = connect_client(&c);
+        if (r < 0)
+                return -r;
+
+        setvbuf(stdout, NULL, _IOLBF, 0);
+        r = pressure_client_subscribe(c, (const char *const *) scopes, arg_min_level, on_event, NULL);
+        if (r < 0) {
+                pressure_client_unref(c);
+                if (r == -ENOENT)
+                        fprintf(stderr, "pressurectl: no such cgroup\n");
+                else if (r == -ENXIO)
+                        fprintf(stderr, "pressurectl: no such NUMA node\n");
+                else if (r == -EINVAL) {
+                        fprintf(stderr, "pressurectl: invalid scope (use system, node:N or /cgroup/path)\n");
+                        return EXIT_USAGE;
+                } else
+                        return report_error("subscribe", r);
+                return EXIT_FAILED;
+        }
+
+        for (;;) {
+                struct pollfd p = { .fd = pressure_client_get_fd(c), .events = POLLIN };
+                if (poll(&p, 1, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        break;
+                }
+                r = pressure_client_dispatch(c);
+                if (r < 0) {
+                        pressure_client_unref(c);
+                        return report_error("subscription ended", r);
+                }
+        }
+        pressure_client_unref(c);
+        return EXIT_OK;
+}
+
+int main(int argc, char *argv[]) {
+        static const struct option options[] = {
+                { "help", no_argument, NULL, 'h' },
+                { "json", no_argument, NULL, 'j' },
+                { "socket", required_argument, NULL, 's' },
+                { "min-level", required_argument, NULL, 'l' },
+                {},
+        };
+        int c, l;
+
+        while ((c = getopt_long(argc, argv, "hjs:l:", options, NULL)) >= 0)
+                switch (c) {
+                case 'h':
+                        help();
+                        return EXIT_OK;
+                case 'j':
+                        arg_json = 1;
+                        break;
+                case 's':
+                        arg_socket = optarg;
+                        break;
+                case 'l':
+                        l = pressure_level_from_string(optarg);
+                        if (l <= PRESSURE_LEVEL_OK) {
+                                fprintf(stderr, "pressurectl: --min-level takes low, medium or critical\n");
+                                return EXIT_USAGE;
+                        }
+                        arg_min_level = l;
+                        break;
+                default:
+                        return EXIT_USAGE;
+                }
+
+        if (optind >= argc) {
+                fprintf(stderr, "pressurectl: missing command (status, watch); see --help\n");
+                return EXIT_USAGE;
+        }
+        const char *cmd = argv[optind++];
+        if (strcmp(cmd, "status") == 0) {
+                if (optind < argc) {
+                        fprintf(stderr, "pressurectl: status takes no arguments\n");
+                        return EXIT_USAGE;
+                }
+                return cmd_status();
+        }
+        if (strcmp(cmd, "watch") == 0)
+                return cmd_watch(optind < argc ? argv + optind : NULL);
+
+        fprintf(stderr, "pressurectl: unknown command \"%s\"; see --help\n", cmd);
+        return EXIT_USAGE;
+}
