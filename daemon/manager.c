@@ -275,10 +275,9 @@ int manager_start(struct manager *m, int listen_fd) {
         /* PSI first: without it there is nothing to do. */
         r = scope_new_system(m, &m->system);
         if (r == -ENOENT || r == -EOPNOTSUPP)
-                return log_error_errno(r, "Pressure Stall Information is not available (%s/proc/pressure/memory: %m). "
+                return log_error_errno(r, "Pressure Stall Information is not available (/proc/pressure/memory: %m). "
                                           "pressured needs a kernel built with CONFIG_PSI=y, and booted with psi=1 if "
-                                          "it was built with CONFIG_PSI_DEFAULT_DISABLED=y.",
-                                       m->config.sysfs_root);
+                                          "it was built with CONFIG_PSI_DEFAULT_DISABLED=y.");
         if (r < 0)
                 return log_error_errno(r, "Failed to watch system memory pressure: %m");
         m->system->n_refs = 1;

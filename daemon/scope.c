@@ -230,10 +230,9 @@ int scope_new_system(struct manager *m, struct scope **ret) {
 
         if (!s || !(s->name = strdup("system")))
                 return -ENOMEM;
-        if (asprintf(&s->pressure_path, "%s/proc/pressure/memory", m->config.sysfs_root) < 0) {
-                s->pressure_path = NULL;
+        /* Always the live file: a trigger cannot be armed on a fixture. */
+        if (!(s->pressure_path = strdup("/proc/pressure/memory")))
                 return -ENOMEM;
-        }
         r = scope_arm(s);
         if (r < 0)
                 return r;

@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: MIT */
+#include "pressure-gen.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+
+#define CHUNK (1u << 20)
+#define FILE_SIZE (256u << 20)
+
+static int write_str(const char *path, const char *s) {
+        int fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        ssize_t n = write(fd, s, strlen(s));
+        int r = n < 0 ? -errno : 0;
+        close(fd);
+        return r;
+}
+
+static bool file_has_word(const char *path, const char *word) {
+        char buf[512];
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return false;
+        size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[n] = 0;
+        for (char *save = NULL, *t = strtok_r(buf, " \n", &save); t; t = strtok_r(NULL, " \n", &save))
+                if (strcmp(t, word) == 0)
+                        return true;
+        return false;
+}
+
+int pressure_gen_create(struct pressure_gen *g, const char *dir, uint64_t limit_bytes) {
+        struct cgroup_layout l;
+        char path[600], limit[32];
+        int r;
+
+        memset(g, 0, sizeof(*g));
+        r = cgroup_layout_discover(&l);
+        if (r < 0)
+                return r;
+        if (!l.memory_root) {
+                cgroup_layout_done(&l);
+                return -EOPNOTSUPP;
+        }
+
+        snprintf(g->cgroup, sizeof(g->cgroup), "/pressured-test-%d", (int) getpid());
+        snprintf(g->v2_dir, sizeof(g->v2_dir), "%s%s", l.v2_root, g->cgroup);
+        snprintf(g->mem_dir, sizeof(g->mem_dir), "%s%s", l.memory_root, g->cgroup);
+        snprintf(g->file, sizeof(g->file), "%s/pressured-gen-%d.dat", dir, (int) getpid());
+        snprintf(limit, sizeof(limit), "%llu", (unsigned long long) limit_bytes);
+
+        if (l.memory_v2) {
+                /* The memory controller must be on for the root's children. */
+                snprintf(path, sizeof(path), "%s/cgroup.controllers", l.v2_root);
+                if (!file_has_word(path, "memory")) {
+                        cgroup_layout_done(&l);
+                        return -EOPNOTSUPP;
+                }
+                snprintf(path, sizeof(path), "%s/cgroup.subtree_control", l.v2_root);
+                (void) write_str(path, "+memory");
+        }
+
+        if (mkdir(g->v2_dir, 0755) < 0 && errno != EEXIST) {
+                r = -errno;
+                goto fail;
+        }
+        if (!l.memory_v2 && mkdir(g->mem_dir, 0755) < 0 && errno != EEXIST) {
+                r = -errno;
+                goto fail;
+        }
+        snprintf(path, sizeof(path), "%s/%s", g->mem_dir, l.memory_v2 ? "memory.max" : "memory.limit_in_bytes");
+        r = write_str(path, limit);
+        if (r < 0)
+                goto fail;
+        if (l.memory_v2)
+                g->mem_dir[0] = 0; /* the same directory as v2_dir: nothing extra to join or remove */
+        cgroup_layout_done(&l);
+        return 0;
+
+fail:
+        cgroup_layout_done(&l);
+        pressure_gen_destroy(g);
+        return r;
+}
+
+static void writer(const struct pressure_gen *g) {
+        static char buf[CHUNK];
+        char path[600];
+        char pid[32];
+
+        snprintf(pid, sizeof(pid), "%d", (int) getpid());
+        snprintf(path, sizeof(path), "%s/cgroup.procs", g->v2_dir);
+        if (write_str(path, pid) < 0)
+                _exit(2);
+        if (g->mem_dir[0]) {
+                snprintf(path, sizeof(path), "%s/cgroup.procs", g->mem_dir);
+                if (write_str(path, pid) < 0)
+                        _exit(2);
+        }
+
+        memset(buf, 0x5a, sizeof(buf));
+        for (;;) {
+                int fd = open(g->file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+                if (fd < 0)
+                        _exit(3);
+                for (size_t done = 0; done < FILE_SIZE; done += CHUNK)
+                        if (write(fd, buf, CHUNK) < 0)
+                                _exit(4);
+                close(fd);
+        }
+}
+
+int pressure_gen_start(struct pressure_gen *g) {
+        pid_t pid = fork();
+        if (pid < 0)
+                return -errno;
+        if (pid == 0) {
+                /* Die with the test, whatever happens to it. */
+                signal(SIGTERM, SIG_DFL);
+                writer(g);
+        }
+        g->pid = pid;
+        return 0;
+}
+
+int pressure_gen_stop(struct pressure_gen *g) {
+        int status = 0;
+        if (g->pid <= 0)
+                return 0;
+        kill(g->pid, SIGKILL);
+        waitpid(g->pid, &status, 0);
+        g->pid = 0;
+        /* Exit codes 2..4 mean the writer could not even start. */
+        return WIFEXITED(status) ? -EIO : 0;
+}
+
+void pressure_gen_destroy(struct pressure_gen *g) {
+        (void) pressure_gen_stop(g);
+        if (g->file[0])
+                unlink(g->file);
+        /* A cgroup whose last process just died can be busy for a moment. */
+        for (int i = 0; i < 200; i++) {
+                bool busy = false;
+                if (g->mem_dir[0] && rmdir(g->mem_dir) < 0 && errno == EBUSY)
+                        busy = true;
+                if (g->v2_dir[0] && rmdir(g->v2_dir) < 0 && errno == EBUSY)
+                        busy = true;
+                if (!busy)
+                        break;
+                usleep(10000);
+        }
+        g->file[0] = g->mem_dir[0] = g->v2_dir[0] = 0;
+}

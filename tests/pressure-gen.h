@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Real memory pressure for tests and benchmarks: a fresh cgroup with a small memory limit and a process in
+ * it that keeps writing a file, so reclaim has to wait for dirty pages to be written back. Works with the
+ * memory controller on cgroup v2 (memory.max) and on a v1 hierarchy beside v2 (memory.limit_in_bytes;
+ * PSI then comes from the v2 group of the same name). */
+
+#include <stdint.h>
+#include <sys/types.h>
+
+struct pressure_gen {
+        char cgroup[128];   /* the v2 path, e.g. "/pressured-test-1234" */
+        char v2_dir[512];   /* its directory in the v2 hierarchy */
+        char mem_dir[512];  /* the memory controller's directory (v1 or the same as v2_dir) */
+        char file[512];     /* the file being written */
+        pid_t pid;          /* the writer, 0 when stopped */
+};
+
+/* Create the cgroup with the limit. `dir` is where the writer's file goes (a disk-backed directory). */
+int pressure_gen_create(struct pressure_gen *g, const char *dir, uint64_t limit_bytes);
+/* Start the writer inside the cgroup. */
+int pressure_gen_start(struct pressure_gen *g);
+/* Stop the writer (the cgroup stays). */
+int pressure_gen_stop(struct pressure_gen *g);
+/* Stop and remove the cgroup and the file. */
+void pressure_gen_destroy(struct pressure_gen *g);

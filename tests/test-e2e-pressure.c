@@ -1,0 +1,240 @@
+/* SPDX-License-Identifier: MIT */
+/* End to end against the real kernel: the real daemon, a subscriber in another process using
+ * libpressure, and real memory pressure in a fresh cgroup. */
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "pressure-gen.h"
+#include "pressure.h"
+#include "test-util.h"
+
+#define LIMIT_BYTES (16u << 20)
+
+static struct test_daemon daemon_;
+
+/* ---- a subscriber process: reports what it is told, one line per callback, on a pipe ---- */
+
+struct subscriber {
+        pid_t pid;
+        int fd; /* read end */
+        char buf[8192];
+        size_t len;
+};
+
+static void on_event(struct pressure_client *c, const struct pressure_scope *s, int initial, void *userdata) {
+        FILE *out = userdata;
+        (void) c;
+        if (initial)
+                fprintf(out, "initial %s %s\n", pressure_scope_get_name(s),
+                        pressure_level_to_string(pressure_scope_get_level(s)));
+        else
+                fprintf(out, "event %s %s %s %s %llu\n", pressure_scope_get_name(s),
+                        pressure_level_to_string(pressure_scope_get_previous_level(s)),
+                        pressure_level_to_string(pressure_scope_get_level(s)),
+                        pressure_scope_is_removed(s) ? "removed" : "present",
+                        (unsigned long long) pressure_scope_get_reclaim_target(s));
+        fflush(out);
+}
+
+static int subscriber_start(struct subscriber *sub, const char *scope) {
+        int p[2];
+        if (pipe(p) < 0)
+                return -errno;
+        pid_t pid = fork();
+        if (pid < 0)
+                return -errno;
+        if (pid == 0) {
+                close(p[0]);
+                FILE *out = fdopen(p[1], "w");
+                struct pressure_client *c;
+                int r = pressure_client_new(daemon_.socket, &c);
+                if (r < 0) {
+                        fprintf(out, "error connect %d\n", r);
+                        fflush(out);
+                        _exit(1);
+                }
+                const char *scopes[] = { scope, NULL };
+                r = pressure_client_subscribe(c, scopes, PRESSURE_LEVEL_LOW, on_event, out);
+                if (r < 0) {
+                        fprintf(out, "error subscribe %d\n", r);
+                        fflush(out);
+                        _exit(1);
+                }
+                for (;;) {
+                        struct pollfd pf = { .fd = pressure_client_get_fd(c), .events = POLLIN };
+                        if (poll(&pf, 1, -1) < 0)
+                                continue;
+                        r = pressure_client_dispatch(c);
+                        if (r < 0) {
+                                fprintf(out, "end %d\n", r);
+                                fflush(out);
+                                _exit(0);
+                        }
+                }
+        }
+        close(p[1]);
+        sub->pid = pid;
+        sub->fd = p[0];
+        sub->len = 0;
+        test_cleanup_pid(pid);
+        return 0;
+}
+
+/* The next line from the subscriber, waiting at most timeout_ms. */
+static int subscriber_line(struct subscriber *sub, int timeout_ms, char *line, size_t size) {
+        uint64_t deadline = test_now_ms() + (uint64_t) timeout_ms;
+        for (;;) {
+                char *nl = memchr(sub->buf, '\n', sub->len);
+                if (nl) {
+                        size_t n = (size_t) (nl - sub->buf);
+                        snprintf(line, size, "%.*s", (int) n, sub->buf);
+                        memmove(sub->buf, nl + 1, sub->len - n - 1);
+                        sub->len -= n + 1;
+                        return 0;
+                }
+                uint64_t now = test_now_ms();
+                if (now >= deadline)
+                        return -ETIMEDOUT;
+                struct pollfd p = { .fd = sub->fd, .events = POLLIN };
+                if (poll(&p, 1, (int) (deadline - now)) <= 0)
+                        continue;
+                ssize_t k = read(sub->fd, sub->buf + sub->len, sizeof(sub->buf) - sub->len - 1);
+                if (k <= 0)
+                        return -EPIPE;
+                sub->len += (size_t) k;
+        }
+}
+
+static void subscriber_stop(struct subscriber *sub) {
+        if (sub->pid > 0) {
+                kill(sub->pid, SIGKILL);
+                waitpid(sub->pid, NULL, 0);
+                test_cleanup_forget_pid(sub->pid);
+        }
+        if (sub->fd >= 0)
+                close(sub->fd);
+        sub->pid = 0;
+        sub->fd = -1;
+}
+
+static int start_daemon(void) {
+        static const char *const args[] = { "--hold", "1s", "--sample-interval", "500ms", NULL };
+        return test_daemon_start(&daemon_, args);
+}
+
+/* ---- the tests ---- */
+
+static void test_cgroup_pressure_reported_and_recovers(void) {
+        struct pressure_gen g;
+        struct subscriber sub = { .fd = -1 };
+        char line[512], want[256];
+        int r;
+
+        CU_ASSERT_EQUAL_FATAL(start_daemon(), 0);
+
+        char cwd[400];
+        CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(cwd, sizeof(cwd)));
+        r = pressure_gen_create(&g, cwd, LIMIT_BYTES);
+        CU_ASSERT_EQUAL_FATAL(r, 0);
+        test_cleanup_path(g.v2_dir, true);
+        if (g.mem_dir[0])
+                test_cleanup_path(g.mem_dir, true);
+        test_cleanup_path(g.file, false);
+
+        CU_ASSERT_EQUAL_FATAL(subscriber_start(&sub, g.cgroup), 0);
+        /* The first reply: the subscription is in place and the group is calm. */
+        CU_ASSERT_EQUAL_FATAL(subscriber_line(&sub, 10000, line, sizeof(line)), 0);
+        snprintf(want, sizeof(want), "initial %s ok", g.cgroup);
+        CU_ASSERT_STRING_EQUAL(line, want);
+
+        CU_ASSERT_EQUAL_FATAL(pressure_gen_start(&g), 0);
+        test_cleanup_pid(g.pid);
+
+        /* Leaving ok: the first event names the cgroup and comes from ok, with a reclaim target. */
+        r = subscriber_line(&sub, 60000, line, sizeof(line));
+        CU_ASSERT_EQUAL(r, 0);
+        char name[256], prev[16], level[16], removed[16];
+        unsigned long long target = 0;
+        int n = sscanf(line, "event %255s %15s %15s %15s %llu", name, prev, level, removed, &target);
+        CU_ASSERT_EQUAL(n, 5);
+        CU_ASSERT_STRING_EQUAL(name, g.cgroup);
+        CU_ASSERT_STRING_EQUAL(prev, "ok");
+        CU_ASSERT_STRING_NOT_EQUAL(level, "ok");
+        CU_ASSERT(target > 0);
+
+        test_cleanup_forget_pid(g.pid);
+        CU_ASSERT_EQUAL(pressure_gen_stop(&g), 0);
+
+        /* Back to ok once the writer is gone (after the hold time), possibly through lower levels. */
+        bool back = false;
+        while (!back && subscriber_line(&sub, 60000, line, sizeof(line)) == 0) {
+                n = sscanf(line, "event %255s %15s %15s", name, prev, level);
+                CU_ASSERT_EQUAL(n, 3);
+                if (n == 3 && strcmp(level, "ok") == 0)
+                        back = true;
+        }
+        CU_ASSERT(back);
+        CU_ASSERT(test_daemon_alive(&daemon_));
+
+        subscriber_stop(&sub);
+        pressure_gen_destroy(&g);
+        CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
+}
+
+static void test_removed_cgroup_ends_subscription(void) {
+        struct subscriber sub = { .fd = -1 };
+        char dir[600], cgroup[160], line[512], want[300];
+        struct pressure_gen probe;
+
+        CU_ASSERT_EQUAL_FATAL(start_daemon(), 0);
+
+        /* Reuse the generator only to find where v2 lives; make a second, empty group. */
+        char cwd[400];
+        CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(cwd, sizeof(cwd)));
+        CU_ASSERT_EQUAL_FATAL(pressure_gen_create(&probe, cwd, LIMIT_BYTES), 0);
+        snprintf(cgroup, sizeof(cgroup), "%s-gone", probe.cgroup);
+        snprintf(dir, sizeof(dir), "%s-gone", probe.v2_dir);
+        pressure_gen_destroy(&probe);
+        CU_ASSERT_EQUAL_FATAL(mkdir(dir, 0755), 0);
+        test_cleanup_path(dir, true);
+
+        CU_ASSERT_EQUAL_FATAL(subscriber_start(&sub, cgroup), 0);
+        CU_ASSERT_EQUAL_FATAL(subscriber_line(&sub, 10000, line, sizeof(line)), 0);
+        snprintf(want, sizeof(want), "initial %s ok", cgroup);
+        CU_ASSERT_STRING_EQUAL(line, want);
+
+        /* The kernel reports POLLERR on the trigger; the daemon ends the only watch of this call. */
+        CU_ASSERT_EQUAL(rmdir(dir), 0);
+        CU_ASSERT_EQUAL(subscriber_line(&sub, 10000, line, sizeof(line)), 0);
+        CU_ASSERT_EQUAL(strncmp(line, "end ", 4), 0);
+
+        /* And a new subscription to it is refused, while the daemon serves on. */
+        struct pressure_client *c;
+        CU_ASSERT_EQUAL_FATAL(pressure_client_new(daemon_.socket, &c), 0);
+        const char *scopes[] = { cgroup, NULL };
+        CU_ASSERT_EQUAL(pressure_client_subscribe(c, scopes, PRESSURE_LEVEL_LOW, on_event, stderr), -ENOENT);
+        struct pressure_status *st;
+        CU_ASSERT_EQUAL(pressure_client_get_status(c, &st), 0);
+        pressure_status_unref(st);
+        pressure_client_unref(c);
+
+        subscriber_stop(&sub);
+        CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
+}
+
+int main(void) {
+        static const struct test_case cases[] = {
+                { "cgroup pressure reported and recovers", test_cgroup_pressure_reported_and_recovers },
+                { "removed cgroup ends subscription", test_removed_cgroup_ends_subscription },
+                {},
+        };
+        return test_run("e2e-pressure", cases, test_need_root_psi());
+}

@@ -1,0 +1,78 @@
+#!/bin/bash
+# pressurectl as a user meets it: exit codes, stdout and stderr, against the real daemon.
+set -u
+PRESSURED_BIN=${PRESSURED_BIN:-./pressured}
+PRESSURECTL_BIN=${PRESSURECTL_BIN:-./pressurectl}
+
+pass=0
+fail=0
+check() { # name, condition result
+        if [ "$2" -eq 0 ]; then pass=$((pass + 1)); echo "ok - $1"; else fail=$((fail + 1)); echo "FAIL - $1"; fi
+}
+
+if [ ! -r /proc/pressure/memory ]; then
+        echo "SKIP: no PSI on this kernel"
+        exit 77
+fi
+
+dir=$(mktemp -d /tmp/pressurectl-test-XXXXXX)
+daemon_pid=
+watch_pid=
+cleanup() {
+        [ -n "$watch_pid" ] && kill "$watch_pid" 2>/dev/null && wait "$watch_pid" 2>/dev/null
+        [ -n "$daemon_pid" ] && kill "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null
+        rm -rf "$dir"
+}
+trap cleanup EXIT
+sock=$dir/io.pressured
+
+# Unreachable: exit 1 and the message names the socket it tried.
+"$PRESSURECTL_BIN" --socket "$sock" status >"$dir/out" 2>"$dir/err"
+check "unreachable daemon exits 1" $([ $? -eq 1 ]; echo $?)
+check "unreachable message names the socket" $(grep -q "$sock" "$dir/err"; echo $?)
+
+# Usage errors: exit 2.
+"$PRESSURECTL_BIN" >/dev/null 2>&1
+check "no command exits 2" $([ $? -eq 2 ]; echo $?)
+"$PRESSURECTL_BIN" frobnicate >/dev/null 2>&1
+check "unknown command exits 2" $([ $? -eq 2 ]; echo $?)
+"$PRESSURECTL_BIN" --min-level=ok watch >/dev/null 2>&1
+check "bad --min-level exits 2" $([ $? -eq 2 ]; echo $?)
+
+# Start the daemon and wait for its socket through its own readiness: a watch that connects.
+"$PRESSURED_BIN" --config /dev/null --socket "$sock" 2>"$dir/daemon.log" &
+daemon_pid=$!
+for _ in $(seq 1 500); do [ -S "$sock" ] && break; sleep 0.01; done
+
+"$PRESSURECTL_BIN" --socket "$sock" status >"$dir/out" 2>"$dir/err"
+check "status exits 0" $?
+check "status table has a header" $(head -1 "$dir/out" | grep -q '^SCOPE *LEVEL *SOME10'; echo $?)
+check "status table has the system row" $(grep -q '^system ' "$dir/out"; echo $?)
+check "status table has node 0" $(grep -q '^node:0 ' "$dir/out"; echo $?)
+
+"$PRESSURECTL_BIN" --socket "$sock" --json status >"$dir/json"
+check "status --json exits 0" $?
+check "status --json is JSON with system, nodes, cgroups" \
+        $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["system"]["level"] in ("ok","low","medium","critical"); assert isinstance(d["nodes"], list) and isinstance(d["cgroups"], list)' "$dir/json"; echo $?)
+
+"$PRESSURECTL_BIN" --socket "$sock" watch /no/such/cgroup >/dev/null 2>"$dir/err"
+check "watch of a missing cgroup exits 3" $([ $? -eq 3 ]; echo $?)
+check "and says so" $(grep -q "no such cgroup" "$dir/err"; echo $?)
+"$PRESSURECTL_BIN" --socket "$sock" watch bogus >/dev/null 2>&1
+check "watch of a malformed scope exits 2" $([ $? -eq 2 ]; echo $?)
+
+# watch prints the current state at once, then runs until the daemon goes away: exit 1.
+"$PRESSURECTL_BIN" --socket "$sock" --json watch system node:0 >"$dir/watch" 2>"$dir/watch.err" &
+watch_pid=$!
+for _ in $(seq 1 500); do [ "$(wc -l <"$dir/watch")" -ge 2 ] && break; sleep 0.01; done
+check "watch --json prints the initial state of both scopes" \
+        $(python3 -c 'import json,sys; l=[json.loads(x) for x in open(sys.argv[1])]; assert len(l)==2 and all(x["initial"] for x in l)' "$dir/watch"; echo $?)
+kill "$daemon_pid"; wait "$daemon_pid"
+check "daemon exits 0 on SIGTERM" $?
+daemon_pid=
+wait "$watch_pid"
+check "watch exits 1 when the daemon goes away" $([ $? -eq 1 ]; echo $?)
+watch_pid=
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

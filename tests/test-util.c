@@ -1,0 +1,304 @@
+/* SPDX-License-Identifier: MIT */
+#include "test-util.h"
+
+#include <CUnit/Basic.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_CLEANUP 64
+
+static pid_t cleanup_pids[MAX_CLEANUP];
+static struct {
+        char path[256];
+        bool is_dir;
+} cleanup_paths[MAX_CLEANUP];
+static int n_paths;
+static bool cleanup_installed;
+
+static void run_cleanup(void) {
+        for (int i = 0; i < MAX_CLEANUP; i++)
+                if (cleanup_pids[i] > 0) {
+                        kill(cleanup_pids[i], SIGKILL);
+                        waitpid(cleanup_pids[i], NULL, 0);
+                        cleanup_pids[i] = 0;
+                }
+        /* Newest first: files inside directories go before the directories. */
+        for (int i = n_paths - 1; i >= 0; i--) {
+                if (!cleanup_paths[i].path[0])
+                        continue;
+                if (cleanup_paths[i].is_dir) {
+                        /* A cgroup may take a moment to empty after its last process was reaped. */
+                        for (int k = 0; k < 100 && rmdir(cleanup_paths[i].path) < 0 && errno == EBUSY; k++)
+                                usleep(10000);
+                } else
+                        unlink(cleanup_paths[i].path);
+                cleanup_paths[i].path[0] = 0;
+        }
+        n_paths = 0;
+}
+
+static void on_fatal_signal(int sig) {
+        run_cleanup();
+        signal(sig, SIG_DFL);
+        raise(sig);
+}
+
+static void install_cleanup(void) {
+        if (cleanup_installed)
+                return;
+        cleanup_installed = true;
+        atexit(run_cleanup);
+        signal(SIGINT, on_fatal_signal);
+        signal(SIGTERM, on_fatal_signal);
+        signal(SIGPIPE, SIG_IGN);
+}
+
+void test_cleanup_pid(pid_t pid) {
+        install_cleanup();
+        for (int i = 0; i < MAX_CLEANUP; i++)
+                if (cleanup_pids[i] == 0) {
+                        cleanup_pids[i] = pid;
+                        return;
+                }
+}
+
+void test_cleanup_forget_pid(pid_t pid) {
+        for (int i = 0; i < MAX_CLEANUP; i++)
+                if (cleanup_pids[i] == pid)
+                        cleanup_pids[i] = 0;
+}
+
+void test_cleanup_path(const char *path, bool is_dir) {
+        install_cleanup();
+        if (n_paths >= MAX_CLEANUP)
+                return;
+        snprintf(cleanup_paths[n_paths].path, sizeof(cleanup_paths[n_paths].path), "%s", path);
+        cleanup_paths[n_paths].is_dir = is_dir;
+        n_paths++;
+}
+
+int test_run(const char *suite_name, const struct test_case *cases, const char *skip_reason) {
+        if (skip_reason) {
+                printf("SKIP %s: %s\n", suite_name, skip_reason);
+                return EXIT_TEST_SKIP;
+        }
+        install_cleanup();
+        if (CU_initialize_registry() != CUE_SUCCESS)
+                return 1;
+        CU_pSuite s = CU_add_suite(suite_name, NULL, NULL);
+        for (const struct test_case *c = cases; c->name; c++)
+                CU_add_test(s, c->name, c->fn);
+        CU_basic_set_mode(CU_BRM_VERBOSE);
+        CU_basic_run_tests();
+        unsigned failures = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
+        unsigned run = CU_get_number_of_tests_run();
+        CU_cleanup_registry();
+        run_cleanup();
+        return failures > 0 || run == 0 ? 1 : 0;
+}
+
+const char *test_fixture(const char *rel) {
+        static char buf[4][512];
+        static int i;
+        const char *base = getenv("PRESSURED_FIXTURES");
+        i = (i + 1) % 4;
+        snprintf(buf[i], sizeof(buf[i]), "%s/%s", base ? base : "tests/fixtures", rel);
+        return buf[i];
+}
+
+uint64_t test_now_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
+}
+
+const char *test_need_root_psi(void) {
+        if (geteuid() != 0)
+                return "needs root (cgroups and PSI triggers on cgroup files)";
+        if (access("/proc/pressure/memory", R_OK) < 0)
+                return "the kernel has no PSI (/proc/pressure/memory missing)";
+        return NULL;
+}
+
+static const char *daemon_path(void) {
+        const char *p = getenv("PRESSURED_BIN");
+        return p ? p : "./pressured";
+}
+
+int test_daemon_start(struct test_daemon *d, const char *const *extra_args) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        char notify_path[160];
+        int r;
+
+        install_cleanup();
+        memset(d, 0, sizeof(*d));
+        snprintf(d->dir, sizeof(d->dir), "/tmp/pressured-test-XXXXXX");
+        if (!mkdtemp(d->dir))
+                return -errno;
+        test_cleanup_path(d->dir, true);
+        snprintf(d->socket, sizeof(d->socket), "%s/io.pressured", d->dir);
+        snprintf(notify_path, sizeof(notify_path), "%s/notify", d->dir);
+        test_cleanup_path(d->socket, false);
+        test_cleanup_path(notify_path, false);
+
+        int nfd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        if (nfd < 0)
+                return -errno;
+        strcpy(sa.sun_path, notify_path);
+        if (bind(nfd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+                r = -errno;
+                close(nfd);
+                return r;
+        }
+
+        const char *argv[32];
+        int n = 0;
+        argv[n++] = daemon_path();
+        argv[n++] = "--socket";
+        argv[n++] = d->socket;
+        argv[n++] = "--config";
+        argv[n++] = "/dev/null";
+        for (int i = 0; extra_args && extra_args[i] && n < 30; i++)
+                argv[n++] = extra_args[i];
+        argv[n] = NULL;
+
+        pid_t pid = fork();
+        if (pid < 0) {
+                close(nfd);
+                return -errno;
+        }
+        if (pid == 0) {
+                setenv("NOTIFY_SOCKET", notify_path, 1);
+                execv(argv[0], (char *const *) argv);
+                _exit(127);
+        }
+        d->pid = pid;
+        test_cleanup_pid(pid);
+
+        /* Wait for READY=1: an event, not a guess at start-up time. */
+        uint64_t deadline = test_now_ms() + 10000;
+        r = -ETIMEDOUT;
+        while (test_now_ms() < deadline) {
+                struct pollfd p = { .fd = nfd, .events = POLLIN };
+                if (poll(&p, 1, 100) <= 0) {
+                        if (waitpid(pid, NULL, WNOHANG) == pid) {
+                                test_cleanup_forget_pid(pid);
+                                d->pid = 0;
+                                r = -ECHILD;
+                                break;
+                        }
+                        continue;
+                }
+                char buf[512];
+                ssize_t k = recv(nfd, buf, sizeof(buf) - 1, 0);
+                if (k <= 0)
+                        continue;
+                buf[k] = 0;
+                if (strstr(buf, "READY=1")) {
+                        r = 0;
+                        break;
+                }
+        }
+        close(nfd);
+        return r;
+}
+
+int test_daemon_stop(struct test_daemon *d) {
+        int status = 0;
+        if (d->pid <= 0)
+                return -1;
+        kill(d->pid, SIGTERM);
+        waitpid(d->pid, &status, 0);
+        test_cleanup_forget_pid(d->pid);
+        d->pid = 0;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+bool test_daemon_alive(struct test_daemon *d) {
+        return d->pid > 0 && waitpid(d->pid, NULL, WNOHANG) == 0;
+}
+
+int test_connect(const char *path) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+        if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+                int r = -errno;
+                close(fd);
+                return r;
+        }
+        return fd;
+}
+
+int test_send_raw(int fd, const void *data, size_t len) {
+        const char *p = data;
+        while (len > 0) {
+                ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                p += n;
+                len -= (size_t) n;
+        }
+        return 0;
+}
+
+int test_recv_msg(int fd, int timeout_ms, char **ret) {
+        size_t alloc = 4096, len = 0;
+        char *buf = malloc(alloc);
+        uint64_t deadline = test_now_ms() + (uint64_t) timeout_ms;
+
+        if (!buf)
+                return -ENOMEM;
+        /* One byte at a time: the next message stays in the socket for the next call. */
+        for (;;) {
+                uint64_t now = test_now_ms();
+                if (now >= deadline) {
+                        free(buf);
+                        return -ETIMEDOUT;
+                }
+                struct pollfd p = { .fd = fd, .events = POLLIN };
+                int k = poll(&p, 1, (int) (deadline - now));
+                if (k == 0)
+                        continue;
+                char c;
+                ssize_t n = recv(fd, &c, 1, 0);
+                if (n == 0) {
+                        free(buf);
+                        return 0;
+                }
+                if (n < 0) {
+                        int r = -errno;
+                        free(buf);
+                        return r == -ECONNRESET ? 0 : r;
+                }
+                if (len + 1 >= alloc) {
+                        char *q = realloc(buf, alloc *= 2);
+                        if (!q) {
+                                free(buf);
+                                return -ENOMEM;
+                        }
+                        buf = q;
+                }
+                buf[len++] = c;
+                if (c == 0) {
+                        *ret = buf;
+                        return 1;
+                }
+        }
+}

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Helpers shared by the tests: a CUnit runner with the exit codes meson expects, a real daemon on a
+ * temporary socket, and cleanup that also runs when a test fails or is interrupted. */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <CUnit/CUnit.h>
+
+#define EXIT_TEST_SKIP 77
+
+struct test_case {
+        const char *name;
+        void (*fn)(void);
+};
+
+/* Run the cases as one suite; exit status 0, 1 on any failed assertion, 77 if skip_reason is set. */
+int test_run(const char *suite, const struct test_case *cases, const char *skip_reason);
+
+/* Path of a fixture below tests/fixtures (from $PRESSURED_FIXTURES, set by meson). */
+const char *test_fixture(const char *rel);
+
+/* Milliseconds on CLOCK_MONOTONIC. */
+uint64_t test_now_ms(void);
+
+/* Skip reasons for tests that need the real machine; NULL when the test can run. */
+const char *test_need_root_psi(void);
+
+struct test_daemon {
+        pid_t pid;
+        char dir[64];     /* temporary directory holding the socket */
+        char socket[128]; /* the Varlink socket */
+};
+
+/* Start the daemon with extra arguments (NULL-terminated) and wait for its READY=1 on a notify socket
+ * the test listens on. Returns 0 or a negative errno. */
+int test_daemon_start(struct test_daemon *d, const char *const *extra_args);
+/* SIGTERM, wait, remove the directory. Returns the daemon's exit status, or -1 if it was killed by a
+ * signal. */
+int test_daemon_stop(struct test_daemon *d);
+/* Whether the daemon process is still running. */
+bool test_daemon_alive(struct test_daemon *d);
+
+/* Register a process to be killed and reaped, or a directory/file to be removed, at exit (also after a
+ * failed assertion or SIGINT/SIGTERM). */
+void test_cleanup_pid(pid_t pid);
+void test_cleanup_forget_pid(pid_t pid);
+void test_cleanup_path(const char *path, bool is_dir);
+
+/* A raw unix stream connection to a socket, blocking. */
+int test_connect(const char *path);
+/* Send bytes exactly as given. */
+int test_send_raw(int fd, const void *data, size_t len);
+/* Receive one NUL-terminated message within timeout_ms into a malloc()ed string. Returns 1, 0 on
+ * orderly close, -ETIMEDOUT, or a negative errno. */
+int test_recv_msg(int fd, int timeout_ms, char **ret);
