@@ -105,18 +105,22 @@ static void manager_sample_nodes(struct manager *m, uint64_t now) {
                 scope_update_node(m->node_scopes[i], now);
 }
 
-static void manager_arm_timer(struct manager *m, uint64_t now) {
-        uint64_t next;
+/* Sampling under pressure wants its period; the idle node sample may slip by a tenth of its period so
+ * that the kernel can batch it with other wake-ups. */
+static void manager_set_timer(struct manager *m, uint64_t period, uint64_t now) {
+        (void) sd_event_source_set_time_accuracy(m->sample_timer, MAX(period / 10, 1u));
+        (void) sd_event_source_set_time(m->sample_timer, now + period);
+}
 
+static void manager_arm_timer(struct manager *m, uint64_t now) {
         if (manager_any_active(m, now))
-                next = now + m->config.sample_interval_usec;
+                manager_set_timer(m, m->config.sample_interval_usec, now);
         else if (m->config.node_interval_usec > 0 && m->nodes)
-                next = now + m->config.node_interval_usec;
+                manager_set_timer(m, m->config.node_interval_usec, now);
         else {
                 (void) sd_event_source_set_enabled(m->sample_timer, SD_EVENT_OFF);
                 return;
         }
-        (void) sd_event_source_set_time(m->sample_timer, next);
         (void) sd_event_source_set_enabled(m->sample_timer, SD_EVENT_ONESHOT);
 }
 
@@ -147,7 +151,7 @@ void manager_schedule_sampling(struct manager *m) {
         if (enabled && sd_event_source_get_time(m->sample_timer, &when) >= 0 &&
             when <= now + m->config.sample_interval_usec)
                 return;
-        (void) sd_event_source_set_time(m->sample_timer, now + m->config.sample_interval_usec);
+        manager_set_timer(m, m->config.sample_interval_usec, now);
         (void) sd_event_source_set_enabled(m->sample_timer, SD_EVENT_ONESHOT);
 }
 

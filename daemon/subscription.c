@@ -55,19 +55,15 @@ static int watch_send(struct watch *w) {
         return varlink_notify(w->sub->conn, p);
 }
 
+/* A change matters to a subscriber when the scope reaches its level or drops back below it. */
 static bool watch_wants(const struct watch *w) {
-        enum level now = w->scope->level.level;
-        if (now == w->last_sent)
-                return false;
-        /* Tell a subscriber when a scope reaches its level, and when it drops back below it. */
-        return now >= w->sub->min_level || w->last_sent >= w->sub->min_level;
+        const struct scope *s = w->scope;
+        return s->level.level >= w->sub->min_level || s->previous >= w->sub->min_level;
 }
 
 static void watch_changed(struct watch *w) {
-        if (!watch_wants(w)) {
-                w->pending = 0; /* a held-back change was undone before it could be sent */
+        if (!watch_wants(w))
                 return;
-        }
         if (w->pending) {
                 w->coalesced++;
                 return;
@@ -79,7 +75,9 @@ static void watch_changed(struct watch *w) {
         (void) watch_send(w);
 }
 
-/* The client read what we had queued: send what was held back, latest state per scope. */
+/* The client read what we had queued: send what was held back, the latest state per scope with the
+ * number of changes folded into it (even if the level is back where the client last saw it: it missed
+ * something). */
 static void on_drain(struct varlink_connection *c, void *data) {
         struct subscription *sub = data;
         (void) c;
@@ -89,10 +87,7 @@ static void on_drain(struct varlink_connection *c, void *data) {
                         continue;
                 if (varlink_connection_queued(sub->conn) >= SUBSCRIPTION_QUEUE_LIMIT)
                         return;
-                if (watch_wants(w))
-                        (void) watch_send(w);
-                else
-                        w->pending = 0;
+                (void) watch_send(w);
         }
 }
 

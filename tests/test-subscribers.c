@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: MIT */
+/* Subscribers against the real daemon, with node levels driven through a two-node fixture tree: events
+ * for NUMA nodes, and a subscriber that stops reading while the scope keeps changing. */
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "pressure.h"
+#include "test-util.h"
+
+static struct test_daemon daemon_;
+static char root[128];
+
+/* Node 1 of the fixture: free pages equal to its high watermark (3000) is "low"; 100000 is "ok". */
+static int set_node1_free(unsigned long pages) {
+        char src[200], dst[200], cmd[2000];
+        snprintf(src, sizeof(src), "%s/proc/zoneinfo.in", root);
+        snprintf(dst, sizeof(dst), "%s/proc/zoneinfo", root);
+        snprintf(cmd, sizeof(cmd),
+                 "awk -v free=%lu '/^Node 1, zone +Normal/{n1=1} /^Node 1, zone +Movable/{n1=0} "
+                 "n1 && $1==\"pages\" && $2==\"free\" {print \"  pages free     \" free; next} {print}' %s > %s.tmp && mv %s.tmp %s",
+                 pages, src, dst, dst, dst);
+        return system(cmd) == 0 ? 0 : -EIO;
+}
+
+static int setup_tree(void) {
+        char cmd[600];
+        snprintf(root, sizeof(root), "/tmp/pressured-sysfs-XXXXXX");
+        if (!mkdtemp(root))
+                return -errno;
+        test_cleanup_path(root, true);
+        snprintf(cmd, sizeof(cmd), "cp -r %s/. %s/ && cp %s/proc/zoneinfo %s/proc/zoneinfo.in", test_fixture("sysfs-2node"),
+                 root, root, root);
+        if (system(cmd) != 0)
+                return -EIO;
+        return 0;
+}
+
+static void teardown_tree(void) {
+        char cmd[300];
+        snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
+        (void) system(cmd);
+}
+
+struct seen {
+        enum pressure_level level;
+        unsigned events;
+};
+
+static void on_event(struct pressure_client *c, const struct pressure_scope *s, int initial, void *userdata) {
+        struct seen *seen = userdata;
+        (void) c;
+        CU_ASSERT_EQUAL(pressure_scope_get_type(s), PRESSURE_SCOPE_NODE);
+        CU_ASSERT_EQUAL(pressure_scope_get_node(s), 1);
+        seen->level = pressure_scope_get_level(s);
+        if (!initial)
+                seen->events++;
+}
+
+static int wait_level(struct pressure_client *c, struct seen *seen, enum pressure_level want) {
+        uint64_t deadline = test_now_ms() + 10000;
+        while (seen->level != want) {
+                uint64_t now = test_now_ms();
+                if (now >= deadline)
+                        return -ETIMEDOUT;
+                struct pollfd p = { .fd = pressure_client_get_fd(c), .events = POLLIN };
+                if (poll(&p, 1, (int) (deadline - now)) > 0 && pressure_client_dispatch(c) < 0)
+                        return -ECONNRESET;
+        }
+        return 0;
+}
+
+static void test_node_events(void) {
+        struct pressure_client *c;
+        struct seen seen = {};
+        const char *scopes[] = { "node:1", NULL };
+
+        CU_ASSERT_EQUAL_FATAL(pressure_client_new(daemon_.socket, &c), 0);
+        CU_ASSERT_EQUAL_FATAL(pressure_client_subscribe(c, scopes, PRESSURE_LEVEL_LOW, on_event, &seen), 0);
+        /* As recorded, node 1 sits at its high watermark. */
+        CU_ASSERT_EQUAL(seen.level, PRESSURE_LEVEL_LOW);
+
+        CU_ASSERT_EQUAL(set_node1_free(100000), 0);
+        CU_ASSERT_EQUAL(wait_level(c, &seen, PRESSURE_LEVEL_OK), 0);
+        CU_ASSERT_EQUAL(set_node1_free(2400), 0); /* below low (2500) */
+        CU_ASSERT_EQUAL(wait_level(c, &seen, PRESSURE_LEVEL_MEDIUM), 0);
+        CU_ASSERT_EQUAL(set_node1_free(1000), 0); /* below min (2000) */
+        CU_ASSERT_EQUAL(wait_level(c, &seen, PRESSURE_LEVEL_CRITICAL), 0);
+
+        /* Node 0 stays ok throughout, and the status shows both nodes with their sizes. */
+        struct pressure_status *st;
+        CU_ASSERT_EQUAL_FATAL(pressure_client_get_status(c, &st), 0);
+        CU_ASSERT_EQUAL(pressure_status_get_n_nodes(st), 2u);
+        CU_ASSERT_EQUAL(pressure_scope_get_level(pressure_status_get_node(st, 0)), PRESSURE_LEVEL_OK);
+        CU_ASSERT_EQUAL(pressure_scope_get_level(pressure_status_get_node(st, 1)), PRESSURE_LEVEL_CRITICAL);
+        uint64_t total = 0, free_b = 0;
+        CU_ASSERT_EQUAL(pressure_scope_get_memory(pressure_status_get_node(st, 1), &total, &free_b), 0);
+        CU_ASSERT_EQUAL(total, 4060000ull * 1024);
+        CU_ASSERT(pressure_scope_get_reclaim_target(pressure_status_get_node(st, 1)) > 0);
+        pressure_status_unref(st);
+        pressure_client_unref(c);
+        set_node1_free(3000);
+}
+
+static void test_slow_subscriber_is_coalesced(void) {
+        struct pressure_client *c;
+        struct seen seen = {};
+        const char *scopes[] = { "node:1", NULL };
+        char *msg = NULL;
+        enum { TOGGLES = 1200 };
+
+        /* The slow one: subscribes, takes the first reply, then reads nothing. */
+        int slow = test_connect(daemon_.socket);
+        CU_ASSERT_FATAL(slow >= 0);
+        const char sub[] = "{\"method\":\"io.pressured.Subscribe\",\"parameters\":{\"scopes\":[{\"type\":\"node\",\"node\":1}]},\"more\":true}";
+        CU_ASSERT_EQUAL(test_send_raw(slow, sub, sizeof(sub)), 0);
+        CU_ASSERT_EQUAL(test_recv_msg(slow, 5000, &msg), 1);
+        free(msg);
+
+        CU_ASSERT_EQUAL_FATAL(pressure_client_new(daemon_.socket, &c), 0);
+        CU_ASSERT_EQUAL_FATAL(pressure_client_subscribe(c, scopes, PRESSURE_LEVEL_LOW, on_event, &seen), 0);
+
+        /* Flip node 1 between ok and low, each time until the reading subscriber has seen it. */
+        enum pressure_level last = seen.level;
+        for (int i = 0; i < TOGGLES; i++) {
+                last = last == PRESSURE_LEVEL_OK ? PRESSURE_LEVEL_LOW : PRESSURE_LEVEL_OK;
+                if (set_node1_free(last == PRESSURE_LEVEL_OK ? 100000 : 3000) < 0 || wait_level(c, &seen, last) < 0) {
+                        CU_FAIL("reader did not see a change");
+                        break;
+                }
+        }
+        CU_ASSERT(seen.events >= TOGGLES);
+
+        /* Now the slow one reads all that waits for it: far fewer events than changes, some marked as
+         * coalesced, and the last one is the latest state. */
+        unsigned n = 0, coalesced = 0;
+        char last_level[16] = "";
+        for (;;) {
+                int r = test_recv_msg(slow, 1000, &msg);
+                if (r != 1)
+                        break;
+                struct json_object *o = json_tokener_parse(msg), *p, *ev, *v;
+                if (json_object_object_get_ex(o, "parameters", &p) && json_object_object_get_ex(p, "event", &ev)) {
+                        n++;
+                        if (json_object_object_get_ex(ev, "coalesced", &v))
+                                coalesced += (unsigned) json_object_get_int(v);
+                        if (json_object_object_get_ex(ev, "level", &v))
+                                snprintf(last_level, sizeof(last_level), "%s", json_object_get_string(v));
+                }
+                json_object_put(o);
+                free(msg);
+        }
+        close(slow);
+        printf("\n    slow subscriber: %u events for %d changes, %u coalesced\n", n, TOGGLES, coalesced);
+        CU_ASSERT(n < TOGGLES);
+        CU_ASSERT(coalesced > 0);
+        CU_ASSERT_STRING_EQUAL(last_level, pressure_level_to_string(last));
+        CU_ASSERT(test_daemon_alive(&daemon_));
+        pressure_client_unref(c);
+}
+
+static void test_stop(void) {
+        CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
+        teardown_tree();
+}
+
+int main(void) {
+        static const struct test_case cases[] = {
+                { "node level events from node figures", test_node_events },
+                { "a subscriber that stops reading is coalesced", test_slow_subscriber_is_coalesced },
+                { "daemon stops cleanly", test_stop },
+                {},
+        };
+        const char *skip = access("/proc/pressure/memory", R_OK) < 0 ? "no PSI on this kernel" : NULL;
+        if (!skip) {
+                if (setup_tree() < 0)
+                        return 1;
+                if (set_node1_free(3000) < 0)
+                        return 1;
+                const char *const args[] = { "--sysfs-root", root, "--hold", "0", "--sample-interval", "10ms",
+                                             "--node-interval", "10ms", NULL };
+                if (test_daemon_start(&daemon_, args) < 0) {
+                        fprintf(stderr, "cannot start the daemon\n");
+                        teardown_tree();
+                        return 1;
+                }
+        }
+        return test_run("subscribers", cases, skip);
+}
