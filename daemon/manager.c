@@ -337,7 +337,7 @@ int manager_start(struct manager *m, int listen_fd) {
                 .vendor = "pressured",
                 .product = "pressured",
                 .version = PRESSURED_VERSION,
-                .url = "https://github.com/pressured/pressured",
+                .url = "",
         };
         r = varlink_server_new(m->event, service_interfaces, service_n_interfaces, &info, m, &m->server);
         if (r < 0)

@@ -88,7 +88,7 @@ static void connection_kill(struct varlink_connection *c) {
 
 static int connection_send(struct varlink_connection *c, struct json_object *msg) {
         size_t len;
-        const char *text = json_object_to_json_string_length(msg, JSON_C_TO_STRING_PLAIN, &len);
+        const char *text = json_object_to_json_string_length(msg, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
         int r;
 
         if (c->dead)

@@ -151,7 +151,7 @@ static int conn_open(struct conn *c, const char *path) {
 
 static int conn_send(struct conn *c, struct json_object *msg, uint64_t deadline) {
         size_t len;
-        const char *text = json_object_to_json_string_length(msg, JSON_C_TO_STRING_PLAIN, &len);
+        const char *text = json_object_to_json_string_length(msg, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
         if (!text)
                 return -ENOMEM;
 
@@ -510,7 +510,7 @@ EXPORT const struct pressure_scope *pressure_status_get_cgroup(const struct pres
 }
 
 EXPORT const char *pressure_status_to_json(const struct pressure_status *s) {
-        return s ? json_object_to_json_string_ext(get(s->reply, "parameters"), JSON_C_TO_STRING_PLAIN) : NULL;
+        return s ? json_object_to_json_string_ext(get(s->reply, "parameters"), JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE) : NULL;
 }
 
 /* ---- scope accessors ---- */
@@ -578,7 +578,7 @@ EXPORT unsigned pressure_scope_get_coalesced(const struct pressure_scope *s) {
 }
 
 EXPORT const char *pressure_scope_to_json(const struct pressure_scope *s) {
-        return s ? json_object_to_json_string_ext(s->obj, JSON_C_TO_STRING_PLAIN) : NULL;
+        return s ? json_object_to_json_string_ext(s->obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE) : NULL;
 }
 
 /* ---- subscriptions ---- */
