@@ -156,8 +156,8 @@ typedef void (*pressure_event_handler_t)(struct pressure_client *client, const s
  * the system). Changes are reported when a scope reaches min_level or falls back below it. One
  * subscription per client.
  *
- * Returns 0, -EBUSY (already subscribed), -ENOENT (no such cgroup), -ENXIO (no such node), -EINVAL (bad
- * scope name), -ETIMEDOUT, -ECONNRESET, -EPROTO.
+ * Returns 0, -EBUSY (already subscribed), -ENOENT (no such cgroup), -ENXIO (no such node), -EACCES (the
+ * daemon may not watch that cgroup), -EINVAL (bad scope name), -ETIMEDOUT, -ECONNRESET, -EPROTO.
  */
 int pressure_client_subscribe(struct pressure_client *client, const char *const *scopes,
                               enum pressure_level min_level, pressure_event_handler_t handler, void *userdata);

@@ -231,6 +231,8 @@ static int reply_to_errno(struct json_object *reply) {
                 return -ENOENT;
         if (streq(name, "io.pressured.NoSuchNode"))
                 return -ENXIO;
+        if (streq(name, "io.pressured.CgroupNotWatchable"))
+                return -EACCES;
         if (streq(name, "org.varlink.service.InvalidParameter"))
                 return -EINVAL;
         if (streq(name, "org.varlink.service.PermissionDenied"))

@@ -125,9 +125,27 @@ static void subscriber_stop(struct subscriber *sub) {
         sub->fd = -1;
 }
 
-static int start_daemon(void) {
-        static const char *const args[] = { "--hold", "1s", "--sample-interval", "500ms", NULL };
-        return test_daemon_start(&daemon_, args);
+/* The daemon as an administrator would run it: a configuration file that watches the test's cgroup from
+ * start-up, short hold time, and a 1 s trigger window, which the kernel here refuses without
+ * CAP_SYS_RESOURCE so that the daemon has to move it to 2 s. */
+static int start_daemon(const char *watched_cgroup) {
+        char conf[200];
+        int r;
+
+        snprintf(conf, sizeof(conf), "/tmp/pressured-test-%d.conf", (int) getpid());
+        FILE *f = fopen(conf, "we");
+        if (!f)
+                return -errno;
+        test_cleanup_path(conf, false);
+        fprintf(f, "[pressured]\nlow=some 50ms 1s\nhold=1s\nsample_interval=500ms\n");
+        if (watched_cgroup)
+                fprintf(f, "cgroup=%s\n", watched_cgroup);
+        fclose(f);
+
+        const char *const args[] = { "--config", conf, NULL };
+        r = test_daemon_start(&daemon_, args);
+        unlink(conf);
+        return r;
 }
 
 /* ---- the tests ---- */
@@ -138,8 +156,6 @@ static void test_cgroup_pressure_reported_and_recovers(void) {
         char line[512], want[256];
         int r;
 
-        CU_ASSERT_EQUAL_FATAL(start_daemon(), 0);
-
         char cwd[400];
         CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(cwd, sizeof(cwd)));
         r = pressure_gen_create(&g, cwd, LIMIT_BYTES);
@@ -148,6 +164,19 @@ static void test_cgroup_pressure_reported_and_recovers(void) {
         if (g.mem_dir[0])
                 test_cleanup_path(g.mem_dir, true);
         test_cleanup_path(g.file, false);
+
+        CU_ASSERT_EQUAL_FATAL(start_daemon(g.cgroup), 0);
+
+        /* The configured cgroup is watched before anyone subscribes. */
+        struct pressure_client *c;
+        struct pressure_status *st;
+        CU_ASSERT_EQUAL_FATAL(pressure_client_new(daemon_.socket, &c), 0);
+        CU_ASSERT_EQUAL(pressure_client_get_status(c, &st), 0);
+        CU_ASSERT_EQUAL(pressure_status_get_n_cgroups(st), 1u);
+        if (pressure_status_get_n_cgroups(st) == 1)
+                CU_ASSERT_STRING_EQUAL(pressure_scope_get_cgroup(pressure_status_get_cgroup(st, 0)), g.cgroup);
+        pressure_status_unref(st);
+        pressure_client_unref(c);
 
         CU_ASSERT_EQUAL_FATAL(subscriber_start(&sub, g.cgroup), 0);
         /* The first reply: the subscription is in place and the group is calm. */
@@ -187,6 +216,10 @@ static void test_cgroup_pressure_reported_and_recovers(void) {
         subscriber_stop(&sub);
         pressure_gen_destroy(&g);
         CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
+
+        /* Two triggers (system, cgroup) were armed with a 1 s window; a refusal is logged exactly once. */
+        int adjusted = test_daemon_log_count(&daemon_, "refused a PSI window");
+        CU_ASSERT_EQUAL(adjusted, test_have_cap_sys_resource() ? 0 : 1);
 }
 
 static void test_removed_cgroup_ends_subscription(void) {
@@ -194,7 +227,7 @@ static void test_removed_cgroup_ends_subscription(void) {
         char dir[600], cgroup[160], line[512], want[300];
         struct pressure_gen probe;
 
-        CU_ASSERT_EQUAL_FATAL(start_daemon(), 0);
+        CU_ASSERT_EQUAL_FATAL(start_daemon(NULL), 0);
 
         /* Reuse the generator only to find where v2 lives; make a second, empty group. */
         char cwd[400];

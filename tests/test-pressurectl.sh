@@ -16,11 +16,14 @@ if [ ! -r /proc/pressure/memory ]; then
 fi
 
 dir=$(mktemp -d /tmp/pressurectl-test-XXXXXX)
+chmod 755 "$dir"
 daemon_pid=
 watch_pid=
+user_daemon_pid=
 cleanup() {
         [ -n "$watch_pid" ] && kill "$watch_pid" 2>/dev/null && wait "$watch_pid" 2>/dev/null
         [ -n "$daemon_pid" ] && kill "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null
+        [ -n "$user_daemon_pid" ] && kill "$user_daemon_pid" 2>/dev/null && wait "$user_daemon_pid" 2>/dev/null
         rm -rf "$dir"
 }
 trap cleanup EXIT
@@ -38,6 +41,14 @@ check "no command exits 2" $([ $? -eq 2 ]; echo $?)
 check "unknown command exits 2" $([ $? -eq 2 ]; echo $?)
 "$PRESSURECTL_BIN" --min-level=ok watch >/dev/null 2>&1
 check "bad --min-level exits 2" $([ $? -eq 2 ]; echo $?)
+
+# A bad configuration: exit 2, and the message names the file and the line.
+printf 'hold=2s\nlow=some 5s 2s\n' >"$dir/bad.conf"
+"$PRESSURED_BIN" --config "$dir/bad.conf" --socket "$dir/unused" 2>"$dir/err"
+check "daemon with a bad configuration exits 2" $([ $? -eq 2 ]; echo $?)
+check "and names file:line" $(grep -q "$dir/bad.conf:2: low:" "$dir/err"; echo $?)
+"$PRESSURED_BIN" --hold=soon --socket "$dir/unused" 2>"$dir/err"
+check "daemon with a bad option exits 2" $([ $? -eq 2 ]; echo $?)
 
 # Start the daemon and wait for its socket through its own readiness: a watch that connects.
 "$PRESSURED_BIN" --config /dev/null --socket "$sock" 2>"$dir/daemon.log" &
@@ -60,6 +71,31 @@ check "watch of a missing cgroup exits 3" $([ $? -eq 3 ]; echo $?)
 check "and says so" $(grep -q "no such cgroup" "$dir/err"; echo $?)
 "$PRESSURECTL_BIN" --socket "$sock" watch bogus >/dev/null 2>&1
 check "watch of a malformed scope exits 2" $([ $? -eq 2 ]; echo $?)
+
+# Any user may ask: the socket is world-accessible.
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+        setpriv --reuid=nobody --regid=nogroup --clear-groups "$PRESSURECTL_BIN" --socket "$sock" status >"$dir/out" 2>&1
+        check "status as an unprivileged user" $?
+
+        # The daemon itself unprivileged: default socket under XDG_RUNTIME_DIR, found by default by the
+        # client; cgroup pressure files are not writable to it, which is a clear error, not a crash.
+        rt="$dir/runtime"
+        mkdir -m 700 "$rt" && chown nobody:nogroup "$rt"
+        XDG_RUNTIME_DIR=$rt setpriv --reuid=nobody --regid=nogroup --clear-groups \
+                "$PRESSURED_BIN" --config /dev/null 2>"$dir/user-daemon.log" &
+        user_daemon_pid=$!
+        for _ in $(seq 1 500); do [ -S "$rt/pressured/io.pressured" ] && break; sleep 0.01; done
+        XDG_RUNTIME_DIR=$rt setpriv --reuid=nobody --regid=nogroup --clear-groups "$PRESSURECTL_BIN" status >"$dir/out" 2>&1
+        check "unprivileged daemon serves on \$XDG_RUNTIME_DIR/pressured/io.pressured" $?
+        XDG_RUNTIME_DIR=$rt setpriv --reuid=nobody --regid=nogroup --clear-groups "$PRESSURECTL_BIN" watch / >"$dir/out" 2>"$dir/err"
+        rc=$?
+        check "unprivileged daemon refuses a cgroup it cannot watch (exit 3)" $([ $rc -eq 3 ]; echo $?)
+        check "and says why" $(grep -q "may not watch that cgroup" "$dir/err"; echo $?)
+        kill "$user_daemon_pid"; wait "$user_daemon_pid"
+        check "unprivileged daemon exits 0" $?
+        user_daemon_pid=
+        check "unprivileged daemon removed its socket" $([ ! -e "$rt/pressured/io.pressured" ]; echo $?)
+fi
 
 # watch prints the current state at once, then runs until the daemon goes away: exit 1.
 "$PRESSURECTL_BIN" --socket "$sock" --json watch system node:0 >"$dir/watch" 2>"$dir/watch.err" &

@@ -149,6 +149,8 @@ int test_daemon_start(struct test_daemon *d, const char *const *extra_args) {
         test_cleanup_path(d->dir, true);
         snprintf(d->socket, sizeof(d->socket), "%s/io.pressured", d->dir);
         snprintf(notify_path, sizeof(notify_path), "%s/notify", d->dir);
+        snprintf(d->log, sizeof(d->log), "%s/daemon.log", d->dir);
+        test_cleanup_path(d->log, false);
         test_cleanup_path(d->socket, false);
         test_cleanup_path(notify_path, false);
 
@@ -180,6 +182,9 @@ int test_daemon_start(struct test_daemon *d, const char *const *extra_args) {
         }
         if (pid == 0) {
                 setenv("NOTIFY_SOCKET", notify_path, 1);
+                int lfd = open(d->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+                if (lfd >= 0)
+                        dup2(lfd, STDERR_FILENO);
                 execv(argv[0], (char *const *) argv);
                 _exit(127);
         }
@@ -214,6 +219,17 @@ int test_daemon_start(struct test_daemon *d, const char *const *extra_args) {
         return r;
 }
 
+static void dump_log(const struct test_daemon *d) {
+        char line[1024];
+        FILE *f = fopen(d->log, "re");
+        if (!f)
+                return;
+        printf("\n    --- daemon log ---\n");
+        while (fgets(line, sizeof(line), f))
+                printf("    %s", line);
+        fclose(f);
+}
+
 int test_daemon_stop(struct test_daemon *d) {
         int status = 0;
         if (d->pid <= 0)
@@ -222,7 +238,34 @@ int test_daemon_stop(struct test_daemon *d) {
         waitpid(d->pid, &status, 0);
         test_cleanup_forget_pid(d->pid);
         d->pid = 0;
+        dump_log(d);
         return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+int test_daemon_log_count(struct test_daemon *d, const char *needle) {
+        char line[1024];
+        int n = 0;
+        FILE *f = fopen(d->log, "re");
+        if (!f)
+                return -errno;
+        while (fgets(line, sizeof(line), f))
+                if (strstr(line, needle))
+                        n++;
+        fclose(f);
+        return n;
+}
+
+bool test_have_cap_sys_resource(void) {
+        char line[256];
+        unsigned long long eff = 0;
+        FILE *f = fopen("/proc/self/status", "re");
+        if (!f)
+                return false;
+        while (fgets(line, sizeof(line), f))
+                if (sscanf(line, "CapEff: %llx", &eff) == 1)
+                        break;
+        fclose(f);
+        return eff & (1ULL << 24); /* CAP_SYS_RESOURCE */
 }
 
 bool test_daemon_alive(struct test_daemon *d) {

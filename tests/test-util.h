@@ -32,7 +32,14 @@ struct test_daemon {
         pid_t pid;
         char dir[64];     /* temporary directory holding the socket */
         char socket[128]; /* the Varlink socket */
+        char log[128];    /* the daemon's stderr */
 };
+
+/* How many lines of the daemon's log contain `needle`. */
+int test_daemon_log_count(struct test_daemon *d, const char *needle);
+
+/* Whether this process has CAP_SYS_RESOURCE in its effective set. */
+bool test_have_cap_sys_resource(void);
 
 /* Start the daemon with extra arguments (NULL-terminated) and wait for its READY=1 on a notify socket
  * the test listens on. Returns 0 or a negative errno. */

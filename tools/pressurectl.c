@@ -168,6 +168,8 @@ static int cmd_watch(char **scopes) {
                         fprintf(stderr, "pressurectl: no such cgroup\n");
                 else if (r == -ENXIO)
                         fprintf(stderr, "pressurectl: no such NUMA node\n");
+                else if (r == -EACCES)
+                        fprintf(stderr, "pressurectl: pressured may not watch that cgroup (its memory.pressure is not writable to the daemon)\n");
                 else if (r == -EINVAL) {
                         fprintf(stderr, "pressurectl: invalid scope (use system, node:N or /cgroup/path)\n");
                         return EXIT_USAGE;
