@@ -44,7 +44,7 @@ static void on_event(struct pressure_client *c, const struct pressure_scope *s, 
         fflush(out);
 }
 
-static int subscriber_start(struct subscriber *sub, const char *scope) {
+static int subscriber_start(struct subscriber *sub, const char *scope, const char *scope2) {
         int p[2];
         if (pipe(p) < 0)
                 return -errno;
@@ -61,7 +61,7 @@ static int subscriber_start(struct subscriber *sub, const char *scope) {
                         fflush(out);
                         _exit(1);
                 }
-                const char *scopes[] = { scope, NULL };
+                const char *scopes[] = { scope, scope2, NULL };
                 r = pressure_client_subscribe(c, scopes, PRESSURE_LEVEL_LOW, on_event, out);
                 if (r < 0) {
                         fprintf(out, "error subscribe %d\n", r);
@@ -178,7 +178,7 @@ static void test_cgroup_pressure_reported_and_recovers(void) {
         pressure_status_unref(st);
         pressure_client_unref(c);
 
-        CU_ASSERT_EQUAL_FATAL(subscriber_start(&sub, g.cgroup), 0);
+        CU_ASSERT_EQUAL_FATAL(subscriber_start(&sub, g.cgroup, NULL), 0);
         /* The first reply: the subscription is in place and the group is calm. */
         CU_ASSERT_EQUAL_FATAL(subscriber_line(&sub, 10000, line, sizeof(line)), 0);
         snprintf(want, sizeof(want), "initial %s ok", g.cgroup);
@@ -222,44 +222,105 @@ static void test_cgroup_pressure_reported_and_recovers(void) {
         CU_ASSERT_EQUAL(adjusted, test_have_cap_sys_resource() ? 0 : 1);
 }
 
-static void test_removed_cgroup_ends_subscription(void) {
-        struct subscriber sub = { .fd = -1 };
-        char dir[600], cgroup[160], line[512], want[300];
+static bool status_lists_cgroup(struct pressure_client *c, const char *cgroup) {
+        struct pressure_status *st;
+        bool found = false;
+        if (pressure_client_get_status(c, &st) < 0)
+                return false;
+        for (size_t i = 0; i < pressure_status_get_n_cgroups(st); i++)
+                if (strcmp(pressure_scope_get_cgroup(pressure_status_get_cgroup(st, i)), cgroup) == 0)
+                        found = true;
+        pressure_status_unref(st);
+        return found;
+}
+
+/* Make an empty cgroup next to where the generator would put its own. */
+static int make_empty_cgroup(const char *suffix, char *cgroup, size_t cgroup_size, char *dir, size_t dir_size) {
         struct pressure_gen probe;
+        char cwd[400];
+        if (!getcwd(cwd, sizeof(cwd)) || pressure_gen_create(&probe, cwd, LIMIT_BYTES) < 0)
+                return -EIO;
+        snprintf(cgroup, cgroup_size, "%s-%s", probe.cgroup, suffix);
+        snprintf(dir, dir_size, "%s-%s", probe.v2_dir, suffix);
+        pressure_gen_destroy(&probe);
+        if (mkdir(dir, 0755) < 0)
+                return -errno;
+        test_cleanup_path(dir, true);
+        return 0;
+}
+
+static void test_removed_cgroup_ends_subscription(void) {
+        struct subscriber sub = { .fd = -1 }, both = { .fd = -1 };
+        char dir[600], cgroup[160], line[512], want[300];
+        struct pressure_client *c;
 
         CU_ASSERT_EQUAL_FATAL(start_daemon(NULL), 0);
+        CU_ASSERT_EQUAL_FATAL(make_empty_cgroup("gone", cgroup, sizeof(cgroup), dir, sizeof(dir)), 0);
+        CU_ASSERT_EQUAL_FATAL(pressure_client_new(daemon_.socket, &c), 0);
+        CU_ASSERT_FALSE(status_lists_cgroup(c, cgroup));
 
-        /* Reuse the generator only to find where v2 lives; make a second, empty group. */
-        char cwd[400];
-        CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(cwd, sizeof(cwd)));
-        CU_ASSERT_EQUAL_FATAL(pressure_gen_create(&probe, cwd, LIMIT_BYTES), 0);
-        snprintf(cgroup, sizeof(cgroup), "%s-gone", probe.cgroup);
-        snprintf(dir, sizeof(dir), "%s-gone", probe.v2_dir);
-        pressure_gen_destroy(&probe);
-        CU_ASSERT_EQUAL_FATAL(mkdir(dir, 0755), 0);
-        test_cleanup_path(dir, true);
-
-        CU_ASSERT_EQUAL_FATAL(subscriber_start(&sub, cgroup), 0);
+        /* Two subscribers: one watches only the cgroup, one the system as well. */
+        CU_ASSERT_EQUAL_FATAL(subscriber_start(&sub, cgroup, NULL), 0);
         CU_ASSERT_EQUAL_FATAL(subscriber_line(&sub, 10000, line, sizeof(line)), 0);
         snprintf(want, sizeof(want), "initial %s ok", cgroup);
         CU_ASSERT_STRING_EQUAL(line, want);
+        CU_ASSERT_EQUAL_FATAL(subscriber_start(&both, "system", cgroup), 0);
+        CU_ASSERT_EQUAL_FATAL(subscriber_line(&both, 10000, line, sizeof(line)), 0);
+        CU_ASSERT_EQUAL_FATAL(subscriber_line(&both, 10000, line, sizeof(line)), 0);
+        CU_ASSERT_STRING_EQUAL(line, want);
 
-        /* The kernel reports POLLERR on the trigger; the daemon ends the only watch of this call. */
+        /* Watched while someone subscribes. */
+        CU_ASSERT_TRUE(status_lists_cgroup(c, cgroup));
+
+        /* The kernel reports POLLERR on the trigger. The subscriber that watched only this cgroup sees its
+         * call end; the other one gets a "removed" event and stays subscribed. */
         CU_ASSERT_EQUAL(rmdir(dir), 0);
         CU_ASSERT_EQUAL(subscriber_line(&sub, 10000, line, sizeof(line)), 0);
         CU_ASSERT_EQUAL(strncmp(line, "end ", 4), 0);
+        CU_ASSERT_EQUAL(subscriber_line(&both, 10000, line, sizeof(line)), 0);
+        snprintf(want, sizeof(want), "event %s ok ok removed", cgroup);
+        CU_ASSERT_EQUAL(strncmp(line, want, strlen(want)), 0);
+        CU_ASSERT_FALSE(status_lists_cgroup(c, cgroup));
 
-        /* And a new subscription to it is refused, while the daemon serves on. */
-        struct pressure_client *c;
-        CU_ASSERT_EQUAL_FATAL(pressure_client_new(daemon_.socket, &c), 0);
+        /* A new subscription to it is refused, while the daemon serves on. */
         const char *scopes[] = { cgroup, NULL };
         CU_ASSERT_EQUAL(pressure_client_subscribe(c, scopes, PRESSURE_LEVEL_LOW, on_event, stderr), -ENOENT);
-        struct pressure_status *st;
-        CU_ASSERT_EQUAL(pressure_client_get_status(c, &st), 0);
-        pressure_status_unref(st);
-        pressure_client_unref(c);
+        CU_ASSERT_TRUE(test_daemon_alive(&daemon_));
 
         subscriber_stop(&sub);
+        subscriber_stop(&both);
+        pressure_client_unref(c);
+        CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
+}
+
+/* The trigger of a cgroup lives as long as its last subscriber. */
+static void test_cgroup_watch_is_reference_counted(void) {
+        struct subscriber a = { .fd = -1 }, b = { .fd = -1 };
+        char dir[600], cgroup[160], line[512];
+        struct pressure_client *c;
+
+        CU_ASSERT_EQUAL_FATAL(start_daemon(NULL), 0);
+        CU_ASSERT_EQUAL_FATAL(make_empty_cgroup("ref", cgroup, sizeof(cgroup), dir, sizeof(dir)), 0);
+        CU_ASSERT_EQUAL_FATAL(pressure_client_new(daemon_.socket, &c), 0);
+
+        CU_ASSERT_EQUAL_FATAL(subscriber_start(&a, cgroup, NULL), 0);
+        CU_ASSERT_EQUAL(subscriber_line(&a, 10000, line, sizeof(line)), 0);
+        CU_ASSERT_EQUAL_FATAL(subscriber_start(&b, cgroup, NULL), 0);
+        CU_ASSERT_EQUAL(subscriber_line(&b, 10000, line, sizeof(line)), 0);
+        CU_ASSERT_TRUE(status_lists_cgroup(c, cgroup));
+
+        subscriber_stop(&a);
+        /* One subscriber left: still watched, whenever the daemon has seen the first one go. */
+        CU_ASSERT_TRUE(status_lists_cgroup(c, cgroup));
+        subscriber_stop(&b);
+        /* The daemon learns of the close asynchronously: ask until it has (bounded). */
+        bool gone = false;
+        for (uint64_t end = test_now_ms() + 5000; !gone && test_now_ms() < end;)
+                gone = !status_lists_cgroup(c, cgroup);
+        CU_ASSERT_TRUE(gone);
+        CU_ASSERT_EQUAL(rmdir(dir), 0);
+
+        pressure_client_unref(c);
         CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
 }
 
@@ -267,6 +328,7 @@ int main(void) {
         static const struct test_case cases[] = {
                 { "cgroup pressure reported and recovers", test_cgroup_pressure_reported_and_recovers },
                 { "removed cgroup ends subscription", test_removed_cgroup_ends_subscription },
+                { "cgroup watch is reference-counted", test_cgroup_watch_is_reference_counted },
                 {},
         };
         return test_run("e2e-pressure", cases, test_need_root_psi());

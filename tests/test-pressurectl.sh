@@ -97,6 +97,20 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
         check "unprivileged daemon removed its socket" $([ ! -e "$rt/pressured/io.pressured" ]; echo $?)
 fi
 
+# Socket activation: the daemon serves on the socket it is handed and leaves the file to its owner.
+if command -v systemd-socket-activate >/dev/null; then
+        act="$dir/activated.sock"
+        systemd-socket-activate -l "$act" "$PRESSURED_BIN" --config /dev/null 2>"$dir/act.log" &
+        act_pid=$!
+        for _ in $(seq 1 500); do [ -S "$act" ] && break; sleep 0.01; done
+        "$PRESSURECTL_BIN" --socket "$act" status >"$dir/out" 2>&1
+        check "socket-activated daemon answers" $?
+        check "and says it uses the passed socket" $(grep -q "socket passed by the service manager" "$dir/act.log"; echo $?)
+        kill "$act_pid"; wait "$act_pid"
+        check "socket-activated daemon exits 0" $?
+        check "and leaves the socket file to its owner" $([ -S "$act" ]; echo $?)
+fi
+
 # watch prints the current state at once, then runs until the daemon goes away: exit 1.
 "$PRESSURECTL_BIN" --socket "$sock" --json watch system node:0 >"$dir/watch" 2>"$dir/watch.err" &
 watch_pid=$!

@@ -108,6 +108,59 @@ static void test_node_events(void) {
         set_node1_free(3000);
 }
 
+struct recorded {
+        char lines[16][64];
+        unsigned n;
+};
+
+static void on_record(struct pressure_client *c, const struct pressure_scope *s, int initial, void *userdata) {
+        struct recorded *r = userdata;
+        (void) c;
+        if (initial || r->n >= 16)
+                return;
+        snprintf(r->lines[r->n++], sizeof(r->lines[0]), "%s->%s",
+                 pressure_level_to_string(pressure_scope_get_previous_level(s)),
+                 pressure_level_to_string(pressure_scope_get_level(s)));
+}
+
+/* min_level: told when the scope reaches it and when it falls back below, nothing else; "previous" is
+ * what this subscriber last heard. */
+static void test_min_level(void) {
+        struct pressure_client *sync, *crit;
+        struct seen seen = {};
+        struct recorded rec = {};
+        const char *scopes[] = { "node:1", NULL };
+
+        CU_ASSERT_EQUAL_FATAL(set_node1_free(100000), 0);
+        CU_ASSERT_EQUAL_FATAL(pressure_client_new(daemon_.socket, &sync), 0);
+        CU_ASSERT_EQUAL_FATAL(pressure_client_subscribe(sync, scopes, PRESSURE_LEVEL_LOW, on_event, &seen), 0);
+        CU_ASSERT_EQUAL(wait_level(sync, &seen, PRESSURE_LEVEL_OK), 0);
+        CU_ASSERT_EQUAL_FATAL(pressure_client_new(daemon_.socket, &crit), 0);
+        CU_ASSERT_EQUAL_FATAL(pressure_client_subscribe(crit, scopes, PRESSURE_LEVEL_CRITICAL, on_record, &rec), 0);
+
+        static const struct {
+                unsigned long free;
+                enum pressure_level level;
+        } steps[] = {
+                { 3000, PRESSURE_LEVEL_LOW },      { 2400, PRESSURE_LEVEL_MEDIUM }, { 1000, PRESSURE_LEVEL_CRITICAL },
+                { 2400, PRESSURE_LEVEL_MEDIUM },   { 1000, PRESSURE_LEVEL_CRITICAL }, { 100000, PRESSURE_LEVEL_OK },
+        };
+        for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+                CU_ASSERT_EQUAL(set_node1_free(steps[i].free), 0);
+                CU_ASSERT_EQUAL(wait_level(sync, &seen, steps[i].level), 0);
+        }
+        /* Both subscribers are written to in the same pass, so what crit was sent is in its socket now. */
+        CU_ASSERT_EQUAL(pressure_client_dispatch(crit), 0);
+        CU_ASSERT_EQUAL(rec.n, 4u);
+        CU_ASSERT_STRING_EQUAL(rec.lines[0], "ok->critical");
+        CU_ASSERT_STRING_EQUAL(rec.lines[1], "critical->medium");
+        CU_ASSERT_STRING_EQUAL(rec.lines[2], "medium->critical");
+        CU_ASSERT_STRING_EQUAL(rec.lines[3], "critical->ok");
+        pressure_client_unref(crit);
+        pressure_client_unref(sync);
+        CU_ASSERT_EQUAL(set_node1_free(3000), 0);
+}
+
 static void test_slow_subscriber_is_coalesced(void) {
         struct pressure_client *c;
         struct seen seen = {};
@@ -173,6 +226,7 @@ static void test_stop(void) {
 int main(void) {
         static const struct test_case cases[] = {
                 { "node level events from node figures", test_node_events },
+                { "min_level", test_min_level },
                 { "a subscriber that stops reading is coalesced", test_slow_subscriber_is_coalesced },
                 { "daemon stops cleanly", test_stop },
                 {},
