@@ -17,7 +17,11 @@ void config_init(struct config *c) {
                 .sample_interval_usec = 1000000,
                 .node_interval_usec = 30000000,
                 .hold_usec = 10000000,
+                .round_interval_usec = 1000000,
+                .request_timeout_usec = 1000000,
+                .quarantine_after = 3,
         };
+        shrink_priorities_default(&c->priorities);
         level_psi_thresholds_default(&c->psi);
         level_node_thresholds_default(&c->node);
         c->sysfs_root = strdup("");
@@ -129,6 +133,33 @@ int config_set(struct config *c, const char *key, const char *value, char **ret_
                 if (errno || *end || v < 1024 || v > 16u * 1024 * 1024)
                         return fail(ret_error, -EINVAL, "max_message_size must be 1024..16777216 bytes");
                 c->max_message_size = (size_t) v;
+                return 0;
+        }
+        if (streq(key, "round_interval") || streq(key, "request_timeout")) {
+                if (config_parse_duration(value, &u) < 0 || u < 1000 || u > 600000000)
+                        return fail(ret_error, -EINVAL, "%s: expected a duration of 1ms..10min, got \"%s\"", key, value);
+                if (streq(key, "round_interval"))
+                        c->round_interval_usec = u;
+                else
+                        c->request_timeout_usec = u;
+                return 0;
+        }
+        if (streq(key, "quarantine_after")) {
+                char *end;
+                errno = 0;
+                unsigned long v = strtoul(value, &end, 10);
+                if (errno || *end || end == value || v < 1 || v > 1000)
+                        return fail(ret_error, -EINVAL, "quarantine_after must be 1..1000");
+                c->quarantine_after = (unsigned) v;
+                return 0;
+        }
+        if (streq(key, "priority_low") || streq(key, "priority_medium") || streq(key, "priority_critical")) {
+                char *end;
+                errno = 0;
+                long v = strtol(value, &end, 10);
+                if (errno || *end || end == value || v < 0 || v > SHRINK_PRIORITY_MAX)
+                        return fail(ret_error, -EINVAL, "%s must be 0..%d", key, SHRINK_PRIORITY_MAX);
+                c->priorities.at[level_from_string(key + strlen("priority_"))] = (int) v;
                 return 0;
         }
         if (streq(key, "sample_interval") || streq(key, "node_interval") || streq(key, "hold")) {

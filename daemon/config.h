@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "level.h"
+#include "shrink_policy.h"
 
 #define CONFIG_DEFAULT_PATH "/etc/pressured.conf"
 
@@ -22,6 +23,12 @@ struct config {
         char **cgroups; /* watched from start-up */
         size_t n_cgroups;
         char *sysfs_root; /* prefix for /proc and /sys node files; "" for the running system */
+
+        /* client shrinkers */
+        uint64_t round_interval_usec;  /* between reclaim rounds while a scope stays above ok */
+        uint64_t request_timeout_usec; /* deadline of one count or scan request */
+        unsigned quarantine_after;     /* timeouts in a row before a shrinker is quarantined */
+        struct shrink_priorities priorities;
 };
 
 void config_init(struct config *c);

@@ -33,6 +33,9 @@ struct manager {
         sd_event_source *gc_source; /* frees cgroup scopes nobody watches */
         sd_event_source *sigterm_source, *sigint_source;
         struct varlink_server *server;
+
+        struct shrink_client *shrink_clients; /* registered client shrinkers */
+        uint64_t last_shrinker_id, last_request_id;
         int listen_fd; /* passed by systemd, or -EBADF */
 };
 

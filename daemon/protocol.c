@@ -8,6 +8,7 @@
 
 #include "macro.h"
 #include "manager.h"
+#include "reclaim.h"
 
 int protocol_parse_scope_ref(struct json_object *o, struct scope_ref *ret, const char **ret_field) {
         struct scope_ref r = { .node = -1 };
@@ -143,5 +144,63 @@ struct json_object *protocol_level_change(const struct scope *s, enum level prev
                 json_object_object_add(o, "coalesced", json_object_new_int((int) MIN(coalesced, (unsigned) INT_MAX)));
         if (s->gone)
                 json_object_object_add(o, "removed", json_object_new_boolean(1));
+        return o;
+}
+
+struct json_object *protocol_shrink_request(const struct shrink_request *q) {
+        const struct shrink_job *j = q->job;
+        struct json_object *o = json_object_new_object();
+        json_object_object_add(o, "id", json_object_new_int64((int64_t) q->id));
+        json_object_object_add(o, "shrinker", json_object_new_int64((int64_t) j->shrinker->id));
+        json_object_object_add(o, "op", json_object_new_string(q->op == SHRINK_OP_COUNT ? "count" : "scan"));
+        json_object_object_add(o, "node", json_object_new_int(j->node));
+        json_object_object_add(o, "cgroup", json_object_new_string(j->cgroup));
+        if (q->op == SHRINK_OP_SCAN)
+                json_object_object_add(o, "nr_to_scan", json_object_new_int64((int64_t) q->nr_to_scan));
+        json_object_object_add(o, "priority", json_object_new_int(j->priority));
+        json_object_object_add(o, "deadline", json_object_new_int64((int64_t) q->deadline_usec));
+        return o;
+}
+
+struct json_object *protocol_shrinker_info(const struct shrinker *sh) {
+        const struct shrink_client *cl = sh->client;
+        const struct node_monitor *nm = cl->manager->nodes;
+        struct json_object *o = json_object_new_object(), *flags = json_object_new_array();
+
+        json_object_object_add(o, "id", json_object_new_int64((int64_t) sh->id));
+        json_object_object_add(o, "name", json_object_new_string(sh->name));
+        json_object_object_add(o, "pid", json_object_new_int((int) cl->pid));
+        json_object_object_add(o, "uid", json_object_new_int64((int64_t) cl->uid));
+        json_object_object_add(o, "cgroup", json_object_new_string(cl->cgroup));
+        if (sh->flags & SHRINKER_NUMA_AWARE)
+                json_object_array_add(flags, json_object_new_string("numa_aware"));
+        if (sh->flags & SHRINKER_MEMCG_AWARE)
+                json_object_array_add(flags, json_object_new_string("memcg_aware"));
+        json_object_object_add(o, "flags", flags);
+        json_object_object_add(o, "seeks", json_object_new_int((int) sh->seeks));
+        json_object_object_add(o, "batch", json_object_new_int((int) sh->batch));
+
+        struct json_object *nodes = json_object_new_array();
+        for (size_t i = 0; i < sh->n_nodes; i++) {
+                struct json_object *n = json_object_new_object();
+                json_object_object_add(n, "node", json_object_new_int(nm ? nm->cur[i].id : 0));
+                json_object_object_add(n, "objects", json_object_new_int64((int64_t) sh->last_count[i]));
+                json_object_object_add(n, "bytes", json_object_new_int64((int64_t) sh->last_bytes[i]));
+                json_object_object_add(n, "deferred", json_object_new_int64((int64_t) sh->deferred[i]));
+                json_object_array_add(nodes, n);
+        }
+        json_object_object_add(o, "nodes", nodes);
+
+        const struct shrinker_stats *st = &sh->stats;
+        json_object_object_add(o, "calls", json_object_new_int64((int64_t) st->calls));
+        json_object_object_add(o, "scanned", json_object_new_int64((int64_t) st->scanned));
+        json_object_object_add(o, "freed", json_object_new_int64((int64_t) st->freed));
+        json_object_object_add(o, "bytes_freed", json_object_new_int64((int64_t) st->bytes_freed));
+        json_object_object_add(o, "timeouts", json_object_new_int64((int64_t) st->timeouts));
+        json_object_object_add(o, "stops", json_object_new_int64((int64_t) st->stops));
+        json_object_object_add(o, "last_latency_usec", json_object_new_int64((int64_t) st->last_latency_usec));
+        json_object_object_add(o, "worst_latency_usec", json_object_new_int64((int64_t) st->worst_latency_usec));
+        json_object_object_add(o, "rejected_answers", json_object_new_int64((int64_t) cl->rejected));
+        json_object_object_add(o, "state", json_object_new_string(sh->health.quarantined ? "quarantined" : "active"));
         return o;
 }

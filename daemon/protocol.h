@@ -24,5 +24,12 @@ struct json_object *protocol_scope_state(const struct scope *s);
 /* A LevelChange as a subscriber sees it: `previous` is the level this subscriber was last told. */
 struct json_object *protocol_level_change(const struct scope *s, enum level previous, unsigned coalesced);
 
+struct shrink_request;
+struct shrinker;
+/* A Request as the client sees it on its serving connection. */
+struct json_object *protocol_shrink_request(const struct shrink_request *q);
+/* A ShrinkerInfo for ListShrinkers. */
+struct json_object *protocol_shrinker_info(const struct shrinker *sh);
+
 /* The interface definition, compiled in from io.pressured.varlink. */
 extern const char protocol_interface_description[];

@@ -10,6 +10,7 @@
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
+#include "reclaim.h"
 #include "subscription.h"
 
 static const char *const scope_type_names[_SCOPE_TYPE_MAX] = { "system", "node", "cgroup" };
@@ -39,6 +40,7 @@ static struct scope *scope_alloc(struct manager *m, enum scope_type type) {
 struct scope *scope_free(struct scope *s) {
         if (!s)
                 return NULL;
+        reclaim_scope_free(s);
         sd_event_source_disable_unref(s->trigger_source);
         if (s->trigger_fd >= 0)
                 close(s->trigger_fd);
@@ -115,6 +117,7 @@ static void scope_apply(struct scope *s, enum level raw, uint64_t now) {
                        (unsigned long long) s->reclaim_target);
 
         subscription_scope_changed(s);
+        reclaim_scope_changed(s);
 }
 
 bool scope_is_active(const struct scope *s, uint64_t now) {
@@ -178,6 +181,7 @@ void scope_mark_gone(struct scope *s) {
                 close(s->trigger_fd);
                 s->trigger_fd = -EBADF;
         }
+        reclaim_scope_free(s);
         subscription_scope_gone(s);
 }
 

@@ -56,6 +56,7 @@ struct scope {
         bool gone;
 
         struct watch *watches;
+        struct reclaim_episode *reclaim; /* rounds of client shrinkers while above ok */
 };
 
 /* The system scope (/proc/pressure/memory). Fails with a clear log when PSI is missing. */

@@ -671,6 +671,10 @@ void varlink_connection_set_drain_handler(struct varlink_connection *c,
         c->drain = fn;
 }
 
+void varlink_connection_close(struct varlink_connection *c) {
+        connection_kill(c);
+}
+
 size_t varlink_connection_queued(const struct varlink_connection *c) {
         return frame_writer_queued(&c->out);
 }

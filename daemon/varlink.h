@@ -82,6 +82,9 @@ void varlink_connection_set_drain_handler(struct varlink_connection *c,
                                           void (*fn)(struct varlink_connection *c, void *data));
 
 size_t varlink_connection_queued(const struct varlink_connection *c);
+
+/* Close the connection from the event loop (never under the caller's feet); its call data is freed then. */
+void varlink_connection_close(struct varlink_connection *c);
 const struct ucred *varlink_connection_peer(const struct varlink_connection *c);
 void *varlink_connection_server_userdata(const struct varlink_connection *c);
 

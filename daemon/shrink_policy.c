@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: MIT */
+#include "shrink_policy.h"
+
+#include <string.h>
+
+#include "macro.h"
+
+void shrink_plan_start(struct shrink_plan *p, uint64_t freeable, int priority, unsigned seeks, uint64_t deferred) {
+        priority = MAX(0, MIN(priority, SHRINK_PRIORITY_MAX));
+        uint64_t delta;
+
+        if (seeks > 0) {
+                delta = freeable >> priority;
+                delta *= 4;
+                delta /= seeks;
+        } else
+                delta = freeable / 2; /* objects cheap to recreate: scan half */
+
+        uint64_t total = (deferred >> priority) + delta;
+        total = MIN(total, 2 * freeable);
+
+        *p = (struct shrink_plan){
+                .freeable = freeable,
+                .nr_deferred = deferred,
+                .delta = delta,
+                .total_scan = total,
+        };
+}
+
+bool shrink_plan_next(const struct shrink_plan *p, unsigned batch, uint64_t *ret_nr_to_scan) {
+        if (batch == 0)
+                batch = SHRINK_DEFAULT_BATCH;
+        if (p->total_scan == 0 || (p->total_scan < batch && p->total_scan < p->freeable))
+                return false;
+        *ret_nr_to_scan = MIN((uint64_t) batch, p->total_scan);
+        return true;
+}
+
+void shrink_plan_scanned(struct shrink_plan *p, uint64_t nr_scanned) {
+        p->total_scan = nr_scanned >= p->total_scan ? 0 : p->total_scan - nr_scanned;
+        p->scanned += nr_scanned;
+}
+
+uint64_t shrink_plan_finish(const struct shrink_plan *p) {
+        uint64_t want = p->nr_deferred + p->delta;
+        uint64_t next = want > p->scanned ? want - p->scanned : 0;
+        return MIN(next, 2 * p->freeable);
+}
+
+void shrink_priorities_default(struct shrink_priorities *ret) {
+        *ret = (struct shrink_priorities){ .at = { [LEVEL_OK] = SHRINK_PRIORITY_MAX,
+                                                   [LEVEL_LOW] = SHRINK_PRIORITY_MAX,
+                                                   [LEVEL_MEDIUM] = 6,
+                                                   [LEVEL_CRITICAL] = 0 } };
+}
+
+bool shrink_cgroup_within(const char *path, const char *ancestor) {
+        if (!path || !ancestor)
+                return false;
+        if (streq(ancestor, "/"))
+                return true;
+        size_t n = strlen(ancestor);
+        return strncmp(path, ancestor, n) == 0 && (path[n] == 0 || path[n] == '/');
+}
+
+bool shrink_select(enum scope_type type, const char *scope_cgroup, unsigned flags, const char *client_cgroup,
+                   bool *ret_all_nodes, const char **ret_cgroup) {
+        switch (type) {
+        case SCOPE_SYSTEM:
+                *ret_all_nodes = flags & SHRINKER_NUMA_AWARE;
+                *ret_cgroup = (flags & SHRINKER_MEMCG_AWARE) && client_cgroup ? client_cgroup : "/";
+                return true;
+        case SCOPE_NODE:
+                *ret_all_nodes = false;
+                *ret_cgroup = (flags & SHRINKER_MEMCG_AWARE) && client_cgroup ? client_cgroup : "/";
+                return flags & SHRINKER_NUMA_AWARE;
+        case SCOPE_CGROUP:
+                *ret_all_nodes = flags & SHRINKER_NUMA_AWARE;
+                *ret_cgroup = scope_cgroup;
+                return (flags & SHRINKER_MEMCG_AWARE) && shrink_cgroup_within(client_cgroup, scope_cgroup);
+        default:
+                return false;
+        }
+}
+
+bool shrink_health_timeout(struct shrink_health *h, unsigned limit) {
+        h->consecutive_timeouts++;
+        if (!h->quarantined && h->consecutive_timeouts >= MAX(limit, 1u)) {
+                h->quarantined = true;
+                return true;
+        }
+        return false;
+}
+
+bool shrink_health_answer(struct shrink_health *h) {
+        bool was = h->quarantined;
+        h->consecutive_timeouts = 0;
+        h->quarantined = false;
+        return was;
+}

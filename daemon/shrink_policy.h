@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Decisions about client shrinkers, kept pure so that they are tested against hand-worked numbers:
+ * who is asked for which scope (the kernel's rules for NUMA_AWARE and MEMCG_AWARE), how much to ask
+ * (the kernel's do_shrink_slab arithmetic with deferred work), and quarantine of shrinkers that time
+ * out. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "level.h"
+#include "scope.h"
+
+#define SHRINKER_NUMA_AWARE (1u << 0)
+#define SHRINKER_MEMCG_AWARE (1u << 1)
+
+#define SHRINK_DEFAULT_SEEKS 2
+#define SHRINK_DEFAULT_BATCH 128
+#define SHRINK_PRIORITY_MAX 12 /* the kernel's DEF_PRIORITY */
+
+/* ---- how much: do_shrink_slab ---- */
+
+struct shrink_plan {
+        uint64_t freeable;
+        uint64_t nr_deferred; /* taken from the shrinker when the plan started */
+        uint64_t delta;       /* new work from this round's priority */
+        uint64_t total_scan;  /* still to be issued */
+        uint64_t scanned;     /* reported scanned so far */
+};
+
+/* Start a pass over `freeable` objects at `priority` (0..12) for a shrinker with `seeks`, taking the
+ * deferred work. As the kernel: delta = (freeable >> priority) * 4 / seeks (freeable / 2 when seeks is
+ * 0), total = (deferred >> priority) + delta, capped at 2 * freeable. */
+void shrink_plan_start(struct shrink_plan *p, uint64_t freeable, int priority, unsigned seeks, uint64_t deferred);
+
+/* The next call's nr_to_scan, at most `batch`; false when the pass is over. As the kernel, a remainder
+ * smaller than a batch is left for later unless it covers all freeable objects. */
+bool shrink_plan_next(const struct shrink_plan *p, unsigned batch, uint64_t *ret_nr_to_scan);
+
+/* Account one answered call. */
+void shrink_plan_scanned(struct shrink_plan *p, uint64_t nr_scanned);
+
+/* End the pass: the work to defer to the next one (nr_deferred + delta - scanned, at least 0, at most
+ * 2 * freeable). */
+uint64_t shrink_plan_finish(const struct shrink_plan *p);
+
+/* Priority for a level: the mapping is configurable; defaults low 12, medium 6, critical 0. */
+struct shrink_priorities {
+        int at[_LEVEL_MAX];
+};
+void shrink_priorities_default(struct shrink_priorities *ret);
+
+/* ---- who: the kernel's rules ---- */
+
+/* Is cgroup `path` inside `ancestor` (equal to it or below it)? */
+bool shrink_cgroup_within(const char *path, const char *ancestor);
+
+/* For a scope, whether a shrinker of a process in cgroup `client_cgroup` with `flags` is asked, and
+ * with which cgroup in its requests (*ret_cgroup points to scope or client data). Nodes:
+ *   system: NUMA_AWARE ones for every node, the others for node 0 (*ret_all_nodes = true/false);
+ *   node N: only NUMA_AWARE ones, for N;
+ *   cgroup X: only processes in X's subtree, and only MEMCG_AWARE ones, naming X.
+ * For the system, MEMCG_AWARE shrinkers are asked for their own cgroup (where their objects are
+ * charged), the others for the root "/". */
+bool shrink_select(enum scope_type type, const char *scope_cgroup, unsigned flags, const char *client_cgroup,
+                   bool *ret_all_nodes, const char **ret_cgroup);
+
+/* ---- quarantine ---- */
+
+struct shrink_health {
+        unsigned consecutive_timeouts;
+        bool quarantined;
+};
+
+/* A request timed out: quarantine after `limit` in a row. Returns true when it just became quarantined. */
+bool shrink_health_timeout(struct shrink_health *h, unsigned limit);
+/* A timely answer: clears the count and the quarantine. Returns true when it was quarantined. */
+bool shrink_health_answer(struct shrink_health *h);
