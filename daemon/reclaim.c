@@ -460,11 +460,27 @@ static void episode_start_round(struct reclaim_episode *e) {
         round_seal(r);
 }
 
+/* Whether a scope's level calls for rounds. System-wide stall alone is not enough: the stall of a cgroup
+ * at its limit shows in the system's PSI too, yet the kernel shrinks nobody else's caches for it. As in
+ * the kernel, everyone is asked only when memory is short globally: some node is below its watermarks. */
+static bool scope_wants_reclaim(const struct scope *s) {
+        const struct manager *m = s->manager;
+
+        if (s->level.level == LEVEL_OK || s->gone)
+                return false;
+        if (s->type != SCOPE_SYSTEM)
+                return true;
+        for (size_t i = 0; m->nodes && i < m->nodes->n_nodes; i++)
+                if (m->node_scopes[i]->level.level > LEVEL_OK)
+                        return true;
+        return !m->nodes; /* no node figures at all: trust PSI */
+}
+
 static int on_episode_timer(sd_event_source *src, uint64_t usec, void *userdata) {
         struct reclaim_episode *e = userdata;
         (void) src;
         (void) usec;
-        if (!e->round && e->scope->level.level > LEVEL_OK && e->freed_bytes < e->target)
+        if (!e->round && scope_wants_reclaim(e->scope) && e->freed_bytes < e->target)
                 episode_start_round(e);
         return 0;
 }
@@ -483,7 +499,7 @@ static void episode_round_done(struct reclaim_episode *e, struct shrink_round *r
                                (unsigned long long) e->freed_bytes, (unsigned long long) e->target);
 
         /* Nobody was asked: wait for a level change or a new client rather than wake up for nothing. */
-        if (s->level.level == LEVEL_OK || e->freed_bytes >= e->target || r->n_asked == 0)
+        if (!scope_wants_reclaim(s) || e->freed_bytes >= e->target || r->n_asked == 0)
                 return;
         (void) sd_event_source_set_time(e->timer, now_usec(m) + m->config.round_interval_usec);
         (void) sd_event_source_set_enabled(e->timer, SD_EVENT_ONESHOT);
@@ -501,7 +517,12 @@ static void episode_free(struct reclaim_episode *e) {
 void reclaim_scope_changed(struct scope *s) {
         struct manager *m = s->manager;
 
-        if (s->level.level == LEVEL_OK) {
+        /* A node's level decides whether the system's stall is a global shortage. */
+        if (s->type == SCOPE_NODE && m->system && s != m->system && m->system->level.level > LEVEL_OK &&
+            !(m->system->reclaim && m->system->reclaim->round) && scope_wants_reclaim(m->system))
+                reclaim_scope_changed(m->system);
+
+        if (!scope_wants_reclaim(s)) {
                 episode_free(s->reclaim);
                 s->reclaim = NULL;
                 return;
@@ -533,15 +554,15 @@ void reclaim_scope_changed(struct scope *s) {
 
 void reclaim_clients_changed(struct manager *m) {
         struct scope *s;
-        if (m->system && m->system->level.level > LEVEL_OK && !(m->system->reclaim && m->system->reclaim->round))
+        if (m->system && scope_wants_reclaim(m->system) && !(m->system->reclaim && m->system->reclaim->round))
                 reclaim_scope_changed(m->system);
         for (size_t i = 0; m->nodes && i < m->nodes->n_nodes; i++) {
                 s = m->node_scopes[i];
-                if (s->level.level > LEVEL_OK && !(s->reclaim && s->reclaim->round))
+                if (scope_wants_reclaim(s) && !(s->reclaim && s->reclaim->round))
                         reclaim_scope_changed(s);
         }
         for (s = m->cgroups; s; s = s->next)
-                if (!s->gone && s->level.level > LEVEL_OK && !(s->reclaim && s->reclaim->round))
+                if (scope_wants_reclaim(s) && !(s->reclaim && s->reclaim->round))
                         reclaim_scope_changed(s);
 }
 

@@ -68,6 +68,38 @@ static int on_pidfd(sd_event_source *s, int fd, uint32_t revents, void *userdata
         return 0;
 }
 
+/* A limit on the client's cgroup or on any ancestor makes reclaim in that cgroup: watch them all, so
+ * that MEMCG_AWARE shrinkers are asked whichever of them runs short. */
+static void watch_ancestors(struct shrink_client *cl) {
+        bool memcg = false;
+        for (size_t i = 0; i < cl->n_shrinkers; i++)
+                if (cl->shrinkers[i]->flags & SHRINKER_MEMCG_AWARE)
+                        memcg = true;
+        if (!memcg || streq(cl->cgroup, "/"))
+                return;
+
+        size_t depth = 0;
+        for (const char *p = cl->cgroup; *p; p++)
+                depth += *p == '/';
+        cl->watched = calloc(depth, sizeof(struct scope *));
+        if (!cl->watched)
+                return;
+
+        _cleanup_free_ char *path = strdup(cl->cgroup);
+        while (path && !streq(path, "/") && *path) {
+                struct scope *s;
+                int r = manager_acquire_cgroup(cl->manager, path, &s);
+                if (r >= 0)
+                        cl->watched[cl->n_watched++] = s;
+                else
+                        log_debug_errno(r, "Cannot watch cgroup %s for shrinkers of pid %d: %m", path, (int) cl->pid);
+                char *slash = strrchr(path, '/');
+                if (!slash || slash == path)
+                        break;
+                *slash = 0;
+        }
+}
+
 int shrink_client_new(struct manager *m, struct varlink_connection *c, const struct shrinker_spec *specs, size_t n,
                       struct shrink_client **ret) {
         const struct ucred *peer = varlink_connection_peer(c);
@@ -135,6 +167,8 @@ int shrink_client_new(struct manager *m, struct varlink_connection *c, const str
                 }
         }
 
+        watch_ancestors(cl);
+
         cl->next = m->shrink_clients;
         if (cl->next)
                 cl->next->prev = cl;
@@ -171,6 +205,9 @@ void shrink_client_free(struct shrink_client *cl) {
                 cl->next->prev = cl->prev;
 
         log_info("pid %d unregistered %zu shrinker%s.", (int) cl->pid, cl->n_shrinkers, cl->n_shrinkers == 1 ? "" : "s");
+        for (size_t i = 0; i < cl->n_watched; i++)
+                manager_release_scope(m, cl->watched[i]);
+        free(cl->watched);
         for (size_t i = 0; i < cl->n_shrinkers; i++)
                 shrinker_free(cl->shrinkers[i]);
         free(cl->shrinkers);

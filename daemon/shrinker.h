@@ -58,6 +58,8 @@ struct shrink_client {
         struct shrinker **shrinkers;
         size_t n_shrinkers;
         struct shrink_request *requests; /* in flight */
+        struct scope **watched; /* its cgroup and the ancestors, watched for MEMCG_AWARE shrinkers */
+        size_t n_watched;
         bool dead;
 };
 

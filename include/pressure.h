@@ -162,6 +162,91 @@ typedef void (*pressure_event_handler_t)(struct pressure_client *client, const s
 int pressure_client_subscribe(struct pressure_client *client, const char *const *scopes,
                               enum pressure_level min_level, pressure_event_handler_t handler, void *userdata);
 
+/* ---- Shrinkers ----
+ *
+ * The kernel's shrinker contract, for a cache in this process. pressured asks:
+ *
+ *   count(sc): how many objects could you free now? Cheap, may be stale. Return the number, 0 for
+ *     "cannot tell / skip me this time", or PRESSURE_SHRINK_EMPTY for "nothing here". Optionally set
+ *     sc->nr_bytes to the bytes those objects hold (lets the daemon account bytes freed).
+ *   scan(sc): free up to sc->nr_to_scan objects (oldest first, as you see fit). Return the number freed,
+ *     or PRESSURE_SHRINK_STOP when you cannot make progress now (lock contention, reentrancy): you will
+ *     not be asked again in this round. Set sc->nr_scanned if you looked at a different number of objects
+ *     than nr_to_scan, and sc->nr_bytes to the bytes freed if you know them.
+ *
+ * scan is called only after a non-zero count. Requests carry the NUMA node (sc->node) and the cgroup
+ * (sc->cgroup) they are about; a shrinker without PRESSURE_SHRINKER_NUMA_AWARE is asked for node 0 only,
+ * one without PRESSURE_SHRINKER_MEMCG_AWARE only when the whole system is under pressure. Every callback
+ * must return quickly: the daemon gives each request a deadline (1 s by default) and quarantines a
+ * shrinker that keeps missing it.
+ *
+ * Callbacks run inside pressure_client_dispatch(), on the thread that calls it (or on the library's
+ * thread after pressure_client_start_thread()). They may not call pressure_shrinker_free() or
+ * pressure_client_unref() on their own client.
+ *
+ * If the daemon restarts, the client reconnects (retrying every second) and registers its shrinkers
+ * again by itself; shrinker ids change then.
+ */
+
+struct pressure_shrinker;
+
+#define PRESSURE_SHRINK_STOP UINT64_MAX
+#define PRESSURE_SHRINK_EMPTY (UINT64_MAX - 1)
+
+enum pressure_shrinker_flags {
+        PRESSURE_SHRINKER_NUMA_AWARE = 1 << 0,
+        PRESSURE_SHRINKER_MEMCG_AWARE = 1 << 1
+};
+
+/** What a request is about, and what the callback reports back. */
+struct pressure_shrink_control {
+        int node;            /* NUMA node the request is for */
+        const char *cgroup;  /* cgroup v2 path the request is for ("/" for the whole system) */
+        uint64_t nr_to_scan; /* scan: how many objects to scan */
+        uint64_t nr_scanned; /* scan: how many were scanned; preset to nr_to_scan */
+        uint64_t nr_bytes;   /* count: bytes the freeable objects hold; scan: bytes freed (optional, 0) */
+        int priority;        /* 12 (gentle) .. 0 (everything), as the kernel's reclaim priority */
+};
+
+typedef uint64_t (*pressure_count_objects_t)(struct pressure_shrinker *shrinker, struct pressure_shrink_control *sc,
+                                             void *userdata);
+typedef uint64_t (*pressure_scan_objects_t)(struct pressure_shrinker *shrinker, struct pressure_shrink_control *sc,
+                                            void *userdata);
+
+/**
+ * Register a shrinker with the daemon. name: 1..64 printable characters (shown by pressurectl); flags:
+ * PRESSURE_SHRINKER_*; seeks: cost to recreate an object (negative: the default 2; 0: cheap); batch:
+ * most objects per scan call (0 or negative: the default 128).
+ * Returns 0 and the shrinker in *ret, or a negative errno (-EINVAL, -ECONNREFUSED, -ETIMEDOUT, -EPERM).
+ */
+int pressure_shrinker_new(struct pressure_client *client, const char *name, unsigned flags, int seeks, int batch,
+                          pressure_count_objects_t count, pressure_scan_objects_t scan, void *userdata,
+                          struct pressure_shrinker **ret);
+
+/** Unregister and free a shrinker. Accepts NULL. */
+void pressure_shrinker_free(struct pressure_shrinker *shrinker);
+
+/** The id the daemon gave the shrinker (as in pressurectl shrinkers); 0 while not registered. */
+uint64_t pressure_shrinker_get_id(const struct pressure_shrinker *shrinker);
+
+/**
+ * For programs without an event loop: run pressure_client_dispatch() on a thread owned by the library
+ * until the last reference to the client is dropped. Once started, other functions of this client may be
+ * called from any thread (they take the client's lock). Returns 0, -EBUSY if already started, or a
+ * negative errno.
+ */
+int pressure_client_start_thread(struct pressure_client *client);
+
+/**
+ * For tools: call any io.pressured method with parameters given as JSON text (NULL for none) and get the
+ * reply's parameters as JSON text in *ret (free() it). Blocks for at most the client's timeout.
+ * Returns 0, or a negative errno mapped from the daemon's error (-EPERM for PermissionDenied, -ENOENT for
+ * NoSuchCgroup and NoSuchShrinker, -ENXIO for NoSuchNode, -EINVAL for InvalidParameter, -EOPNOTSUPP for
+ * an unknown method, -EPROTO otherwise); then *ret_error, if given, receives the error's name.
+ */
+int pressure_client_call_json(struct pressure_client *client, const char *method, const char *parameters,
+                              char **ret, char **ret_error);
+
 /** An fd to poll for readability (POLLIN); when readable, call pressure_client_dispatch(). */
 int pressure_client_get_fd(struct pressure_client *client);
 

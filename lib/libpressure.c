@@ -6,6 +6,7 @@
 #include <json-c/json.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -56,17 +58,41 @@ struct pressure_status {
         size_t n_nodes, n_cgroups;
 };
 
+struct pressure_shrinker {
+        struct pressure_client *client;
+        struct pressure_shrinker *prev, *next;
+        char *name;
+        unsigned flags;
+        int seeks, batch;
+        pressure_count_objects_t count;
+        pressure_scan_objects_t scan;
+        void *userdata;
+        uint64_t id; /* from the daemon; 0 while not registered */
+};
+
 struct pressure_client {
         int n_ref;
         char *path;
         int timeout_ms;
-        struct conn call; /* for calls that get one reply */
-        struct conn sub;  /* the streaming Subscribe call */
+        struct conn call;  /* for calls that get one reply, and oneway answers */
+        struct conn sub;   /* the streaming Subscribe call */
+        struct conn serve; /* the streaming Serve call of our shrinkers */
         int epoll_fd;
-        int wake_fd; /* readable while messages wait in a buffer */
+        int wake_fd;  /* readable while messages wait in a buffer */
+        int retry_fd; /* timerfd: reconnect to a restarted daemon */
         pressure_event_handler_t handler;
         void *userdata;
+
+        struct pressure_shrinker *shrinkers;
+        char token[64];
+
+        pthread_mutex_t lock; /* recursive: callbacks run with it held */
+        pthread_t thread;
+        int thread_running;
+        int stop_fd;
 };
+
+#define LOCKED(c) for (int _once_ = (pthread_mutex_lock(&(c)->lock), 1); _once_; _once_ = (pthread_mutex_unlock(&(c)->lock), 0))
 
 /* ---- small helpers ---- */
 
@@ -237,6 +263,8 @@ static int reply_to_errno(struct json_object *reply) {
                 return -EINVAL;
         if (streq(name, "org.varlink.service.PermissionDenied"))
                 return -EPERM;
+        if (streq(name, "io.pressured.NoSuchShrinker"))
+                return -ENOENT;
         if (streq(name, "io.pressured.ScopeRemoved"))
                 return -ECONNRESET;
         if (streq(name, "org.varlink.service.MethodNotFound") || streq(name, "org.varlink.service.InterfaceNotFound"))
@@ -357,7 +385,13 @@ EXPORT int pressure_client_new(const char *socket_path, struct pressure_client *
                 return -ENOMEM;
         c->n_ref = 1;
         c->timeout_ms = DEFAULT_TIMEOUT_MS;
-        c->call.fd = c->sub.fd = c->epoll_fd = c->wake_fd = -1;
+        c->call.fd = c->sub.fd = c->serve.fd = c->epoll_fd = c->wake_fd = c->retry_fd = c->stop_fd = -1;
+
+        pthread_mutexattr_t attr;
+        pthread_mutexattr_init(&attr);
+        pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+        pthread_mutex_init(&c->lock, &attr);
+        pthread_mutexattr_destroy(&attr);
 
         if (socket_path)
                 r = (c->path = strdup(socket_path)) ? 0 : -ENOMEM;
@@ -368,12 +402,16 @@ EXPORT int pressure_client_new(const char *socket_path, struct pressure_client *
         if (r >= 0) {
                 c->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
                 c->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-                if (c->epoll_fd < 0 || c->wake_fd < 0)
+                c->retry_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+                if (c->epoll_fd < 0 || c->wake_fd < 0 || c->retry_fd < 0)
                         r = -errno;
         }
         if (r >= 0) {
                 struct epoll_event ev = { .events = EPOLLIN, .data.fd = c->wake_fd };
                 if (epoll_ctl(c->epoll_fd, EPOLL_CTL_ADD, c->wake_fd, &ev) < 0)
+                        r = -errno;
+                ev.data.fd = c->retry_fd;
+                if (r >= 0 && epoll_ctl(c->epoll_fd, EPOLL_CTL_ADD, c->retry_fd, &ev) < 0)
                         r = -errno;
         }
         if (r < 0) {
@@ -391,14 +429,37 @@ EXPORT struct pressure_client *pressure_client_ref(struct pressure_client *c) {
 }
 
 EXPORT struct pressure_client *pressure_client_unref(struct pressure_client *c) {
-        if (!c || --c->n_ref > 0)
+        if (!c)
                 return NULL;
+        pthread_mutex_lock(&c->lock);
+        int left = --c->n_ref;
+        pthread_mutex_unlock(&c->lock);
+        if (left > 0)
+                return NULL;
+
+        if (c->thread_running) {
+                uint64_t one = 1;
+                (void) !write(c->stop_fd, &one, sizeof(one));
+                pthread_join(c->thread, NULL);
+        }
+        while (c->shrinkers) {
+                struct pressure_shrinker *s = c->shrinkers;
+                c->shrinkers = s->next;
+                free(s->name);
+                free(s);
+        }
         conn_close(&c->call);
         conn_close(&c->sub);
+        conn_close(&c->serve);
         if (c->epoll_fd >= 0)
                 close(c->epoll_fd);
         if (c->wake_fd >= 0)
                 close(c->wake_fd);
+        if (c->retry_fd >= 0)
+                close(c->retry_fd);
+        if (c->stop_fd >= 0)
+                close(c->stop_fd);
+        pthread_mutex_destroy(&c->lock);
         free(c->path);
         free(c);
         return NULL;
@@ -426,7 +487,7 @@ static struct json_object *new_call(const char *method, struct json_object *para
         return m;
 }
 
-EXPORT int pressure_client_get_status(struct pressure_client *c, struct pressure_status **ret) {
+static int client_get_status(struct pressure_client *c, struct pressure_status **ret) {
         struct json_object *reply = NULL;
         int r;
 
@@ -626,9 +687,8 @@ static void sub_close(struct pressure_client *c) {
         conn_close(&c->sub);
 }
 
-EXPORT int pressure_client_subscribe(struct pressure_client *c, const char *const *scopes,
-                                     enum pressure_level min_level, pressure_event_handler_t handler,
-                                     void *userdata) {
+static int client_subscribe(struct pressure_client *c, const char *const *scopes, enum pressure_level min_level,
+                            pressure_event_handler_t handler, void *userdata) {
         struct json_object *reply = NULL;
         int r;
 
@@ -701,10 +761,7 @@ EXPORT int pressure_client_get_fd(struct pressure_client *c) {
         return c ? c->epoll_fd : -EINVAL;
 }
 
-EXPORT int pressure_client_dispatch(struct pressure_client *c) {
-        if (!c)
-                return -EINVAL;
-        unwake(c);
+static int dispatch_subscription(struct pressure_client *c) {
         if (c->sub.fd < 0)
                 return 0;
 
@@ -758,4 +815,390 @@ EXPORT int pressure_client_dispatch(struct pressure_client *c) {
                 if (c->sub.fd < 0) /* the handler dropped the subscription */
                         return 0;
         }
+}
+
+/* ---- shrinkers ---- */
+
+static void epoll_watch(struct pressure_client *c, int fd) {
+        struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
+        (void) epoll_ctl(c->epoll_fd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+static void serve_close(struct pressure_client *c) {
+        if (c->serve.fd >= 0)
+                (void) epoll_ctl(c->epoll_fd, EPOLL_CTL_DEL, c->serve.fd, NULL);
+        conn_close(&c->serve);
+        c->token[0] = 0;
+        for (struct pressure_shrinker *s = c->shrinkers; s; s = s->next)
+                s->id = 0;
+}
+
+static void retry_arm(struct pressure_client *c, bool on) {
+        struct itimerspec its = {};
+        if (on)
+                its.it_value.tv_sec = its.it_interval.tv_sec = 1;
+        (void) timerfd_settime(c->retry_fd, 0, &its, NULL);
+}
+
+/* (Re)register every shrinker of this client on a fresh serving connection. */
+static int serve_register(struct pressure_client *c) {
+        struct json_object *reply = NULL;
+        int r;
+
+        serve_close(c);
+        if (!c->shrinkers)
+                return 0;
+
+        struct json_object *params = json_object_new_object(), *list = json_object_new_array();
+        size_t n = 0;
+        for (struct pressure_shrinker *s = c->shrinkers; s; s = s->next, n++) {
+                struct json_object *o = json_object_new_object();
+                json_object_object_add(o, "name", json_object_new_string(s->name));
+                if (s->flags & PRESSURE_SHRINKER_NUMA_AWARE)
+                        json_object_object_add(o, "numa_aware", json_object_new_boolean(1));
+                if (s->flags & PRESSURE_SHRINKER_MEMCG_AWARE)
+                        json_object_object_add(o, "memcg_aware", json_object_new_boolean(1));
+                if (s->seeks >= 0)
+                        json_object_object_add(o, "seeks", json_object_new_int(s->seeks));
+                if (s->batch > 0)
+                        json_object_object_add(o, "batch", json_object_new_int(s->batch));
+                json_object_array_add(list, o);
+        }
+        json_object_object_add(params, "shrinkers", list);
+
+        r = conn_open(&c->serve, c->path);
+        if (r < 0) {
+                json_object_put(params);
+                return r;
+        }
+        uint64_t deadline = client_deadline(c);
+        struct json_object *call = new_call("io.pressured.Serve", params, true);
+        r = conn_send(&c->serve, call, deadline);
+        json_object_put(call);
+        if (r >= 0)
+                r = conn_receive(&c->serve, deadline, &reply);
+        if (r >= 0)
+                r = reply_to_errno(reply);
+        struct json_object *reg = get(get(reply, "parameters"), "registered");
+        struct json_object *ids = get(reg, "shrinkers");
+        const char *token = json_object_get_string(get(reg, "token"));
+        if (r >= 0 && (!token || strlen(token) >= sizeof(c->token) || !ids ||
+                       !json_object_is_type(ids, json_type_array) || json_object_array_length(ids) != n))
+                r = -EPROTO;
+        if (r < 0) {
+                json_object_put(reply);
+                serve_close(c);
+                return r;
+        }
+        snprintf(c->token, sizeof(c->token), "%s", token);
+        size_t i = 0;
+        for (struct pressure_shrinker *s = c->shrinkers; s; s = s->next, i++)
+                s->id = get_u64(json_object_array_get_idx(ids, i), "id");
+        json_object_put(reply);
+        epoll_watch(c, c->serve.fd);
+        if (frame_reader_pending(&c->serve.in) > 0)
+                wake(c);
+        return 0;
+}
+
+static void answer(struct pressure_client *c, uint64_t request, struct json_object *params, uint64_t deadline_us) {
+        json_object_object_add(params, "token", json_object_new_string(c->token));
+        json_object_object_add(params, "request", json_object_new_int64((int64_t) request));
+        struct json_object *m = new_call("io.pressured.Answer", params, false);
+        /* Nobody waits for the daemon's reply: a oneway call. */
+        json_object_object_add(m, "oneway", json_object_new_boolean(1));
+
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        uint64_t now_us = (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+        /* Past the deadline the daemon has counted a timeout already and would refuse the answer. */
+        if (now_us <= deadline_us && c->call.fd >= 0)
+                (void) conn_send(&c->call, m, client_deadline(c));
+        json_object_put(m);
+}
+
+static void handle_request(struct pressure_client *c, struct json_object *req) {
+        uint64_t id = get_u64(req, "id"), sid = get_u64(req, "shrinker"), deadline = get_u64(req, "deadline");
+        const char *op = json_object_get_string(get(req, "op"));
+        struct pressure_shrinker *s;
+
+        for (s = c->shrinkers; s; s = s->next)
+                if (s->id == sid)
+                        break;
+        if (!s || !op)
+                return;
+
+        struct pressure_shrink_control sc = {
+                .node = (int) get_u64(req, "node"),
+                .cgroup = json_object_get_string(get(req, "cgroup")),
+                .nr_to_scan = get_u64(req, "nr_to_scan"),
+                .priority = (int) get_u64(req, "priority"),
+        };
+        if (!sc.cgroup)
+                sc.cgroup = "/";
+
+        /* Already past its deadline (we were busy): the daemon has given up on it; do not do the work. */
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        if ((uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000 > deadline)
+                return;
+
+        struct json_object *p = json_object_new_object();
+
+        if (streq(op, "count")) {
+                uint64_t n = s->count(s, &sc, s->userdata);
+                if (n == PRESSURE_SHRINK_EMPTY)
+                        json_object_object_add(p, "empty", json_object_new_boolean(1));
+                else {
+                        json_object_object_add(p, "count", json_object_new_int64((int64_t) MIN(n, (uint64_t) INT64_MAX)));
+                        if (sc.nr_bytes > 0)
+                                json_object_object_add(p, "bytes", json_object_new_int64((int64_t) MIN(sc.nr_bytes, (uint64_t) INT64_MAX)));
+                }
+        } else if (streq(op, "scan")) {
+                sc.nr_scanned = sc.nr_to_scan;
+                uint64_t freed = s->scan(s, &sc, s->userdata);
+                if (freed == PRESSURE_SHRINK_STOP)
+                        json_object_object_add(p, "stop", json_object_new_boolean(1));
+                else {
+                        json_object_object_add(p, "freed", json_object_new_int64((int64_t) MIN(freed, (uint64_t) INT64_MAX)));
+                        if (sc.nr_scanned != sc.nr_to_scan)
+                                json_object_object_add(p, "scanned", json_object_new_int64((int64_t) MIN(sc.nr_scanned, (uint64_t) INT64_MAX)));
+                        if (sc.nr_bytes > 0)
+                                json_object_object_add(p, "bytes", json_object_new_int64((int64_t) MIN(sc.nr_bytes, (uint64_t) INT64_MAX)));
+                }
+        } else {
+                json_object_put(p);
+                return;
+        }
+        answer(c, id, p, deadline);
+}
+
+static int dispatch_serve(struct pressure_client *c) {
+        if (c->serve.fd < 0)
+                return 0;
+        for (;;) {
+                ssize_t n = frame_reader_read_fd(&c->serve.in, c->serve.fd);
+                if (n == -EAGAIN)
+                        break;
+                if (n <= 0) {
+                        /* The daemon went away: try again every second until it is back. */
+                        serve_close(c);
+                        conn_close(&c->call);
+                        retry_arm(c, true);
+                        return 0;
+                }
+                if (frame_reader_pending(&c->serve.in) >= 1024 * 1024)
+                        break;
+        }
+        for (;;) {
+                struct json_object *msg;
+                int r = conn_receive(&c->serve, UINT64_MAX, &msg);
+                if (r == -EAGAIN)
+                        return 0;
+                if (r < 0) {
+                        serve_close(c);
+                        retry_arm(c, true);
+                        return 0;
+                }
+                struct json_object *req = get(get(msg, "parameters"), "request");
+                if (req)
+                        handle_request(c, req);
+                json_object_put(msg);
+                if (c->serve.fd < 0)
+                        return 0;
+        }
+}
+
+static void dispatch_retry(struct pressure_client *c) {
+        uint64_t expirations;
+        if (read(c->retry_fd, &expirations, sizeof(expirations)) != sizeof(expirations))
+                return;
+        if (c->call.fd < 0 && conn_open(&c->call, c->path) < 0)
+                return;
+        if (serve_register(c) >= 0)
+                retry_arm(c, false);
+}
+
+EXPORT int pressure_shrinker_new(struct pressure_client *c, const char *name, unsigned flags, int seeks, int batch,
+                                 pressure_count_objects_t count, pressure_scan_objects_t scan, void *userdata,
+                                 struct pressure_shrinker **ret) {
+        if (!c || !name || !*name || strlen(name) > 64 || !count || !scan || !ret ||
+            (flags & ~(unsigned) (PRESSURE_SHRINKER_NUMA_AWARE | PRESSURE_SHRINKER_MEMCG_AWARE)))
+                return -EINVAL;
+
+        struct pressure_shrinker *s = calloc(1, sizeof(*s));
+        if (!s || !(s->name = strdup(name))) {
+                free(s);
+                return -ENOMEM;
+        }
+        s->client = c;
+        s->flags = flags;
+        s->seeks = seeks;
+        s->batch = batch;
+        s->count = count;
+        s->scan = scan;
+        s->userdata = userdata;
+
+        int r;
+        LOCKED(c) {
+                s->next = c->shrinkers;
+                if (s->next)
+                        s->next->prev = s;
+                c->shrinkers = s;
+                r = serve_register(c);
+                if (r < 0) {
+                        c->shrinkers = s->next;
+                        if (s->next)
+                                s->next->prev = NULL;
+                        /* Put the others back if they were registered before. */
+                        (void) serve_register(c);
+                }
+        }
+        if (r < 0) {
+                free(s->name);
+                free(s);
+                return r;
+        }
+        *ret = s;
+        return 0;
+}
+
+EXPORT void pressure_shrinker_free(struct pressure_shrinker *s) {
+        if (!s)
+                return;
+        struct pressure_client *c = s->client;
+        LOCKED(c) {
+                if (s->prev)
+                        s->prev->next = s->next;
+                else
+                        c->shrinkers = s->next;
+                if (s->next)
+                        s->next->prev = s->prev;
+                if (serve_register(c) < 0 && c->shrinkers)
+                        retry_arm(c, true);
+        }
+        free(s->name);
+        free(s);
+}
+
+EXPORT uint64_t pressure_shrinker_get_id(const struct pressure_shrinker *s) {
+        return s ? s->id : 0;
+}
+
+/* ---- locked entry points ---- */
+
+EXPORT int pressure_client_get_status(struct pressure_client *c, struct pressure_status **ret) {
+        int r = -EINVAL;
+        if (!c)
+                return r;
+        LOCKED(c) {
+                if (c->call.fd < 0)
+                        (void) conn_open(&c->call, c->path);
+                r = client_get_status(c, ret);
+        }
+        return r;
+}
+
+EXPORT int pressure_client_subscribe(struct pressure_client *c, const char *const *scopes,
+                                     enum pressure_level min_level, pressure_event_handler_t handler,
+                                     void *userdata) {
+        int r = -EINVAL;
+        if (!c)
+                return r;
+        LOCKED(c) r = client_subscribe(c, scopes, min_level, handler, userdata);
+        return r;
+}
+
+EXPORT int pressure_client_dispatch(struct pressure_client *c) {
+        int r = 0;
+        if (!c)
+                return -EINVAL;
+        LOCKED(c) {
+                unwake(c);
+                dispatch_retry(c);
+                (void) dispatch_serve(c);
+                r = dispatch_subscription(c);
+        }
+        return r;
+}
+
+static void *client_thread(void *userdata) {
+        struct pressure_client *c = userdata;
+        for (;;) {
+                struct pollfd p[2] = {
+                        { .fd = c->epoll_fd, .events = POLLIN },
+                        { .fd = c->stop_fd, .events = POLLIN },
+                };
+                if (poll(p, 2, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        break;
+                }
+                if (p[1].revents)
+                        break;
+                (void) pressure_client_dispatch(c);
+        }
+        return NULL;
+}
+
+EXPORT int pressure_client_start_thread(struct pressure_client *c) {
+        int r = 0;
+        if (!c)
+                return -EINVAL;
+        LOCKED(c) {
+                if (c->thread_running)
+                        r = -EBUSY;
+                else if ((c->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
+                        r = -errno;
+                else if ((r = -pthread_create(&c->thread, NULL, client_thread, c)) == 0)
+                        c->thread_running = 1;
+        }
+        return r;
+}
+
+EXPORT int pressure_client_call_json(struct pressure_client *c, const char *method, const char *parameters,
+                                     char **ret, char **ret_error) {
+        struct json_object *params = NULL, *reply = NULL;
+        int r = 0;
+
+        if (!c || !method || !ret)
+                return -EINVAL;
+        if (parameters) {
+                params = json_tokener_parse(parameters);
+                if (!params || !json_object_is_type(params, json_type_object)) {
+                        json_object_put(params);
+                        return -EINVAL;
+                }
+        }
+        LOCKED(c) {
+                if (c->call.fd < 0)
+                        r = conn_open(&c->call, c->path);
+                uint64_t deadline = client_deadline(c);
+                struct json_object *call = new_call(method, params, false);
+                params = NULL;
+                if (r >= 0)
+                        r = conn_send(&c->call, call, deadline);
+                json_object_put(call);
+                if (r >= 0)
+                        r = conn_receive(&c->call, deadline, &reply);
+                if (r < 0)
+                        conn_close(&c->call); /* out of step: start afresh next time */
+        }
+        if (r < 0)
+                return r;
+
+        r = reply_to_errno(reply);
+        if (r < 0) {
+                if (ret_error) {
+                        const char *e = json_object_get_string(get(reply, "error"));
+                        *ret_error = e ? strdup(e) : NULL;
+                }
+                json_object_put(reply);
+                return r;
+        }
+        const char *text = json_object_to_json_string_ext(get(reply, "parameters"),
+                                                          JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+        *ret = strdup(text ? text : "{}");
+        json_object_put(reply);
+        return *ret ? 0 : -ENOMEM;
 }

@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <json-c/json.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -24,6 +26,10 @@ enum {
 static const char *arg_socket = NULL;
 static int arg_json = 0;
 static enum pressure_level arg_min_level = PRESSURE_LEVEL_LOW;
+static const char *arg_cgroup = NULL;
+static long arg_node = -1;
+static long long arg_nr = 0;
+static long long arg_shrinker = 0;
 
 static void help(void) {
         printf("Usage: pressurectl [OPTIONS] COMMAND\n"
@@ -33,12 +39,18 @@ static void help(void) {
                "                         watched cgroup\n"
                "  watch [SCOPE...]       Print one line per level change as it happens. A SCOPE is\n"
                "                         \"system\" (default), \"node:N\" or a cgroup v2 path\n"
+               "  shrinkers              Registered client shrinkers: objects per node, freed, state\n"
+               "  shrink                 Run one scan pass now (root, or the owner of --shrinker)\n"
                "\n"
                "Options:\n"
                "  -h --help              Show this help\n"
                "  -j --json              Print JSON (one object per line for watch)\n"
                "  -s --socket=PATH       Talk to the daemon on PATH\n"
                "  -l --min-level=LEVEL   watch: report changes reaching LEVEL (low, medium, critical)\n"
+               "     --cgroup=PATH       shrink: shrinkers of this cgroup's subtree (MEMCG_AWARE ones)\n"
+               "     --node=N            shrink: NUMA_AWARE shrinkers, for node N\n"
+               "     --nr=N              shrink: scan N objects per shrinker (default: all they count)\n"
+               "     --shrinker=ID       shrink: only this shrinker\n"
                "\n"
                "Exit status: 0 success, 1 daemon unreachable, 2 usage error, 3 the daemon refused.\n");
 }
@@ -195,15 +207,158 @@ static int cmd_watch(char **scopes) {
         return EXIT_OK;
 }
 
+static struct json_object *jget(struct json_object *o, const char *key) {
+        struct json_object *v;
+        return o && json_object_object_get_ex(o, key, &v) ? v : NULL;
+}
+
+/* Call a method; on failure print why and return the exit code (as a negative number). */
+static int call(struct pressure_client *c, const char *method, const char *params, struct json_object **ret) {
+        char *reply = NULL, *error = NULL;
+        int r = pressure_client_call_json(c, method, params, &reply, &error);
+        if (r < 0) {
+                if (r == -EPERM)
+                        fprintf(stderr, "pressurectl: permission denied: only root, or the owner of the shrinker named with --shrinker, may shrink\n");
+                else if (error)
+                        fprintf(stderr, "pressurectl: the daemon answered %s\n", error);
+                else
+                        return -report_error(method, r);
+                free(error);
+                return -EXIT_FAILED;
+        }
+        *ret = json_tokener_parse(reply);
+        free(reply);
+        return *ret ? 0 : -EXIT_FAILED;
+}
+
+static int cmd_shrinkers(void) {
+        struct pressure_client *c;
+        struct json_object *reply;
+        int r = connect_client(&c);
+        if (r < 0)
+                return -r;
+        r = call(c, "io.pressured.ListShrinkers", NULL, &reply);
+        pressure_client_unref(c);
+        if (r < 0)
+                return -r;
+
+        if (arg_json) {
+                printf("%s\n", json_object_to_json_string_ext(reply, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+                json_object_put(reply);
+                return EXIT_OK;
+        }
+        struct json_object *list = jget(reply, "shrinkers");
+        printf("%-5s %-20s %-7s %-28s %-12s %-20s %10s %8s %-11s\n", "ID", "NAME", "PID", "CGROUP", "FLAGS",
+               "OBJECTS/NODE", "FREED", "TIMEOUTS", "STATE");
+        for (size_t i = 0; list && i < json_object_array_length(list); i++) {
+                struct json_object *sh = json_object_array_get_idx(list, i), *nodes = jget(sh, "nodes"),
+                                   *flags = jget(sh, "flags");
+                char objs[256] = "", fl[32] = "";
+                size_t off = 0;
+                for (size_t k = 0; nodes && k < json_object_array_length(nodes) && off < sizeof(objs); k++) {
+                        struct json_object *n = json_object_array_get_idx(nodes, k);
+                        off += (size_t) snprintf(objs + off, sizeof(objs) - off, "%s%d:%" PRId64, k ? " " : "",
+                                                 json_object_get_int(jget(n, "node")), json_object_get_int64(jget(n, "objects")));
+                }
+                for (size_t k = 0; flags && k < json_object_array_length(flags); k++) {
+                        const char *f = json_object_get_string(json_object_array_get_idx(flags, k));
+                        strncat(fl, strcmp(f, "numa_aware") == 0 ? "N" : strcmp(f, "memcg_aware") == 0 ? "M" : "?",
+                                sizeof(fl) - strlen(fl) - 1);
+                }
+                printf("%-5" PRId64 " %-20s %-7d %-28s %-12s %-20s %10" PRId64 " %8" PRId64 " %-11s\n",
+                       json_object_get_int64(jget(sh, "id")), json_object_get_string(jget(sh, "name")),
+                       json_object_get_int(jget(sh, "pid")), json_object_get_string(jget(sh, "cgroup")),
+                       fl[0] ? fl : "-", objs, json_object_get_int64(jget(sh, "freed")),
+                       json_object_get_int64(jget(sh, "timeouts")), json_object_get_string(jget(sh, "state")));
+        }
+        json_object_put(reply);
+        return EXIT_OK;
+}
+
+static int cmd_shrink(void) {
+        struct pressure_client *c;
+        struct json_object *params = json_object_new_object(), *reply;
+
+        if (arg_cgroup && arg_node >= 0) {
+                fprintf(stderr, "pressurectl: --cgroup and --node exclude each other\n");
+                json_object_put(params);
+                return EXIT_USAGE;
+        }
+        if (arg_cgroup || arg_node >= 0) {
+                struct json_object *scope = json_object_new_object();
+                json_object_object_add(scope, "type", json_object_new_string(arg_cgroup ? "cgroup" : "node"));
+                if (arg_cgroup)
+                        json_object_object_add(scope, "cgroup", json_object_new_string(arg_cgroup));
+                else
+                        json_object_object_add(scope, "node", json_object_new_int((int) arg_node));
+                json_object_object_add(params, "scope", scope);
+        }
+        if (arg_nr > 0)
+                json_object_object_add(params, "nr_to_scan", json_object_new_int64(arg_nr));
+        if (arg_shrinker > 0)
+                json_object_object_add(params, "shrinker", json_object_new_int64(arg_shrinker));
+
+        int r = connect_client(&c);
+        if (r < 0) {
+                json_object_put(params);
+                return -r;
+        }
+        /* A scan pass may wait for slow clients: allow for a few deadlines. */
+        pressure_client_set_timeout(c, 30000);
+        r = call(c, "io.pressured.Shrink", json_object_to_json_string(params), &reply);
+        json_object_put(params);
+        pressure_client_unref(c);
+        if (r < 0)
+                return -r;
+
+        if (arg_json)
+                printf("%s\n", json_object_to_json_string_ext(reply, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+        else {
+                struct json_object *list = jget(reply, "results");
+                int64_t scanned = 0, freed = 0;
+                printf("%-5s %-20s %-5s %-28s %10s %10s  %s\n", "ID", "NAME", "NODE", "CGROUP", "SCANNED", "FREED", "NOTE");
+                for (size_t i = 0; list && i < json_object_array_length(list); i++) {
+                        struct json_object *x = json_object_array_get_idx(list, i);
+                        const char *note = jget(x, "timed_out") ? "timed out" : jget(x, "stopped") ? "stopped"
+                                           : jget(x, "quarantined") ? "quarantined" : jget(x, "empty") ? "empty" : "";
+                        printf("%-5" PRId64 " %-20s %-5d %-28s %10" PRId64 " %10" PRId64 "  %s\n",
+                               json_object_get_int64(jget(x, "shrinker")), json_object_get_string(jget(x, "name")),
+                               json_object_get_int(jget(x, "node")), json_object_get_string(jget(x, "cgroup")),
+                               json_object_get_int64(jget(x, "scanned")), json_object_get_int64(jget(x, "freed")), note);
+                        scanned += json_object_get_int64(jget(x, "scanned"));
+                        freed += json_object_get_int64(jget(x, "freed"));
+                }
+                printf("scanned %" PRId64 ", freed %" PRId64 " objects\n", scanned, freed);
+        }
+        json_object_put(reply);
+        return EXIT_OK;
+}
+
+static int parse_number(const char *s, long long min, long long max, long long *ret) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(s, &end, 10);
+        if (errno || end == s || *end || v < min || v > max)
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
 int main(int argc, char *argv[]) {
+        enum { ARG_CGROUP = 0x100, ARG_NODE, ARG_NR, ARG_SHRINKER };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "json", no_argument, NULL, 'j' },
                 { "socket", required_argument, NULL, 's' },
                 { "min-level", required_argument, NULL, 'l' },
+                { "cgroup", required_argument, NULL, ARG_CGROUP },
+                { "node", required_argument, NULL, ARG_NODE },
+                { "nr", required_argument, NULL, ARG_NR },
+                { "shrinker", required_argument, NULL, ARG_SHRINKER },
                 {},
         };
         int c, l;
+        long long v;
 
         while ((c = getopt_long(argc, argv, "hjs:l:", options, NULL)) >= 0)
                 switch (c) {
@@ -224,12 +379,36 @@ int main(int argc, char *argv[]) {
                         }
                         arg_min_level = l;
                         break;
+                case ARG_CGROUP:
+                        arg_cgroup = optarg;
+                        break;
+                case ARG_NODE:
+                        if (parse_number(optarg, 0, INT_MAX, &v) < 0) {
+                                fprintf(stderr, "pressurectl: --node takes a node number\n");
+                                return EXIT_USAGE;
+                        }
+                        arg_node = (long) v;
+                        break;
+                case ARG_NR:
+                        if (parse_number(optarg, 1, INT64_MAX, &v) < 0) {
+                                fprintf(stderr, "pressurectl: --nr takes a positive number\n");
+                                return EXIT_USAGE;
+                        }
+                        arg_nr = v;
+                        break;
+                case ARG_SHRINKER:
+                        if (parse_number(optarg, 1, INT64_MAX, &v) < 0) {
+                                fprintf(stderr, "pressurectl: --shrinker takes a shrinker id\n");
+                                return EXIT_USAGE;
+                        }
+                        arg_shrinker = v;
+                        break;
                 default:
                         return EXIT_USAGE;
                 }
 
         if (optind >= argc) {
-                fprintf(stderr, "pressurectl: missing command (status, watch); see --help\n");
+                fprintf(stderr, "pressurectl: missing command (status, watch, shrinkers, shrink); see --help\n");
                 return EXIT_USAGE;
         }
         const char *cmd = argv[optind++];
@@ -242,6 +421,13 @@ int main(int argc, char *argv[]) {
         }
         if (strcmp(cmd, "watch") == 0)
                 return cmd_watch(optind < argc ? argv + optind : NULL);
+        if (strcmp(cmd, "shrinkers") == 0 || strcmp(cmd, "shrink") == 0) {
+                if (optind < argc) {
+                        fprintf(stderr, "pressurectl: %s takes no arguments\n", cmd);
+                        return EXIT_USAGE;
+                }
+                return strcmp(cmd, "shrinkers") == 0 ? cmd_shrinkers() : cmd_shrink();
+        }
 
         fprintf(stderr, "pressurectl: unknown command \"%s\"; see --help\n", cmd);
         return EXIT_USAGE;

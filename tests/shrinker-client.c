@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: MIT */
+/* A real client for the tests: a cache of malloc()ed objects behind shrinkers registered with
+ * libpressure. It prints one line per event on stdout so that a test can follow it:
+ *   ready <id> [<id>...]
+ *   count <id> node=<n> cgroup=<path> -> <objects>
+ *   scan <id> node=<n> cgroup=<path> nr=<n> freed=<n> left=<n>
+ *
+ * Usage: shrinker-client --socket PATH [--objects N] [--size BYTES] [--shrinkers K] [--numa] [--memcg]
+ *                        [--sleep-in-scan MS] [--die-in-scan] [--thread]
+ */
+
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pressure.h"
+
+struct cache {
+        void **objects;
+        size_t n;
+        size_t size;
+};
+
+static struct cache cache;
+static volatile sig_atomic_t sleep_ms;
+static int die_in_scan;
+
+/* SIGUSR1: stop being slow (a quarantined client that recovers). */
+static void on_usr1(int sig) {
+        (void) sig;
+        sleep_ms = 0;
+}
+
+static uint64_t count_objects(struct pressure_shrinker *s, struct pressure_shrink_control *sc, void *userdata) {
+        (void) userdata;
+        uint64_t n = cache.n;
+        sc->nr_bytes = n * cache.size;
+        printf("count %llu node=%d cgroup=%s -> %llu\n", (unsigned long long) pressure_shrinker_get_id(s), sc->node,
+               sc->cgroup, (unsigned long long) n);
+        fflush(stdout);
+        return n == 0 ? PRESSURE_SHRINK_EMPTY : n;
+}
+
+static uint64_t scan_objects(struct pressure_shrinker *s, struct pressure_shrink_control *sc, void *userdata) {
+        (void) userdata;
+        if (die_in_scan) {
+                printf("dying\n");
+                fflush(stdout);
+                _exit(9);
+        }
+        if (sleep_ms > 0)
+                usleep((useconds_t) sleep_ms * 1000);
+        uint64_t freed = 0;
+        while (freed < sc->nr_to_scan && cache.n > 0) {
+                free(cache.objects[--cache.n]);
+                freed++;
+        }
+        sc->nr_bytes = freed * cache.size;
+        printf("scan %llu node=%d cgroup=%s nr=%llu freed=%llu left=%zu\n",
+               (unsigned long long) pressure_shrinker_get_id(s), sc->node, sc->cgroup,
+               (unsigned long long) sc->nr_to_scan, (unsigned long long) freed, cache.n);
+        fflush(stdout);
+        return freed;
+}
+
+int main(int argc, char *argv[]) {
+        static const struct option options[] = {
+                { "socket", required_argument, NULL, 's' },
+                { "objects", required_argument, NULL, 'o' },
+                { "size", required_argument, NULL, 'b' },
+                { "shrinkers", required_argument, NULL, 'k' },
+                { "numa", no_argument, NULL, 'n' },
+                { "memcg", no_argument, NULL, 'm' },
+                { "sleep-in-scan", required_argument, NULL, 'w' },
+                { "die-in-scan", no_argument, NULL, 'd' },
+                { "thread", no_argument, NULL, 't' },
+                {},
+        };
+        const char *socket_path = NULL;
+        size_t objects = 10000, k = 1;
+        unsigned flags = 0;
+        int use_thread = 0, c;
+
+        cache.size = 1024;
+        while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
+                switch (c) {
+                case 's': socket_path = optarg; break;
+                case 'o': objects = strtoul(optarg, NULL, 10); break;
+                case 'b': cache.size = strtoul(optarg, NULL, 10); break;
+                case 'k': k = strtoul(optarg, NULL, 10); break;
+                case 'n': flags |= PRESSURE_SHRINKER_NUMA_AWARE; break;
+                case 'm': flags |= PRESSURE_SHRINKER_MEMCG_AWARE; break;
+                case 'w': sleep_ms = atoi(optarg); break;
+                case 'd': die_in_scan = 1; break;
+                case 't': use_thread = 1; break;
+                default: return 2;
+                }
+
+        signal(SIGUSR1, on_usr1);
+        cache.objects = calloc(objects, sizeof(void *));
+        for (size_t i = 0; i < objects; i++) {
+                cache.objects[i] = malloc(cache.size);
+                memset(cache.objects[i], 0x11, cache.size);
+        }
+        cache.n = objects;
+
+        struct pressure_client *client;
+        int r = pressure_client_new(socket_path, &client);
+        if (r < 0) {
+                fprintf(stderr, "shrinker-client: connect: %s\n", strerror(-r));
+                return 1;
+        }
+        printf("ready");
+        for (size_t i = 0; i < k; i++) {
+                char name[32];
+                struct pressure_shrinker *s;
+                snprintf(name, sizeof(name), "test-cache-%zu", i);
+                r = pressure_shrinker_new(client, name, flags, -1, 0, count_objects, scan_objects, NULL, &s);
+                if (r < 0) {
+                        fprintf(stderr, "shrinker-client: register: %s\n", strerror(-r));
+                        return 1;
+                }
+        }
+        /* Ids are final once every shrinker is in: registering re-sends the whole set. */
+        printf(" pid=%d\n", (int) getpid());
+        fflush(stdout);
+
+        if (use_thread) {
+                r = pressure_client_start_thread(client);
+                if (r < 0)
+                        return 1;
+                for (;;)
+                        pause();
+        }
+        for (;;) {
+                struct pollfd p = { .fd = pressure_client_get_fd(client), .events = POLLIN };
+                if (poll(&p, 1, -1) < 0 && errno != EINTR)
+                        return 1;
+                (void) pressure_client_dispatch(client);
+        }
+}

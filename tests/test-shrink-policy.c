@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: MIT */
+#include "shrink_policy.h"
+#include "test-util.h"
+
+/* Run a whole pass the way the daemon does, every call scanning what it was asked. */
+static uint64_t run_pass(uint64_t freeable, int priority, unsigned seeks, unsigned batch, uint64_t *deferred,
+                         unsigned *calls) {
+        struct shrink_plan p;
+        uint64_t nr, total = 0;
+        *calls = 0;
+        shrink_plan_start(&p, freeable, priority, seeks, *deferred);
+        while (shrink_plan_next(&p, batch, &nr)) {
+                CU_ASSERT(nr <= batch);
+                shrink_plan_scanned(&p, nr);
+                total += nr;
+                (*calls)++;
+        }
+        *deferred = shrink_plan_finish(&p);
+        return total;
+}
+
+/* Worked by hand from do_shrink_slab: delta = (freeable >> priority) * 4 / seeks. */
+static void test_sizing_by_hand(void) {
+        struct shrink_plan p;
+
+        /* 1,000,000 objects, priority 12, seeks 2: 1000000 >> 12 = 244; * 4 = 976; / 2 = 488. */
+        shrink_plan_start(&p, 1000000, 12, 2, 0);
+        CU_ASSERT_EQUAL(p.delta, 488u);
+        CU_ASSERT_EQUAL(p.total_scan, 488u);
+
+        /* priority 6: 1000000 >> 6 = 15625; * 4 / 2 = 31250. */
+        shrink_plan_start(&p, 1000000, 6, 2, 0);
+        CU_ASSERT_EQUAL(p.total_scan, 31250u);
+
+        /* priority 0: 4,000,000 / 2 = 2,000,000 = 2 * freeable: the cap. */
+        shrink_plan_start(&p, 1000000, 0, 2, 0);
+        CU_ASSERT_EQUAL(p.total_scan, 2000000u);
+
+        /* seeks 0: half, whatever the priority. */
+        shrink_plan_start(&p, 1000, 12, 0, 0);
+        CU_ASSERT_EQUAL(p.delta, 500u);
+
+        /* seeks 8 (expensive objects): 1000000 >> 12 = 244 * 4 / 8 = 122. */
+        shrink_plan_start(&p, 1000000, 12, 8, 0);
+        CU_ASSERT_EQUAL(p.delta, 122u);
+
+        /* deferred work enters shifted by priority: 100000 >> 12 = 24, + 488. */
+        shrink_plan_start(&p, 1000000, 12, 2, 100000);
+        CU_ASSERT_EQUAL(p.total_scan, 24u + 488u);
+}
+
+static void test_batches(void) {
+        uint64_t deferred = 0;
+        unsigned calls;
+
+        /* 31250 at batch 128: 244 full batches (31232), the last 18 are less than a batch and less than
+         * freeable: deferred, as the kernel does. */
+        uint64_t scanned = run_pass(1000000, 6, 2, 128, &deferred, &calls);
+        CU_ASSERT_EQUAL(scanned, 31232u);
+        CU_ASSERT_EQUAL(calls, 244u);
+        CU_ASSERT_EQUAL(deferred, 18u);
+
+        /* A small cache (freeable < batch) is still scanned while total_scan >= freeable. 50 objects at
+         * priority 0: delta 100 = the cap, one call of 100. */
+        deferred = 0;
+        scanned = run_pass(50, 0, 2, 128, &deferred, &calls);
+        CU_ASSERT_EQUAL(scanned, 100u);
+        CU_ASSERT_EQUAL(calls, 1u);
+        CU_ASSERT_EQUAL(deferred, 0u);
+
+        /* 100 objects at priority 0: total 200; one batch of 128, then 72 is below both the batch and
+         * freeable, so it is deferred, not scanned. */
+        deferred = 0;
+        scanned = run_pass(100, 0, 2, 128, &deferred, &calls);
+        CU_ASSERT_EQUAL(scanned, 128u);
+        CU_ASSERT_EQUAL(calls, 1u);
+        CU_ASSERT_EQUAL(deferred, 72u);
+
+        /* Gentle pressure on a small cache: 100 >> 12 = 0: nothing now, nothing deferred. */
+        deferred = 0;
+        scanned = run_pass(100, 12, 2, 128, &deferred, &calls);
+        CU_ASSERT_EQUAL(scanned, 0u);
+        CU_ASSERT_EQUAL(deferred, 0u);
+}
+
+static void test_deferred_accumulates_and_caps(void) {
+        struct shrink_plan p;
+
+        /* A shrinker that stops at once: the whole delta is deferred... */
+        shrink_plan_start(&p, 1000, 0, 2, 0);
+        CU_ASSERT_EQUAL(p.total_scan, 2000u);
+        CU_ASSERT_EQUAL(shrink_plan_finish(&p), 2000u);
+
+        /* ...and deferred work never exceeds 2 * freeable, however much piles up. */
+        shrink_plan_start(&p, 1000, 0, 2, 1000000000ull);
+        CU_ASSERT_EQUAL(p.total_scan, 2000u);
+        CU_ASSERT_EQUAL(shrink_plan_finish(&p), 2000u);
+
+        /* Partly done: nr_deferred + delta - scanned. */
+        shrink_plan_start(&p, 1000000, 12, 2, 512);
+        shrink_plan_scanned(&p, 128);
+        CU_ASSERT_EQUAL(shrink_plan_finish(&p), 512u + 488u - 128u);
+
+        /* Scanned more than asked (nr_scanned set by the shrinker): no negative deferral. */
+        shrink_plan_start(&p, 1000, 12, 2, 0);
+        shrink_plan_scanned(&p, 5000);
+        CU_ASSERT_EQUAL(shrink_plan_finish(&p), 0u);
+        CU_ASSERT_EQUAL(p.total_scan, 0u);
+}
+
+static void test_priorities(void) {
+        struct shrink_priorities pr;
+        shrink_priorities_default(&pr);
+        CU_ASSERT_EQUAL(pr.at[LEVEL_LOW], 12);
+        CU_ASSERT_EQUAL(pr.at[LEVEL_MEDIUM], 6);
+        CU_ASSERT_EQUAL(pr.at[LEVEL_CRITICAL], 0);
+}
+
+static void test_cgroup_within(void) {
+        CU_ASSERT_TRUE(shrink_cgroup_within("/a", "/a"));
+        CU_ASSERT_TRUE(shrink_cgroup_within("/a/b/c", "/a"));
+        CU_ASSERT_TRUE(shrink_cgroup_within("/a/b", "/"));
+        CU_ASSERT_FALSE(shrink_cgroup_within("/ab", "/a"));
+        CU_ASSERT_FALSE(shrink_cgroup_within("/a", "/a/b"));
+        CU_ASSERT_FALSE(shrink_cgroup_within(NULL, "/a"));
+}
+
+static void test_select(void) {
+        bool all;
+        const char *cg;
+        const unsigned N = SHRINKER_NUMA_AWARE, M = SHRINKER_MEMCG_AWARE;
+
+        /* System: everyone; NUMA_AWARE per node; MEMCG_AWARE for its own cgroup, others for the root. */
+        CU_ASSERT_TRUE(shrink_select(SCOPE_SYSTEM, NULL, 0, "/x", &all, &cg));
+        CU_ASSERT_FALSE(all);
+        CU_ASSERT_STRING_EQUAL(cg, "/");
+        CU_ASSERT_TRUE(shrink_select(SCOPE_SYSTEM, NULL, N | M, "/x/y", &all, &cg));
+        CU_ASSERT_TRUE(all);
+        CU_ASSERT_STRING_EQUAL(cg, "/x/y");
+
+        /* Node: only NUMA_AWARE. */
+        CU_ASSERT_FALSE(shrink_select(SCOPE_NODE, NULL, M, "/x", &all, &cg));
+        CU_ASSERT_TRUE(shrink_select(SCOPE_NODE, NULL, N, "/x", &all, &cg));
+        CU_ASSERT_FALSE(all);
+
+        /* Cgroup /a: MEMCG_AWARE shrinkers of processes in /a's subtree, naming /a. */
+        CU_ASSERT_TRUE(shrink_select(SCOPE_CGROUP, "/a", M, "/a", &all, &cg));
+        CU_ASSERT_STRING_EQUAL(cg, "/a");
+        CU_ASSERT_TRUE(shrink_select(SCOPE_CGROUP, "/a", M | N, "/a/b/c", &all, &cg));
+        CU_ASSERT_TRUE(all);
+        CU_ASSERT_STRING_EQUAL(cg, "/a");
+        CU_ASSERT_FALSE(shrink_select(SCOPE_CGROUP, "/a", M, "/b", &all, &cg));
+        CU_ASSERT_FALSE(shrink_select(SCOPE_CGROUP, "/a", M, "/ab", &all, &cg));
+        CU_ASSERT_FALSE(shrink_select(SCOPE_CGROUP, "/a", N, "/a", &all, &cg)); /* not MEMCG_AWARE */
+        CU_ASSERT_FALSE(shrink_select(SCOPE_CGROUP, "/a/b", M, "/a", &all, &cg)); /* a parent is not inside */
+}
+
+static void test_quarantine(void) {
+        struct shrink_health h = {};
+        CU_ASSERT_FALSE(shrink_health_timeout(&h, 3));
+        CU_ASSERT_FALSE(shrink_health_timeout(&h, 3));
+        /* An answer in between starts the count again. */
+        CU_ASSERT_FALSE(shrink_health_answer(&h));
+        CU_ASSERT_FALSE(shrink_health_timeout(&h, 3));
+        CU_ASSERT_FALSE(shrink_health_timeout(&h, 3));
+        CU_ASSERT_TRUE(shrink_health_timeout(&h, 3));
+        CU_ASSERT_TRUE(h.quarantined);
+        CU_ASSERT_FALSE(shrink_health_timeout(&h, 3)); /* already */
+        CU_ASSERT_TRUE(shrink_health_answer(&h));       /* recovered */
+        CU_ASSERT_FALSE(h.quarantined);
+        CU_ASSERT_EQUAL(h.consecutive_timeouts, 0u);
+}
+
+int main(void) {
+        static const struct test_case cases[] = {
+                { "sizing worked by hand", test_sizing_by_hand },
+                { "batches and the remainder", test_batches },
+                { "deferred work accumulates and is capped", test_deferred_accumulates_and_caps },
+                { "priorities per level", test_priorities },
+                { "cgroup subtree", test_cgroup_within },
+                { "who is asked", test_select },
+                { "quarantine and recovery", test_quarantine },
+                {},
+        };
+        return test_run("shrink-policy", cases, NULL);
+}

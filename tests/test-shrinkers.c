@@ -1,0 +1,441 @@
+/* SPDX-License-Identifier: MIT */
+/* Client shrinkers end to end: the real daemon, real client processes (tests/shrinker-client.c, built on
+ * libpressure) in different cgroups, real memory pressure in one of them, explicit scans through
+ * pressurectl, clients that are slow or die. */
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "pressure-gen.h"
+#include "pressure.h"
+#include "test-util.h"
+
+static struct test_daemon daemon_;
+static char conf_path[128];
+
+/* ---- client processes ---- */
+
+struct client {
+        pid_t pid;
+        int fd;
+        char buf[65536];
+        size_t len;
+};
+
+/* Start shrinker-client in cgroup dir (NULL: stay here), optionally as nobody, and wait for "ready". */
+static int client_start(struct client *cl, const char *cgroup_dir, bool as_nobody, const char *const *extra) {
+        int p[2];
+        const char *bin = getenv("SHRINKER_CLIENT_BIN");
+        if (!bin)
+                bin = "./shrinker-client";
+        if (pipe(p) < 0)
+                return -errno;
+        pid_t pid = fork();
+        if (pid < 0)
+                return -errno;
+        if (pid == 0) {
+                dup2(p[1], STDOUT_FILENO);
+                close(p[0]);
+                if (cgroup_dir) {
+                        char path[700], me[32];
+                        snprintf(path, sizeof(path), "%s/cgroup.procs", cgroup_dir);
+                        snprintf(me, sizeof(me), "%d", (int) getpid());
+                        FILE *f = fopen(path, "we");
+                        if (!f || fputs(me, f) < 0 || fclose(f) != 0)
+                                _exit(3);
+                }
+                const char *argv[32];
+                int n = 0;
+                if (as_nobody) {
+                        argv[n++] = "setpriv";
+                        argv[n++] = "--reuid=nobody";
+                        argv[n++] = "--regid=nogroup";
+                        argv[n++] = "--clear-groups";
+                }
+                argv[n++] = bin;
+                argv[n++] = "--socket";
+                argv[n++] = daemon_.socket;
+                for (int i = 0; extra && extra[i] && n < 30; i++)
+                        argv[n++] = extra[i];
+                argv[n] = NULL;
+                execvp(argv[0], (char *const *) argv);
+                _exit(127);
+        }
+        close(p[1]);
+        cl->pid = pid;
+        cl->fd = p[0];
+        cl->len = 0;
+        test_cleanup_pid(pid);
+        return 0;
+}
+
+static int client_line(struct client *cl, int timeout_ms, char *line, size_t size) {
+        uint64_t deadline = test_now_ms() + (uint64_t) timeout_ms;
+        for (;;) {
+                char *nl = memchr(cl->buf, '\n', cl->len);
+                if (nl) {
+                        size_t n = (size_t) (nl - cl->buf);
+                        snprintf(line, size, "%.*s", (int) n, cl->buf);
+                        memmove(cl->buf, nl + 1, cl->len - n - 1);
+                        cl->len -= n + 1;
+                        return 0;
+                }
+                uint64_t now = test_now_ms();
+                if (now >= deadline || cl->len >= sizeof(cl->buf) - 1)
+                        return -ETIMEDOUT;
+                struct pollfd p = { .fd = cl->fd, .events = POLLIN };
+                if (poll(&p, 1, (int) (deadline - now)) <= 0)
+                        continue;
+                ssize_t k = read(cl->fd, cl->buf + cl->len, sizeof(cl->buf) - cl->len - 1);
+                if (k <= 0)
+                        return -EPIPE;
+                cl->len += (size_t) k;
+        }
+}
+
+/* Wait for a line starting with prefix (others are skipped). */
+static int client_wait(struct client *cl, const char *prefix, int timeout_ms, char *line, size_t size) {
+        uint64_t deadline = test_now_ms() + (uint64_t) timeout_ms;
+        while (test_now_ms() < deadline) {
+                int r = client_line(cl, (int) (deadline - test_now_ms()), line, size);
+                if (r < 0)
+                        return r;
+                if (strncmp(line, prefix, strlen(prefix)) == 0)
+                        return 0;
+        }
+        return -ETIMEDOUT;
+}
+
+static void client_stop(struct client *cl) {
+        if (cl->pid > 0) {
+                kill(cl->pid, SIGKILL);
+                waitpid(cl->pid, NULL, 0);
+                test_cleanup_forget_pid(cl->pid);
+        }
+        if (cl->fd >= 0)
+                close(cl->fd);
+        cl->pid = 0;
+        cl->fd = -1;
+}
+
+/* ---- the daemon's view ---- */
+
+static struct json_object *call_json(const char *method, const char *params) {
+        struct pressure_client *c;
+        char *reply = NULL;
+        if (pressure_client_new(daemon_.socket, &c) < 0)
+                return NULL;
+        pressure_client_set_timeout(c, 20000);
+        int r = pressure_client_call_json(c, method, params, &reply, NULL);
+        pressure_client_unref(c);
+        if (r < 0)
+                return NULL;
+        struct json_object *o = json_tokener_parse(reply);
+        free(reply);
+        return o;
+}
+
+static struct json_object *jget(struct json_object *o, const char *key) {
+        struct json_object *v;
+        return o && json_object_object_get_ex(o, key, &v) ? v : NULL;
+}
+
+/* The first shrinker of a pid in ListShrinkers, as a new reference, or NULL. */
+static struct json_object *shrinker_of(pid_t pid) {
+        struct json_object *all = call_json("io.pressured.ListShrinkers", NULL), *found = NULL;
+        struct json_object *list = jget(all, "shrinkers");
+        for (size_t i = 0; list && i < json_object_array_length(list); i++) {
+                struct json_object *s = json_object_array_get_idx(list, i);
+                if (json_object_get_int(jget(s, "pid")) == pid) {
+                        found = json_object_get(s);
+                        break;
+                }
+        }
+        json_object_put(all);
+        return found;
+}
+
+static int64_t shrinker_stat(pid_t pid, const char *key) {
+        struct json_object *s = shrinker_of(pid);
+        int64_t v = s ? json_object_get_int64(jget(s, key)) : -1;
+        json_object_put(s);
+        return v;
+}
+
+static int run(const char *cmd) {
+        int st = system(cmd);
+        return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* ---- tests ---- */
+
+/* Real pressure in one cgroup: only MEMCG_AWARE shrinkers in its subtree are asked, naming it. */
+static void test_cgroup_pressure_asks_only_its_subtree(void) {
+        struct pressure_gen g;
+        struct client inside = { .fd = -1 }, nested = { .fd = -1 }, plain = { .fd = -1 }, outside = { .fd = -1 };
+        char sub_dir[600], calm_dir[600], line[512], want[300];
+
+        char cwd[400];
+        CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(cwd, sizeof(cwd)));
+        CU_ASSERT_EQUAL_FATAL(pressure_gen_create(&g, cwd, 16u << 20), 0);
+        test_cleanup_path(g.v2_dir, true);
+        if (g.mem_dir[0])
+                test_cleanup_path(g.mem_dir, true);
+        test_cleanup_path(g.file, false);
+        snprintf(sub_dir, sizeof(sub_dir), "%s/sub", g.v2_dir);
+        snprintf(calm_dir, sizeof(calm_dir), "%s-calm", g.v2_dir);
+        CU_ASSERT_EQUAL_FATAL(mkdir(sub_dir, 0755), 0);
+        test_cleanup_path(sub_dir, true);
+        CU_ASSERT_EQUAL_FATAL(mkdir(calm_dir, 0755), 0);
+        test_cleanup_path(calm_dir, true);
+
+        static const char *const memcg[] = { "--memcg", "--objects", "2000", NULL };
+        static const char *const none[] = { "--objects", "2000", NULL };
+        CU_ASSERT_EQUAL_FATAL(client_start(&inside, g.v2_dir, false, memcg), 0);
+        CU_ASSERT_EQUAL_FATAL(client_start(&nested, sub_dir, false, memcg), 0);
+        CU_ASSERT_EQUAL_FATAL(client_start(&plain, g.v2_dir, false, none), 0);
+        CU_ASSERT_EQUAL_FATAL(client_start(&outside, calm_dir, false, memcg), 0);
+        CU_ASSERT_EQUAL(client_wait(&inside, "ready", 10000, line, sizeof(line)), 0);
+        CU_ASSERT_EQUAL(client_wait(&nested, "ready", 10000, line, sizeof(line)), 0);
+        CU_ASSERT_EQUAL(client_wait(&plain, "ready", 10000, line, sizeof(line)), 0);
+        CU_ASSERT_EQUAL(client_wait(&outside, "ready", 10000, line, sizeof(line)), 0);
+
+        CU_ASSERT_EQUAL_FATAL(pressure_gen_start(&g), 0);
+        test_cleanup_pid(g.pid);
+
+        /* Both clients in the subtree are asked to scan, for the pressured cgroup. */
+        snprintf(want, sizeof(want), "cgroup=%s nr=", g.cgroup);
+        CU_ASSERT_EQUAL(client_wait(&inside, "scan ", 60000, line, sizeof(line)), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(line, want));
+        CU_ASSERT_EQUAL(client_wait(&nested, "scan ", 60000, line, sizeof(line)), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(line, want));
+
+        test_cleanup_forget_pid(g.pid);
+        pressure_gen_stop(&g);
+
+        CU_ASSERT(shrinker_stat(inside.pid, "freed") > 0);
+        CU_ASSERT(shrinker_stat(nested.pid, "freed") > 0);
+        /* Outside the subtree, or not MEMCG_AWARE: never asked. */
+        CU_ASSERT_EQUAL(shrinker_stat(outside.pid, "calls"), 0);
+        CU_ASSERT_EQUAL(shrinker_stat(outside.pid, "freed"), 0);
+        CU_ASSERT_EQUAL(shrinker_stat(plain.pid, "calls"), 0);
+        CU_ASSERT_EQUAL(shrinker_stat(plain.pid, "freed"), 0);
+
+        client_stop(&inside);
+        client_stop(&nested);
+        client_stop(&plain);
+        client_stop(&outside);
+        rmdir(sub_dir);
+        rmdir(calm_dir);
+        pressure_gen_destroy(&g);
+}
+
+/* A client that sleeps in scan misses its deadlines and is quarantined while the others are still asked;
+ * once it answers in time again it is back. */
+static void test_slow_client_quarantined(void) {
+        struct client slow = { .fd = -1 }, fast = { .fd = -1 };
+        char line[512];
+        static const char *const slow_args[] = { "--sleep-in-scan", "1500", "--objects", "1000", NULL };
+        static const char *const fast_args[] = { "--objects", "1000", NULL };
+
+        CU_ASSERT_EQUAL_FATAL(client_start(&slow, NULL, false, slow_args), 0);
+        CU_ASSERT_EQUAL_FATAL(client_start(&fast, NULL, false, fast_args), 0);
+        CU_ASSERT_EQUAL(client_wait(&slow, "ready", 10000, line, sizeof(line)), 0);
+        CU_ASSERT_EQUAL(client_wait(&fast, "ready", 10000, line, sizeof(line)), 0);
+
+        /* Two explicit passes of 10 objects: the slow one times out twice (quarantine_after=2). */
+        for (int i = 0; i < 2; i++) {
+                struct json_object *r = call_json("io.pressured.Shrink", "{\"nr_to_scan\":10}");
+                CU_ASSERT_PTR_NOT_NULL(r);
+                json_object_put(r);
+        }
+        struct json_object *s = shrinker_of(slow.pid);
+        CU_ASSERT_STRING_EQUAL(json_object_get_string(jget(s, "state")), "quarantined");
+        CU_ASSERT(json_object_get_int64(jget(s, "timeouts")) >= 2);
+        json_object_put(s);
+        CU_ASSERT_EQUAL(shrinker_stat(fast.pid, "freed"), 20);
+
+        /* While quarantined it is only probed; the others are still served in the same pass. */
+        struct json_object *r = call_json("io.pressured.Shrink", "{\"nr_to_scan\":10}");
+        CU_ASSERT_EQUAL(shrinker_stat(fast.pid, "freed"), 30);
+        json_object_put(r);
+
+        /* It recovers: no more sleeping; the next probe is answered in time. The probe may still meet
+         * the backlog of the late requests, so allow a few passes. */
+        kill(slow.pid, SIGUSR1);
+        bool active = false;
+        for (int i = 0; i < 10 && !active; i++) {
+                r = call_json("io.pressured.Shrink", "{\"nr_to_scan\":10}");
+                json_object_put(r);
+                s = shrinker_of(slow.pid);
+                active = s && strcmp(json_object_get_string(jget(s, "state")), "active") == 0;
+                json_object_put(s);
+        }
+        CU_ASSERT_TRUE(active);
+
+        client_stop(&slow);
+        client_stop(&fast);
+}
+
+/* A client killed in the middle of a scan is removed; the pass completes and the daemon goes on. */
+static void test_client_dies_mid_scan(void) {
+        struct client doomed = { .fd = -1 }, other = { .fd = -1 };
+        char line[512];
+        static const char *const doomed_args[] = { "--die-in-scan", NULL };
+        static const char *const other_args[] = { "--objects", "500", NULL };
+
+        CU_ASSERT_EQUAL_FATAL(client_start(&doomed, NULL, false, doomed_args), 0);
+        CU_ASSERT_EQUAL_FATAL(client_start(&other, NULL, false, other_args), 0);
+        CU_ASSERT_EQUAL(client_wait(&doomed, "ready", 10000, line, sizeof(line)), 0);
+        CU_ASSERT_EQUAL(client_wait(&other, "ready", 10000, line, sizeof(line)), 0);
+        pid_t doomed_pid = doomed.pid;
+        CU_ASSERT_PTR_NOT_NULL(shrinker_of(doomed_pid));
+
+        struct json_object *r = call_json("io.pressured.Shrink", "{\"nr_to_scan\":5}");
+        CU_ASSERT_PTR_NOT_NULL(r);
+        json_object_put(r);
+        CU_ASSERT_EQUAL(client_wait(&doomed, "dying", 10000, line, sizeof(line)), 0);
+        waitpid(doomed.pid, NULL, 0);
+        test_cleanup_forget_pid(doomed.pid);
+        doomed.pid = 0;
+
+        /* The daemon learns of the exit from the connection and the pidfd; ask until it has (bounded). */
+        bool gone = false;
+        for (uint64_t end = test_now_ms() + 5000; !gone && test_now_ms() < end;) {
+                struct json_object *s = shrinker_of(doomed_pid);
+                gone = s == NULL;
+                json_object_put(s);
+        }
+        CU_ASSERT_TRUE(gone);
+        CU_ASSERT(test_daemon_alive(&daemon_));
+        CU_ASSERT_EQUAL(shrinker_stat(other.pid, "freed"), 5);
+
+        client_stop(&doomed);
+        client_stop(&other);
+}
+
+/* pressurectl shrink: root may, the owner of a shrinker may, anyone else is refused. */
+static void test_shrink_permissions(void) {
+        struct client mine = { .fd = -1 }, roots = { .fd = -1 };
+        char line[512], cmd[1024];
+        const char *ctl = getenv("PRESSURECTL_BIN");
+        static const char *const args[] = { "--objects", "100", NULL };
+
+        if (!ctl)
+                ctl = "./pressurectl";
+        /* The daemon's directory must be reachable for another user. */
+        chmod(daemon_.dir, 0755);
+        CU_ASSERT_EQUAL_FATAL(client_start(&mine, NULL, true, args), 0);
+        CU_ASSERT_EQUAL_FATAL(client_start(&roots, NULL, false, args), 0);
+        CU_ASSERT_EQUAL(client_wait(&mine, "ready", 10000, line, sizeof(line)), 0);
+        CU_ASSERT_EQUAL(client_wait(&roots, "ready", 10000, line, sizeof(line)), 0);
+
+        struct json_object *s = shrinker_of(mine.pid);
+        CU_ASSERT_EQUAL_FATAL(json_object_get_int64(jget(s, "uid")), 65534);
+        int64_t mine_id = json_object_get_int64(jget(s, "id"));
+        json_object_put(s);
+        s = shrinker_of(roots.pid);
+        int64_t roots_id = json_object_get_int64(jget(s, "id"));
+        json_object_put(s);
+
+        const char *as_nobody = "setpriv --reuid=nobody --regid=nogroup --clear-groups";
+        /* The owner shrinks its own shrinker. */
+        snprintf(cmd, sizeof(cmd), "%s %s --socket %s shrink --shrinker %lld --nr 7 >/dev/null", as_nobody, ctl,
+                 daemon_.socket, (long long) mine_id);
+        CU_ASSERT_EQUAL(run(cmd), 0);
+        CU_ASSERT_EQUAL(shrinker_stat(mine.pid, "freed"), 7);
+        /* Someone else's shrinker, or everything: refused, exit 3, nothing scanned. */
+        snprintf(cmd, sizeof(cmd), "%s %s --socket %s shrink --shrinker %lld --nr 7 2>/dev/null", as_nobody, ctl,
+                 daemon_.socket, (long long) roots_id);
+        CU_ASSERT_EQUAL(run(cmd), 3);
+        snprintf(cmd, sizeof(cmd), "%s %s --socket %s shrink 2>/dev/null", as_nobody, ctl, daemon_.socket);
+        CU_ASSERT_EQUAL(run(cmd), 3);
+        CU_ASSERT_EQUAL(shrinker_stat(roots.pid, "freed"), 0);
+        /* Root may shrink anyone's. */
+        snprintf(cmd, sizeof(cmd), "%s --socket %s shrink --shrinker %lld --nr 3 >/dev/null", ctl, daemon_.socket,
+                 (long long) mine_id);
+        CU_ASSERT_EQUAL(run(cmd), 0);
+        CU_ASSERT_EQUAL(shrinker_stat(mine.pid, "freed"), 10);
+
+        /* pressurectl shrinkers shows both, with their owners' pids. */
+        snprintf(cmd, sizeof(cmd), "%s --socket %s shrinkers | grep -q ' %d '", ctl, daemon_.socket, (int) mine.pid);
+        CU_ASSERT_EQUAL(run(cmd), 0);
+
+        client_stop(&mine);
+        client_stop(&roots);
+}
+
+/* A bad answer is refused and counted; it changes nothing. */
+static void test_bad_answers(void) {
+        struct client c1 = { .fd = -1 };
+        char line[512];
+        static const char *const args[] = { "--objects", "100", NULL };
+        CU_ASSERT_EQUAL_FATAL(client_start(&c1, NULL, false, args), 0);
+        CU_ASSERT_EQUAL(client_wait(&c1, "ready", 10000, line, sizeof(line)), 0);
+
+        /* This process is not the client: its answers are refused whatever the token. */
+        struct pressure_client *c;
+        char *reply = NULL, *error = NULL;
+        CU_ASSERT_EQUAL_FATAL(pressure_client_new(daemon_.socket, &c), 0);
+        CU_ASSERT_EQUAL(pressure_client_call_json(c, "io.pressured.Answer", "{\"token\":\"00\",\"request\":1,\"freed\":1}",
+                                                  &reply, &error),
+                        -EPERM);
+        free(error);
+        error = NULL;
+        CU_ASSERT_EQUAL(pressure_client_call_json(c, "io.pressured.Serve", "{\"shrinkers\":[]}", &reply, &error), -EINVAL);
+        free(error);
+        error = NULL;
+        CU_ASSERT_EQUAL(pressure_client_call_json(c, "io.pressured.Serve", "{\"shrinkers\":[{\"name\":\"x\",\"batch\":0}]}",
+                                                  &reply, &error),
+                        -EINVAL);
+        free(error);
+        error = NULL;
+        CU_ASSERT_EQUAL(pressure_client_call_json(c, "io.pressured.Shrink", "{\"shrinker\":999999}", &reply, &error),
+                        -ENOENT);
+        free(error);
+        pressure_client_unref(c);
+        CU_ASSERT_EQUAL(shrinker_stat(c1.pid, "freed"), 0);
+        client_stop(&c1);
+}
+
+static void test_stop(void) {
+        CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
+        unlink(conf_path);
+}
+
+int main(void) {
+        static const struct test_case cases[] = {
+                { "cgroup pressure asks only its subtree", test_cgroup_pressure_asks_only_its_subtree },
+                { "a slow client is quarantined and recovers", test_slow_client_quarantined },
+                { "a client killed mid-scan is removed", test_client_dies_mid_scan },
+                { "shrink permissions", test_shrink_permissions },
+                { "bad answers and registrations", test_bad_answers },
+                { "daemon stops cleanly", test_stop },
+                {},
+        };
+        const char *skip = test_need_root_psi();
+        if (!skip) {
+                snprintf(conf_path, sizeof(conf_path), "/tmp/pressured-shrinkers-%d.conf", (int) getpid());
+                FILE *f = fopen(conf_path, "we");
+                if (!f)
+                        return 1;
+                fprintf(f, "hold=1s\nsample_interval=250ms\nround_interval=200ms\nrequest_timeout=300ms\n"
+                           "quarantine_after=2\n");
+                fclose(f);
+                const char *const args[] = { "--config", conf_path, NULL };
+                if (test_daemon_start(&daemon_, args) < 0) {
+                        fprintf(stderr, "cannot start the daemon\n");
+                        unlink(conf_path);
+                        return 1;
+                }
+        }
+        return test_run("shrinkers", cases, skip);
+}
