@@ -297,7 +297,9 @@ static void test_client_dies_mid_scan(void) {
         CU_ASSERT_EQUAL(client_wait(&doomed, "ready", 10000, line, sizeof(line)), 0);
         CU_ASSERT_EQUAL(client_wait(&other, "ready", 10000, line, sizeof(line)), 0);
         pid_t doomed_pid = doomed.pid;
-        CU_ASSERT_PTR_NOT_NULL(shrinker_of(doomed_pid));
+        struct json_object *before = shrinker_of(doomed_pid);
+        CU_ASSERT_PTR_NOT_NULL(before);
+        json_object_put(before);
 
         struct json_object *r = call_json("io.pressured.Shrink", "{\"nr_to_scan\":5}");
         CU_ASSERT_PTR_NOT_NULL(r);
