@@ -41,6 +41,12 @@ check "no command exits 2" $([ $? -eq 2 ]; echo $?)
 check "unknown command exits 2" $([ $? -eq 2 ]; echo $?)
 "$PRESSURECTL_BIN" --min-level=ok watch >/dev/null 2>&1
 check "bad --min-level exits 2" $([ $? -eq 2 ]; echo $?)
+"$PRESSURECTL_BIN" --nr 0 shrink >/dev/null 2>&1
+check "shrink --nr 0 exits 2" $([ $? -eq 2 ]; echo $?)
+"$PRESSURECTL_BIN" --cgroup / --node 0 shrink >/dev/null 2>&1
+check "shrink with --cgroup and --node exits 2" $([ $? -eq 2 ]; echo $?)
+"$PRESSURECTL_BIN" shrinkers extra >/dev/null 2>&1
+check "shrinkers with an argument exits 2" $([ $? -eq 2 ]; echo $?)
 
 # A bad configuration: exit 2, and the message names the file and the line.
 printf 'hold=2s\nlow=some 5s 2s\n' >"$dir/bad.conf"
@@ -71,6 +77,16 @@ check "watch of a missing cgroup exits 3" $([ $? -eq 3 ]; echo $?)
 check "and says so" $(grep -q "no such cgroup" "$dir/err"; echo $?)
 "$PRESSURECTL_BIN" --socket "$sock" watch bogus >/dev/null 2>&1
 check "watch of a malformed scope exits 2" $([ $? -eq 2 ]; echo $?)
+
+# No shrinkers yet: an empty table with its header, an empty JSON list, and a shrink that scans nothing.
+"$PRESSURECTL_BIN" --socket "$sock" shrinkers >"$dir/out"
+check "shrinkers exits 0" $?
+check "shrinkers table has a header" $(head -1 "$dir/out" | grep -q '^ID *NAME *PID'; echo $?)
+"$PRESSURECTL_BIN" --socket "$sock" --json shrinkers >"$dir/json"
+check "shrinkers --json is an empty list" $(python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["shrinkers"] == []' "$dir/json"; echo $?)
+"$PRESSURECTL_BIN" --socket "$sock" shrink >"$dir/out"
+check "shrink with nobody registered exits 0" $?
+check "and says nothing was freed" $(grep -q "scanned 0, freed 0 objects" "$dir/out"; echo $?)
 
 # Any user may ask: the socket is world-accessible.
 if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
