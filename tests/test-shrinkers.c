@@ -408,6 +408,34 @@ static void test_bad_answers(void) {
         client_stop(&c1);
 }
 
+/* The daemon restarts: the client (its library, on its own thread here) reconnects and registers again. */
+static void test_client_survives_restart(void) {
+        struct client c1 = { .fd = -1 };
+        char line[512];
+        static const char *const args[] = { "--thread", "--objects", "100", NULL };
+
+        CU_ASSERT_EQUAL_FATAL(client_start(&c1, NULL, false, args), 0);
+        CU_ASSERT_EQUAL(client_wait(&c1, "ready", 10000, line, sizeof(line)), 0);
+        CU_ASSERT(shrinker_stat(c1.pid, "id") > 0);
+
+        CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
+        const char *const dargs[] = { "--config", conf_path, NULL };
+        CU_ASSERT_EQUAL_FATAL(test_daemon_restart(&daemon_, dargs), 0);
+
+        /* The library retries every second: wait until the new daemon lists it (bounded). */
+        int64_t id = -1;
+        for (uint64_t end = test_now_ms() + 10000; id <= 0 && test_now_ms() < end;)
+                id = shrinker_stat(c1.pid, "id");
+        CU_ASSERT(id > 0);
+
+        /* And it is served: an explicit scan reaches it. */
+        struct json_object *r = call_json("io.pressured.Shrink", "{\"nr_to_scan\":4}");
+        json_object_put(r);
+        CU_ASSERT_EQUAL(shrinker_stat(c1.pid, "freed"), 4);
+        CU_ASSERT_EQUAL(client_wait(&c1, "scan ", 10000, line, sizeof(line)), 0);
+        client_stop(&c1);
+}
+
 static void test_stop(void) {
         CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
         unlink(conf_path);
@@ -420,6 +448,7 @@ int main(void) {
                 { "a client killed mid-scan is removed", test_client_dies_mid_scan },
                 { "shrink permissions", test_shrink_permissions },
                 { "bad answers and registrations", test_bad_answers },
+                { "a client re-registers after a daemon restart", test_client_survives_restart },
                 { "daemon stops cleanly", test_stop },
                 {},
         };

@@ -136,11 +136,9 @@ static const char *daemon_path(void) {
         return p ? p : "./pressured";
 }
 
-int test_daemon_start(struct test_daemon *d, const char *const *extra_args) {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        char notify_path[160];
-        int r;
+static int daemon_spawn(struct test_daemon *d, const char *const *extra_args);
 
+int test_daemon_start(struct test_daemon *d, const char *const *extra_args) {
         install_cleanup();
         memset(d, 0, sizeof(*d));
         snprintf(d->dir, sizeof(d->dir), "/tmp/pressured-test-XXXXXX");
@@ -148,10 +146,25 @@ int test_daemon_start(struct test_daemon *d, const char *const *extra_args) {
                 return -errno;
         test_cleanup_path(d->dir, true);
         snprintf(d->socket, sizeof(d->socket), "%s/io.pressured", d->dir);
-        snprintf(notify_path, sizeof(notify_path), "%s/notify", d->dir);
         snprintf(d->log, sizeof(d->log), "%s/daemon.log", d->dir);
         test_cleanup_path(d->log, false);
         test_cleanup_path(d->socket, false);
+        return daemon_spawn(d, extra_args);
+}
+
+int test_daemon_restart(struct test_daemon *d, const char *const *extra_args) {
+        if (d->pid > 0)
+                return -EBUSY;
+        return daemon_spawn(d, extra_args);
+}
+
+static int daemon_spawn(struct test_daemon *d, const char *const *extra_args) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        char notify_path[160];
+        int r;
+
+        snprintf(notify_path, sizeof(notify_path), "%s/notify", d->dir);
+        unlink(notify_path);
         test_cleanup_path(notify_path, false);
 
         int nfd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);

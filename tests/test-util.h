@@ -44,6 +44,8 @@ bool test_have_cap_sys_resource(void);
 /* Start the daemon with extra arguments (NULL-terminated) and wait for its READY=1 on a notify socket
  * the test listens on. Returns 0 or a negative errno. */
 int test_daemon_start(struct test_daemon *d, const char *const *extra_args);
+/* Start it again on the same socket path (a restart). */
+int test_daemon_restart(struct test_daemon *d, const char *const *extra_args);
 /* SIGTERM, wait, remove the directory. Returns the daemon's exit status, or -1 if it was killed by a
  * signal. */
 int test_daemon_stop(struct test_daemon *d);
