@@ -257,6 +257,116 @@ int pressure_client_get_fd(struct pressure_client *client);
  */
 int pressure_client_dispatch(struct pressure_client *client);
 
+/* ---- pressure_lru: a per-NUMA-node LRU list with the shrinker built in ----
+ *
+ * Like the kernel's list_lru. Embed a struct pressure_lru_node in each cache object, put objects on the
+ * list with pressure_lru_add() and take them off with pressure_lru_del(); mark an object used with
+ * pressure_lru_touch(). One call, pressure_lru_shrinker_new(), registers a NUMA_AWARE shrinker whose count
+ * is a node's length and whose scan walks that node's oldest objects, so that the daemon's requests for
+ * node N free objects that live on node N.
+ *
+ * Structure: one sublist and one mutex per NUMA node; objects are added at the tail (newest) and walked
+ * from the head (oldest).
+ *
+ * Locking rules:
+ *  - add, del and walk take the object's node lock; they may be called from any thread.
+ *  - pressure_lru_touch() takes no lock: it sets a flag in the object (second chance). The object must be
+ *    on the list or about to be added; touching an object being freed is the caller's bug.
+ *  - counts are read without a lock and may be stale by a few objects.
+ *  - the isolate callback runs with the node lock held: it must not call add/del/walk on the same list,
+ *    nor block. Objects it isolates are handed back on a dispose list after the lock is dropped; free
+ *    them there (the built-in shrinker calls the free callback for each).
+ *  - The caller owns the objects: pressure_lru_del() before freeing an object that is on the list.
+ *
+ * Per-cgroup sublists (the kernel's memcg-aware list_lru) are not needed here: all memory of one process
+ * is charged to the one cgroup the process is in, so every object on a process's list belongs to the
+ * same cgroup and a request for that cgroup concerns all of them.
+ */
+
+struct pressure_lru;
+
+struct pressure_lru_node {
+        struct pressure_lru_node *prev, *next;
+        int nid;        /* node of the list the object is on; -1 when it is on none */
+        int referenced; /* set by pressure_lru_touch(), cleared by the walk */
+};
+
+/** What an isolate callback tells the walk to do with an object. */
+enum pressure_lru_status {
+        PRESSURE_LRU_REMOVED, /* take it off the list and hand it back on the dispose list */
+        PRESSURE_LRU_ROTATE,  /* it was used: move it to the newest end, give it another pass */
+        PRESSURE_LRU_SKIP,    /* leave it where it is */
+        PRESSURE_LRU_STOP     /* end the walk now (the object stays) */
+};
+
+typedef enum pressure_lru_status (*pressure_lru_isolate_t)(struct pressure_lru_node *item, void *userdata);
+
+/** Initialise an embedded node before first use (not on any list). */
+void pressure_lru_node_init(struct pressure_lru_node *item);
+
+/**
+ * A new list with one sublist per NUMA node: n_nodes of them, or the machine's (numa_max_node() + 1) when
+ * n_nodes <= 0. Returns 0 or a negative errno.
+ */
+int pressure_lru_new(int n_nodes, struct pressure_lru **ret);
+
+/** Free the list. Objects still on it are left alone (they belong to the caller). Accepts NULL. */
+struct pressure_lru *pressure_lru_free(struct pressure_lru *lru);
+
+/** Number of per-node sublists. */
+int pressure_lru_get_n_nodes(const struct pressure_lru *lru);
+
+/**
+ * The NUMA node the memory at addr is on, from get_mempolicy(MPOL_F_NODE|MPOL_F_ADDR) (the page must have
+ * been touched); when the kernel cannot tell, the node of the CPU the caller runs on; 0 when neither is
+ * known.
+ */
+int pressure_lru_node_of(const void *addr);
+
+/**
+ * Put item at the newest end of node nid's sublist (nid < 0: the node of the item's own memory, see
+ * pressure_lru_node_of()). Returns 1 if added, 0 if it was already on a list, -EINVAL for a bad node.
+ */
+int pressure_lru_add(struct pressure_lru *lru, struct pressure_lru_node *item, int nid);
+
+/** Take item off its list. Returns 1 if removed, 0 if it was on none. */
+int pressure_lru_del(struct pressure_lru *lru, struct pressure_lru_node *item);
+
+/** Mark item used: the walk gives it a second chance. Lock-free. */
+void pressure_lru_touch(struct pressure_lru_node *item);
+
+/** Clear and return the item's referenced mark (for isolate callbacks). */
+int pressure_lru_test_and_clear_referenced(struct pressure_lru_node *item);
+
+/** Objects on node nid (lock-free, may be stale); pressure_lru_count() sums all nodes. */
+uint64_t pressure_lru_count_node(const struct pressure_lru *lru, int nid);
+uint64_t pressure_lru_count(const struct pressure_lru *lru);
+
+/**
+ * Walk node nid from its oldest object, calling isolate for each, for at most *nr_to_walk objects (the
+ * budget is decremented before each call) and not past the first object it rotated (a rotated object
+ * gets its second pass in a later walk). Objects the
+ * callback answers PRESSURE_LRU_REMOVED for are unlinked and chained on *ret_dispose through their next
+ * pointer (their nid is -1), after the lock is dropped. Returns the number isolated.
+ */
+uint64_t pressure_lru_walk_node(struct pressure_lru *lru, int nid, pressure_lru_isolate_t isolate, void *userdata,
+                                uint64_t *nr_to_walk, struct pressure_lru_node **ret_dispose);
+
+/** Free one isolated object (the user's destructor for the object containing item). */
+typedef void (*pressure_lru_free_t)(struct pressure_lru_node *item, void *userdata);
+
+/**
+ * Register the list's built-in shrinker with the daemon: NUMA_AWARE (plus the given extra flags, e.g.
+ * PRESSURE_SHRINKER_MEMCG_AWARE), count = the node's length (bytes = length * object_size when
+ * object_size > 0), scan = walk the node's oldest nr_to_scan objects through isolate (NULL: second
+ * chance: referenced objects are rotated once, the others removed) and free the removed ones with
+ * free_fn. Returns 0 and the shrinker (release with pressure_shrinker_free() before the list), or a
+ * negative errno.
+ */
+int pressure_lru_shrinker_new(struct pressure_lru *lru, struct pressure_client *client, const char *name,
+                              unsigned extra_flags, size_t object_size, pressure_lru_isolate_t isolate,
+                              pressure_lru_free_t free_fn, void *userdata, struct pressure_shrinker **ret);
+
 #ifdef __cplusplus
 }
 #endif

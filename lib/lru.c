@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: MIT */
+/* pressure_lru: a per-NUMA-node LRU list with the shrinker built in (after the kernel's list_lru). */
+
+#include <errno.h>
+#include <numa.h>
+#include <numaif.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+
+#include "macro.h"
+#include "pressure.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* One per node, on its own cache line: the locks of different nodes never share one. */
+struct lru_sublist {
+        pthread_mutex_t lock;
+        struct pressure_lru_node head; /* sentinel: head.next is the oldest, head.prev the newest */
+        uint64_t count;                /* written under the lock, read without it */
+} __attribute__((aligned(64)));
+
+struct pressure_lru {
+        int n_nodes;
+        struct lru_sublist *nodes;
+
+        /* the built-in shrinker */
+        int has_shrinker;
+        size_t object_size;
+        pressure_lru_isolate_t isolate;
+        pressure_lru_free_t free_fn;
+        void *userdata;
+};
+
+EXPORT void pressure_lru_node_init(struct pressure_lru_node *item) {
+        item->prev = item->next = NULL;
+        item->nid = -1;
+        item->referenced = 0;
+}
+
+EXPORT int pressure_lru_new(int n_nodes, struct pressure_lru **ret) {
+        if (!ret)
+                return -EINVAL;
+        if (n_nodes <= 0)
+                n_nodes = numa_available() >= 0 ? numa_max_node() + 1 : 1;
+
+        struct pressure_lru *lru = calloc(1, sizeof(*lru));
+        if (!lru)
+                return -ENOMEM;
+        if (posix_memalign((void **) &lru->nodes, 64, (size_t) n_nodes * sizeof(struct lru_sublist)) != 0) {
+                free(lru);
+                return -ENOMEM;
+        }
+        lru->n_nodes = n_nodes;
+        for (int i = 0; i < n_nodes; i++) {
+                struct lru_sublist *l = &lru->nodes[i];
+                pthread_mutex_init(&l->lock, NULL);
+                l->head.next = l->head.prev = &l->head;
+                l->head.nid = i;
+                l->count = 0;
+        }
+        *ret = lru;
+        return 0;
+}
+
+EXPORT struct pressure_lru *pressure_lru_free(struct pressure_lru *lru) {
+        if (!lru)
+                return NULL;
+        for (int i = 0; i < lru->n_nodes; i++)
+                pthread_mutex_destroy(&lru->nodes[i].lock);
+        free(lru->nodes);
+        free(lru);
+        return NULL;
+}
+
+EXPORT int pressure_lru_get_n_nodes(const struct pressure_lru *lru) {
+        return lru ? lru->n_nodes : 0;
+}
+
+EXPORT int pressure_lru_node_of(const void *addr) {
+        int node = -1;
+        if (addr && get_mempolicy(&node, NULL, 0, (void *) addr, MPOL_F_NODE | MPOL_F_ADDR) == 0 && node >= 0)
+                return node;
+        int cpu = sched_getcpu();
+        if (cpu >= 0 && numa_available() >= 0) {
+                node = numa_node_of_cpu(cpu);
+                if (node >= 0)
+                        return node;
+        }
+        return 0;
+}
+
+static void link_tail(struct lru_sublist *l, struct pressure_lru_node *item) {
+        item->prev = l->head.prev;
+        item->next = &l->head;
+        l->head.prev->next = item;
+        l->head.prev = item;
+}
+
+static void unlink_item(struct pressure_lru_node *item) {
+        item->prev->next = item->next;
+        item->next->prev = item->prev;
+        item->prev = item->next = NULL;
+}
+
+EXPORT int pressure_lru_add(struct pressure_lru *lru, struct pressure_lru_node *item, int nid) {
+        if (!lru || !item)
+                return -EINVAL;
+        if (nid < 0) {
+                nid = pressure_lru_node_of(item);
+                if (nid >= lru->n_nodes)
+                        nid = 0;
+        } else if (nid >= lru->n_nodes)
+                return -EINVAL;
+
+        struct lru_sublist *l = &lru->nodes[nid];
+        int added = 0;
+        pthread_mutex_lock(&l->lock);
+        if (__atomic_load_n(&item->nid, __ATOMIC_RELAXED) < 0) {
+                link_tail(l, item);
+                __atomic_store_n(&item->nid, nid, __ATOMIC_RELAXED);
+                __atomic_store_n(&l->count, l->count + 1, __ATOMIC_RELAXED);
+                added = 1;
+        }
+        pthread_mutex_unlock(&l->lock);
+        return added;
+}
+
+EXPORT int pressure_lru_del(struct pressure_lru *lru, struct pressure_lru_node *item) {
+        if (!lru || !item)
+                return -EINVAL;
+        for (;;) {
+                int nid = __atomic_load_n(&item->nid, __ATOMIC_RELAXED);
+                if (nid < 0 || nid >= lru->n_nodes)
+                        return 0;
+                struct lru_sublist *l = &lru->nodes[nid];
+                pthread_mutex_lock(&l->lock);
+                /* A walk may have isolated it between our look and the lock. */
+                if (__atomic_load_n(&item->nid, __ATOMIC_RELAXED) != nid) {
+                        pthread_mutex_unlock(&l->lock);
+                        continue;
+                }
+                unlink_item(item);
+                __atomic_store_n(&item->nid, -1, __ATOMIC_RELAXED);
+                __atomic_store_n(&l->count, l->count - 1, __ATOMIC_RELAXED);
+                pthread_mutex_unlock(&l->lock);
+                return 1;
+        }
+}
+
+EXPORT void pressure_lru_touch(struct pressure_lru_node *item) {
+        /* Only write when needed: a hot object's cache line stays shared between readers. */
+        if (!__atomic_load_n(&item->referenced, __ATOMIC_RELAXED))
+                __atomic_store_n(&item->referenced, 1, __ATOMIC_RELAXED);
+}
+
+EXPORT int pressure_lru_test_and_clear_referenced(struct pressure_lru_node *item) {
+        return __atomic_exchange_n(&item->referenced, 0, __ATOMIC_RELAXED);
+}
+
+EXPORT uint64_t pressure_lru_count_node(const struct pressure_lru *lru, int nid) {
+        if (!lru || nid < 0 || nid >= lru->n_nodes)
+                return 0;
+        return __atomic_load_n(&lru->nodes[nid].count, __ATOMIC_RELAXED);
+}
+
+EXPORT uint64_t pressure_lru_count(const struct pressure_lru *lru) {
+        uint64_t n = 0;
+        for (int i = 0; lru && i < lru->n_nodes; i++)
+                n += pressure_lru_count_node(lru, i);
+        return n;
+}
+
+EXPORT uint64_t pressure_lru_walk_node(struct pressure_lru *lru, int nid, pressure_lru_isolate_t isolate,
+                                       void *userdata, uint64_t *nr_to_walk, struct pressure_lru_node **ret_dispose) {
+        struct pressure_lru_node *dispose = NULL, **tail = &dispose;
+        uint64_t isolated = 0;
+
+        if (ret_dispose)
+                *ret_dispose = NULL;
+        if (!lru || !isolate || !nr_to_walk || !ret_dispose || nid < 0 || nid >= lru->n_nodes)
+                return 0;
+
+        struct lru_sublist *l = &lru->nodes[nid];
+        pthread_mutex_lock(&l->lock);
+        /* Rotated objects go behind the ones still to visit; stop at the first of them. */
+        struct pressure_lru_node *end = &l->head;
+        struct pressure_lru_node *p = l->head.next;
+        while (p != end && *nr_to_walk > 0) {
+                struct pressure_lru_node *next = p->next;
+                (*nr_to_walk)--; /* before the callback: retries cannot walk forever */
+
+                enum pressure_lru_status st = isolate(p, userdata);
+                if (st == PRESSURE_LRU_STOP)
+                        break;
+                if (st == PRESSURE_LRU_REMOVED) {
+                        unlink_item(p);
+                        __atomic_store_n(&p->nid, -1, __ATOMIC_RELAXED);
+                        __atomic_store_n(&l->count, l->count - 1, __ATOMIC_RELAXED);
+                        *tail = p;
+                        tail = &p->next;
+                        isolated++;
+                } else if (st == PRESSURE_LRU_ROTATE && p->next != &l->head) {
+                        unlink_item(p);
+                        link_tail(l, p);
+                        if (end == &l->head)
+                                end = p;
+                }
+                p = next;
+        }
+        pthread_mutex_unlock(&l->lock);
+
+        *tail = NULL;
+        *ret_dispose = dispose;
+        return isolated;
+}
+
+/* ---- the built-in shrinker ---- */
+
+static enum pressure_lru_status second_chance(struct pressure_lru_node *item, void *userdata) {
+        (void) userdata;
+        return pressure_lru_test_and_clear_referenced(item) ? PRESSURE_LRU_ROTATE : PRESSURE_LRU_REMOVED;
+}
+
+static uint64_t lru_count(struct pressure_shrinker *s, struct pressure_shrink_control *sc, void *userdata) {
+        struct pressure_lru *lru = userdata;
+        (void) s;
+        uint64_t n = pressure_lru_count_node(lru, sc->node);
+        sc->nr_bytes = n * lru->object_size;
+        return n > 0 ? n : PRESSURE_SHRINK_EMPTY;
+}
+
+static uint64_t lru_scan(struct pressure_shrinker *s, struct pressure_shrink_control *sc, void *userdata) {
+        struct pressure_lru *lru = userdata;
+        struct pressure_lru_node *dispose;
+        uint64_t budget = sc->nr_to_scan;
+        (void) s;
+
+        uint64_t freed = pressure_lru_walk_node(lru, sc->node, lru->isolate, lru->userdata, &budget, &dispose);
+        sc->nr_scanned = sc->nr_to_scan - budget;
+        /* Free outside the node lock. */
+        while (dispose) {
+                struct pressure_lru_node *next = dispose->next;
+                lru->free_fn(dispose, lru->userdata);
+                dispose = next;
+        }
+        sc->nr_bytes = freed * lru->object_size;
+        return freed;
+}
+
+EXPORT int pressure_lru_shrinker_new(struct pressure_lru *lru, struct pressure_client *client, const char *name,
+                                     unsigned extra_flags, size_t object_size, pressure_lru_isolate_t isolate,
+                                     pressure_lru_free_t free_fn, void *userdata, struct pressure_shrinker **ret) {
+        if (!lru || !free_fn)
+                return -EINVAL;
+        if (lru->has_shrinker)
+                return -EBUSY;
+        lru->isolate = isolate ? isolate : second_chance;
+        lru->free_fn = free_fn;
+        lru->userdata = userdata;
+        lru->object_size = object_size;
+        int r = pressure_shrinker_new(client, name, PRESSURE_SHRINKER_NUMA_AWARE | extra_flags, -1, 0, lru_count,
+                                      lru_scan, lru, ret);
+        if (r >= 0)
+                lru->has_shrinker = 1;
+        return r;
+}
