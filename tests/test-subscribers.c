@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <json-c/json.h>
 #include <poll.h>
+#include <pthread.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -218,6 +220,88 @@ static void test_slow_subscriber_is_coalesced(void) {
         pressure_client_unref(c);
 }
 
+/* ---- node-local reclaim through the LRU's built-in shrinker ---- */
+
+struct item {
+        struct pressure_lru_node lru;
+        int node;
+};
+
+enum { PER_NODE = 1000 };
+static unsigned long freed_per_node[2];
+static pthread_mutex_t freed_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t freed_cond = PTHREAD_COND_INITIALIZER;
+
+/* Runs on the library's thread, called by the built-in shrinker's scan. */
+static void free_item(struct pressure_lru_node *n, void *userdata) {
+        struct item *it = (struct item *) n;
+        (void) userdata;
+        pthread_mutex_lock(&freed_lock);
+        freed_per_node[it->node]++;
+        pthread_cond_broadcast(&freed_cond);
+        pthread_mutex_unlock(&freed_lock);
+        free(it);
+}
+
+static enum pressure_lru_status take_all(struct pressure_lru_node *n, void *ud) {
+        (void) n;
+        (void) ud;
+        return PRESSURE_LRU_REMOVED;
+}
+
+static void test_node_local_reclaim(void) {
+        struct pressure_client *c;
+        struct pressure_lru *lru;
+        struct pressure_shrinker *sh;
+
+        CU_ASSERT_EQUAL_FATAL(set_node1_free(100000), 0);
+        CU_ASSERT_EQUAL_FATAL(pressure_lru_new(2, &lru), 0);
+        for (int nid = 0; nid < 2; nid++)
+                for (int i = 0; i < PER_NODE; i++) {
+                        struct item *it = calloc(1, sizeof(*it));
+                        pressure_lru_node_init(&it->lru);
+                        it->node = nid;
+                        CU_ASSERT_EQUAL(pressure_lru_add(lru, &it->lru, nid), 1);
+                }
+        CU_ASSERT_EQUAL_FATAL(pressure_client_new(daemon_.socket, &c), 0);
+        CU_ASSERT_EQUAL_FATAL(pressure_lru_shrinker_new(lru, c, "node-cache", 0, sizeof(struct item), NULL, free_item,
+                                                        NULL, &sh),
+                              0);
+        CU_ASSERT_EQUAL_FATAL(pressure_client_start_thread(c), 0);
+
+        /* Node 1 runs short (below its min watermark): the daemon asks for node 1 only. */
+        CU_ASSERT_EQUAL(set_node1_free(1000), 0);
+        struct timespec deadline;
+        clock_gettime(CLOCK_REALTIME, &deadline);
+        deadline.tv_sec += 10;
+        pthread_mutex_lock(&freed_lock);
+        while (freed_per_node[1] < PER_NODE)
+                if (pthread_cond_timedwait(&freed_cond, &freed_lock, &deadline) != 0)
+                        break;
+        unsigned long f0 = freed_per_node[0], f1 = freed_per_node[1];
+        pthread_mutex_unlock(&freed_lock);
+        CU_ASSERT_EQUAL(f1, (unsigned long) PER_NODE);
+        CU_ASSERT_EQUAL(pressure_lru_count_node(lru, 1), 0u);
+        CU_ASSERT_EQUAL(f0, 0ul);
+        CU_ASSERT_EQUAL(pressure_lru_count_node(lru, 0), (uint64_t) PER_NODE);
+
+        CU_ASSERT_EQUAL(set_node1_free(3000), 0);
+        pressure_shrinker_free(sh);
+        pressure_client_unref(c);
+        /* What is left is ours to free. */
+        for (int nid = 0; nid < 2; nid++) {
+                struct pressure_lru_node *d;
+                uint64_t budget = UINT64_MAX;
+                pressure_lru_walk_node(lru, nid, take_all, NULL, &budget, &d);
+                while (d) {
+                        struct pressure_lru_node *next = d->next;
+                        free(d);
+                        d = next;
+                }
+        }
+        pressure_lru_free(lru);
+}
+
 static void test_stop(void) {
         CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
         teardown_tree();
@@ -228,6 +312,7 @@ int main(void) {
                 { "node level events from node figures", test_node_events },
                 { "min_level", test_min_level },
                 { "a subscriber that stops reading is coalesced", test_slow_subscriber_is_coalesced },
+                { "node-local reclaim through the LRU's shrinker", test_node_local_reclaim },
                 { "daemon stops cleanly", test_stop },
                 {},
         };
