@@ -28,6 +28,8 @@ struct reclaim_episode {
         struct shrink_round *round;
         uint64_t target, freed_bytes;
         unsigned rounds;
+        unsigned escalation; /* rounds so far that did not end the pressure: each asks for more */
+        bool paused;         /* target reached: waiting to see whether the pressure goes */
 };
 
 static uint64_t now_usec(struct manager *m) {
@@ -454,7 +456,10 @@ static void episode_start_round(struct reclaim_episode *e) {
         r->episode = e;
         e->round = r;
         e->rounds++;
-        int priority = m->config.priorities.at[s->level.level];
+        /* As the kernel lowers its priority with every reclaim pass that did not free enough, each round
+         * of an episode that finds the scope still above ok asks for twice as much as the one before. */
+        int priority = MAX(0, m->config.priorities.at[s->level.level] - (int) e->escalation);
+        e->escalation++;
         round_add_jobs(r, s->type, (int) s->node_index, s->cgroup, priority, 0, NULL);
         log_debug("%s: reclaim round %u at priority %d asks %u shrinkers.", s->name, e->rounds, priority, r->n_asked);
         round_seal(r);
@@ -480,7 +485,15 @@ static int on_episode_timer(sd_event_source *src, uint64_t usec, void *userdata)
         struct reclaim_episode *e = userdata;
         (void) src;
         (void) usec;
-        if (!e->round && scope_wants_reclaim(e->scope) && e->freed_bytes < e->target)
+        if (e->round || !scope_wants_reclaim(e->scope))
+                return 0;
+        if (e->paused) {
+                /* The target was freed and the scope is still above ok: the estimate was short. */
+                e->paused = false;
+                e->target = e->scope->reclaim_target;
+                e->freed_bytes = 0;
+        }
+        if (e->freed_bytes < e->target)
                 episode_start_round(e);
         return 0;
 }
@@ -499,9 +512,15 @@ static void episode_round_done(struct reclaim_episode *e, struct shrink_round *r
                                (unsigned long long) e->freed_bytes, (unsigned long long) e->target);
 
         /* Nobody was asked: wait for a level change or a new client rather than wake up for nothing. */
-        if (!scope_wants_reclaim(s) || e->freed_bytes >= e->target || r->n_asked == 0)
+        if (!scope_wants_reclaim(s) || r->n_asked == 0)
                 return;
-        (void) sd_event_source_set_time(e->timer, now_usec(m) + m->config.round_interval_usec);
+        uint64_t next = m->config.round_interval_usec;
+        if (e->freed_bytes >= e->target) {
+                /* Give the kernel's figures one PSI window to show the effect before going on. */
+                e->paused = true;
+                next = MAX(next, m->config.psi.t[LEVEL_LOW].window_usec);
+        }
+        (void) sd_event_source_set_time(e->timer, now_usec(m) + next);
         (void) sd_event_source_set_enabled(e->timer, SD_EVENT_ONESHOT);
 }
 
@@ -545,9 +564,12 @@ void reclaim_scope_changed(struct scope *s) {
                 (void) sd_event_source_set_enabled(e->timer, SD_EVENT_OFF);
                 s->reclaim = e;
         }
-        /* Every change up or down while above ok sets a new goal. */
+        /* Every change while above ok sets a new goal; a fall also means the last rounds were enough. */
+        if (s->level.level < s->previous)
+                e->escalation = 0;
         e->target = s->reclaim_target;
         e->freed_bytes = 0;
+        e->paused = false;
         if (!e->round)
                 episode_start_round(e);
 }

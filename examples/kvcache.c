@@ -1,0 +1,274 @@
+/* SPDX-License-Identifier: MIT */
+/* kvcache: a small key-value cache server whose values live on a pressure_lru, so that pressured can
+ * shrink it when memory gets tight in its cgroup or on its NUMA node.
+ *
+ * Protocol, one request per line on a unix stream socket:
+ *   SET <key> <length>\n<length bytes>   ->  STORED
+ *   GET <key>                            ->  VALUE <length>\n<bytes>   or   MISS
+ *   STATS                                ->  items=<n> bytes=<n> hits=<n> misses=<n> evicted=<n>
+ *
+ * Usage: kvcache --listen PATH [--pressured SOCKET]
+ *
+ * Everything runs on one thread: one poll() loop serves the clients and calls
+ * pressure_client_dispatch() when pressured asks something, so the shrinker's callbacks never race with
+ * requests. */
+
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "pressure.h"
+
+#define MAX_CLIENTS 64
+#define MAX_VALUE (16u << 20)
+#define HASH_BUCKETS 65536
+
+struct entry {
+        struct pressure_lru_node lru; /* first: the LRU hands back this pointer */
+        struct entry *hash_next;
+        size_t len;
+        char *key;
+        char value[];
+};
+
+static struct entry *table[HASH_BUCKETS];
+static struct pressure_lru *lru;
+static unsigned long n_items, n_bytes, hits, misses, evicted;
+
+static unsigned hash(const char *s) {
+        unsigned h = 2166136261u;
+        for (; *s; s++)
+                h = (h ^ (unsigned char) *s) * 16777619u;
+        return h % HASH_BUCKETS;
+}
+
+static struct entry **find_slot(const char *key) {
+        struct entry **p = &table[hash(key)];
+        while (*p && strcmp((*p)->key, key) != 0)
+                p = &(*p)->hash_next;
+        return p;
+}
+
+static void entry_drop(struct entry *e) {
+        struct entry **p = find_slot(e->key);
+        if (*p == e)
+                *p = e->hash_next;
+        n_items--;
+        n_bytes -= e->len;
+        free(e->key);
+        free(e);
+}
+
+/* Called by the LRU's shrinker, on this thread, for each value it evicted. */
+static void evict(struct pressure_lru_node *n, void *userdata) {
+        (void) userdata;
+        evicted++;
+        entry_drop((struct entry *) n);
+}
+
+static void set(const char *key, const char *value, size_t len) {
+        struct entry **p = find_slot(key);
+        if (*p) {
+                pressure_lru_del(lru, &(*p)->lru);
+                entry_drop(*p);
+                p = find_slot(key);
+        }
+        struct entry *e = malloc(sizeof(*e) + len);
+        if (!e)
+                return;
+        e->key = strdup(key);
+        e->len = len;
+        memcpy(e->value, value, len);
+        e->hash_next = NULL;
+        *p = e;
+        n_items++;
+        n_bytes += len;
+        pressure_lru_node_init(&e->lru);
+        pressure_lru_add(lru, &e->lru, -1); /* the node its memory is on */
+}
+
+struct client {
+        int fd;
+        char *buf;
+        size_t len, alloc;
+};
+
+static void reply(int fd, const void *data, size_t len) {
+        const char *p = data;
+        while (len > 0) {
+                ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+                if (n < 0) {
+                        if (errno == EINTR || errno == EAGAIN) {
+                                struct pollfd w = { .fd = fd, .events = POLLOUT };
+                                poll(&w, 1, 1000);
+                                continue;
+                        }
+                        return;
+                }
+                p += n;
+                len -= (size_t) n;
+        }
+}
+
+/* Handle every complete request in the buffer. Returns -1 to drop the client. */
+static int serve(struct client *c) {
+        for (;;) {
+                char *nl = memchr(c->buf, '\n', c->len);
+                if (!nl)
+                        return c->len > 4096 ? -1 : 0;
+                size_t head = (size_t) (nl - c->buf) + 1;
+                char line[4200], key[256];
+                size_t len;
+                memcpy(line, c->buf, head - 1);
+                line[head - 1] = 0;
+
+                size_t used = head;
+                if (sscanf(line, "SET %255s %zu", key, &len) == 2) {
+                        if (len > MAX_VALUE)
+                                return -1;
+                        if (c->len < head + len)
+                                return 0; /* the value is still coming */
+                        set(key, c->buf + head, len);
+                        used += len;
+                        reply(c->fd, "STORED\n", 7);
+                } else if (sscanf(line, "GET %255s", key) == 1) {
+                        struct entry *e = *find_slot(key);
+                        if (e) {
+                                char hdr[64];
+                                int n = snprintf(hdr, sizeof(hdr), "VALUE %zu\n", e->len);
+                                pressure_lru_touch(&e->lru);
+                                hits++;
+                                reply(c->fd, hdr, (size_t) n);
+                                reply(c->fd, e->value, e->len);
+                        } else {
+                                misses++;
+                                reply(c->fd, "MISS\n", 5);
+                        }
+                } else if (strcmp(line, "STATS") == 0) {
+                        char out[256];
+                        int n = snprintf(out, sizeof(out), "items=%lu bytes=%lu hits=%lu misses=%lu evicted=%lu\n",
+                                         n_items, n_bytes, hits, misses, evicted);
+                        reply(c->fd, out, (size_t) n);
+                } else
+                        reply(c->fd, "ERROR\n", 6);
+                memmove(c->buf, c->buf + used, c->len - used);
+                c->len -= used;
+        }
+}
+
+static int listen_on(const char *path) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        if (strlen(path) >= sizeof(sa.sun_path))
+                return -1;
+        strcpy(sa.sun_path, path);
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        unlink(path);
+        if (fd < 0 || bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0 || listen(fd, 16) < 0)
+                return -1;
+        return fd;
+}
+
+static volatile sig_atomic_t stop;
+static void on_term(int sig) {
+        (void) sig;
+        stop = 1;
+}
+
+int main(int argc, char *argv[]) {
+        static const struct option options[] = {
+                { "listen", required_argument, NULL, 'l' },
+                { "pressured", required_argument, NULL, 'p' },
+                {},
+        };
+        const char *listen_path = NULL, *pressured = NULL;
+        struct client clients[MAX_CLIENTS];
+        int c, r;
+
+        while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
+                switch (c) {
+                case 'l': listen_path = optarg; break;
+                case 'p': pressured = optarg; break;
+                default: return 2;
+                }
+        if (!listen_path) {
+                fprintf(stderr, "usage: kvcache --listen PATH [--pressured SOCKET]\n");
+                return 2;
+        }
+
+        signal(SIGTERM, on_term);
+        signal(SIGINT, on_term);
+        signal(SIGPIPE, SIG_IGN);
+        if (pressure_lru_new(0, &lru) < 0)
+                return 1;
+
+        /* The whole integration: a client, and the LRU's shrinker. Without a daemon the cache still runs,
+         * it just will not be asked to shrink. */
+        struct pressure_client *pc = NULL;
+        struct pressure_shrinker *sh = NULL;
+        r = pressure_client_new(pressured, &pc);
+        if (r >= 0)
+                r = pressure_lru_shrinker_new(lru, pc, "kvcache", PRESSURE_SHRINKER_MEMCG_AWARE, 4096, NULL, evict,
+                                              NULL, &sh);
+        if (r < 0) {
+                fprintf(stderr, "kvcache: running without pressured: %s\n", strerror(-r));
+                pc = pressure_client_unref(pc);
+        }
+
+        int lfd = listen_on(listen_path);
+        if (lfd < 0) {
+                fprintf(stderr, "kvcache: cannot listen on %s: %s\n", listen_path, strerror(errno));
+                return 1;
+        }
+        printf("kvcache: listening on %s%s\n", listen_path, pc ? ", shrinker registered" : "");
+        fflush(stdout);
+
+        int n_clients = 0;
+        while (!stop) {
+                struct pollfd p[MAX_CLIENTS + 2];
+                int n = 0;
+                p[n++] = (struct pollfd){ .fd = lfd, .events = POLLIN };
+                p[n++] = (struct pollfd){ .fd = pc ? pressure_client_get_fd(pc) : -1, .events = POLLIN };
+                for (int i = 0; i < n_clients; i++)
+                        p[n++] = (struct pollfd){ .fd = clients[i].fd, .events = POLLIN };
+                if (poll(p, (nfds_t) n, -1) < 0)
+                        continue;
+
+                if (p[1].revents)
+                        (void) pressure_client_dispatch(pc);
+                if ((p[0].revents & POLLIN) && n_clients < MAX_CLIENTS) {
+                        int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+                        if (fd >= 0)
+                                clients[n_clients++] = (struct client){ .fd = fd };
+                }
+                for (int i = n_clients - 1; i >= 0; i--) {
+                        if (!p[2 + i].revents)
+                                continue;
+                        struct client *cl = &clients[i];
+                        if (cl->alloc - cl->len < 65536) {
+                                cl->alloc = cl->alloc ? cl->alloc * 2 : 131072;
+                                cl->buf = realloc(cl->buf, cl->alloc);
+                        }
+                        ssize_t k = read(cl->fd, cl->buf + cl->len, cl->alloc - cl->len);
+                        if (k > 0)
+                                cl->len += (size_t) k;
+                        if (k <= 0 || serve(cl) < 0) {
+                                close(cl->fd);
+                                free(cl->buf);
+                                clients[i] = clients[--n_clients];
+                        }
+                }
+        }
+
+        printf("kvcache: items=%lu bytes=%lu evicted=%lu\n", n_items, n_bytes, evicted);
+        pressure_shrinker_free(sh);
+        pressure_client_unref(pc);
+        unlink(listen_path);
+        return 0;
+}
