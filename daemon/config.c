@@ -17,7 +17,7 @@ void config_init(struct config *c) {
                 .sample_interval_usec = 1000000,
                 .node_interval_usec = 30000000,
                 .hold_usec = 10000000,
-                .round_interval_usec = 1000000,
+                .round_interval_usec = 250000,
                 .request_timeout_usec = 1000000,
                 .quarantine_after = 3,
         };

@@ -516,9 +516,9 @@ static void episode_round_done(struct reclaim_episode *e, struct shrink_round *r
                 return;
         uint64_t next = m->config.round_interval_usec;
         if (e->freed_bytes >= e->target) {
-                /* Give the kernel's figures one PSI window to show the effect before going on. */
+                /* Give the pressure one fresh sample to show the effect before going on. */
                 e->paused = true;
-                next = MAX(next, m->config.psi.t[LEVEL_LOW].window_usec);
+                next = MAX(next, m->config.sample_interval_usec);
         }
         (void) sd_event_source_set_time(e->timer, now_usec(m) + next);
         (void) sd_event_source_set_enabled(e->timer, SD_EVENT_ONESHOT);

@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: MIT */
+/* The closed loop on real pressure: the example cache (examples/kvcache.c) keeps growing in a cgroup with a
+ * 64 MiB limit while a file-backed working set is read there. Its values live on a pressure_lru, so
+ * pressured's reclaim rounds for the cgroup shrink it. 120 MiB of values go in over 15 s: without
+ * shrinking it is OOM-killed about half way (the benchmark shows that side); here it must survive, and
+ * must have evicted values. */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "pressure-gen.h"
+#include "test-util.h"
+
+#define LIMIT_MIB 64
+#define WORKING_SET_MIB 48
+
+static struct test_daemon daemon_;
+
+static pid_t spawn_in(const struct pressure_gen *g, const char *const *argv, int out_fd) {
+        pid_t pid = fork();
+        if (pid != 0)
+                return pid;
+        char path[700], me[32];
+        snprintf(me, sizeof(me), "%d", (int) getpid());
+        const char *dirs[] = { g->v2_dir, g->mem_dir[0] ? g->mem_dir : NULL };
+        for (int i = 0; i < 2; i++) {
+                if (!dirs[i])
+                        continue;
+                snprintf(path, sizeof(path), "%s/cgroup.procs", dirs[i]);
+                FILE *f = fopen(path, "we");
+                if (!f || fputs(me, f) < 0 || fclose(f) != 0)
+                        _exit(3);
+        }
+        if (out_fd >= 0)
+                dup2(out_fd, STDOUT_FILENO);
+        execv(argv[0], (char *const *) argv);
+        _exit(127);
+}
+
+static int make_working_set(const char *path) {
+        static char buf[1 << 20];
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return -errno;
+        for (int i = 0; i < WORKING_SET_MIB; i++) {
+                memset(buf, 'a' + i % 26, sizeof(buf));
+                if (write(fd, buf, sizeof(buf)) != (ssize_t) sizeof(buf)) {
+                        close(fd);
+                        return -EIO;
+                }
+        }
+        fdatasync(fd);
+        /* Out of the page cache, so that reading it inside the cgroup charges it there. */
+        posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+        close(fd);
+        return 0;
+}
+
+static void test_cache_survives(void) {
+        struct pressure_gen g;
+        char cwd[400], ws[600], kv_sock[200], line[512];
+        const char *kvcache = getenv("KVCACHE_BIN"), *load = getenv("KV_LOAD_BIN");
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(kvcache);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(load);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(cwd, sizeof(cwd)));
+        CU_ASSERT_EQUAL_FATAL(pressure_gen_create(&g, cwd, (uint64_t) LIMIT_MIB << 20), 0);
+        test_cleanup_path(g.v2_dir, true);
+        if (g.mem_dir[0])
+                test_cleanup_path(g.mem_dir, true);
+        snprintf(ws, sizeof(ws), "%s/closed-loop-%d.dat", cwd, (int) getpid());
+        test_cleanup_path(ws, false);
+        CU_ASSERT_EQUAL_FATAL(make_working_set(ws), 0);
+        snprintf(kv_sock, sizeof(kv_sock), "%s/kv.sock", daemon_.dir);
+        test_cleanup_path(kv_sock, false);
+
+        /* The cache, in the cgroup; it says when it listens. */
+        int p[2];
+        CU_ASSERT_EQUAL_FATAL(pipe(p), 0);
+        const char *kv_argv[] = { kvcache, "--listen", kv_sock, "--pressured", daemon_.socket, NULL };
+        pid_t kv = spawn_in(&g, kv_argv, p[1]);
+        close(p[1]);
+        test_cleanup_pid(kv);
+        FILE *kv_out = fdopen(p[0], "r");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(fgets(line, sizeof(line), kv_out));
+        CU_ASSERT_PTR_NOT_NULL(strstr(line, "shrinker registered"));
+
+        /* The load, in the cgroup too: 8 MiB/s of values for 15 s, and the working set read in between. */
+        int q[2];
+        CU_ASSERT_EQUAL_FATAL(pipe(q), 0);
+        const char *load_argv[] = { load, kv_sock, ws, "15", "8", NULL };
+        pid_t ld = spawn_in(&g, load_argv, q[1]);
+        close(q[1]);
+        test_cleanup_pid(ld);
+        int status = 0;
+        waitpid(ld, &status, 0);
+        test_cleanup_forget_pid(ld);
+        char result[512] = "";
+        ssize_t n = read(q[0], result, sizeof(result) - 1);
+        close(q[0]);
+        result[n > 0 ? n : 0] = 0;
+        printf("\n    kv-load: %s", result);
+
+        CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        CU_ASSERT_EQUAL(strncmp(result, "survived", 8), 0);
+        unsigned long evicted = 0;
+        const char *ev = strstr(result, "evicted=");
+        if (ev)
+                evicted = strtoul(ev + 8, NULL, 10);
+        CU_ASSERT(evicted > 0);
+        CU_ASSERT_EQUAL(kill(kv, 0), 0); /* still alive */
+
+        kill(kv, SIGTERM);
+        waitpid(kv, NULL, 0);
+        test_cleanup_forget_pid(kv);
+        fclose(kv_out);
+        unlink(ws);
+        pressure_gen_destroy(&g);
+}
+
+static void test_stop(void) {
+        CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
+}
+
+int main(void) {
+        static const struct test_case cases[] = {
+                { "the example cache survives real pressure", test_cache_survives },
+                { "daemon stops cleanly", test_stop },
+                {},
+        };
+        const char *skip = test_need_root_psi();
+        if (!skip) {
+                static const char *const args[] = { "--config", "/dev/null", NULL };
+                if (test_daemon_start(&daemon_, args) < 0) {
+                        fprintf(stderr, "cannot start the daemon\n");
+                        return 1;
+                }
+        }
+        return test_run("closed-loop", cases, skip);
+}
