@@ -457,9 +457,10 @@ static void episode_start_round(struct reclaim_episode *e) {
         e->round = r;
         e->rounds++;
         /* As the kernel lowers its priority with every reclaim pass that did not free enough, each round
-         * of an episode that finds the scope still above ok asks for twice as much as the one before. */
-        int priority = MAX(0, m->config.priorities.at[s->level.level] - (int) e->escalation);
-        e->escalation++;
+         * of an episode that finds the scope still above ok asks for more than the one before: two
+         * priority steps (four times as much), since a round is far coarser than a kernel pass. */
+        int priority = MAX(0, m->config.priorities.at[s->level.level] - 2 * (int) e->escalation);
+        e->escalation = MIN(e->escalation + 1, (unsigned) SHRINK_PRIORITY_MAX);
         round_add_jobs(r, s->type, (int) s->node_index, s->cgroup, priority, 0, NULL);
         log_debug("%s: reclaim round %u at priority %d asks %u shrinkers.", s->name, e->rounds, priority, r->n_asked);
         round_seal(r);

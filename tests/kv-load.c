@@ -68,7 +68,7 @@ int main(int argc, char *argv[]) {
                         int n = snprintf(hdr, sizeof(hdr), "SET k%lu %d\n", sets, VALUE);
                         if (send(fd, hdr, (size_t) n, MSG_NOSIGNAL) != n ||
                             send(fd, value, VALUE, MSG_NOSIGNAL) != VALUE || expect(fd, "STORED\n") < 0) {
-                                printf("lost after=%.1f sets=%lu\n", now() - start, sets);
+                                printf("lost after=%.1f sets=%lu reads=%lu\n", now() - start, sets, reads);
                                 return 1;
                         }
                         sets++;
@@ -83,13 +83,13 @@ int main(int argc, char *argv[]) {
         }
         /* The cache must still answer. */
         if (send(fd, "STATS\n", 6, MSG_NOSIGNAL) != 6) {
-                printf("lost after=%.1f sets=%lu\n", now() - start, sets);
+                printf("lost after=%.1f sets=%lu reads=%lu\n", now() - start, sets, reads);
                 return 1;
         }
         char stats[256];
         ssize_t k = read(fd, stats, sizeof(stats) - 1);
         if (k <= 0) {
-                printf("lost after=%.1f sets=%lu\n", now() - start, sets);
+                printf("lost after=%.1f sets=%lu reads=%lu\n", now() - start, sets, reads);
                 return 1;
         }
         stats[k] = 0;
