@@ -20,6 +20,7 @@ void config_init(struct config *c) {
                 .round_interval_usec = 250000,
                 .request_timeout_usec = 1000000,
                 .quarantine_after = 3,
+                .lock_memory = true,
         };
         shrink_priorities_default(&c->priorities);
         level_psi_thresholds_default(&c->psi);
@@ -194,6 +195,13 @@ int config_set(struct config *c, const char *key, const char *value, char **ret_
                         c->node.medium_factor = d;
                 else
                         c->node.critical_factor = d;
+                return 0;
+        }
+        if (streq(key, "lock_memory")) {
+                int b;
+                if (parse_bool(value, &b) < 0)
+                        return fail(ret_error, -EINVAL, "%s: expected yes or no, got \"%s\"", key, value);
+                c->lock_memory = b;
                 return 0;
         }
         if (streq(key, "node_foreign_raises")) {

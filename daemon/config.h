@@ -29,6 +29,8 @@ struct config {
         uint64_t request_timeout_usec; /* deadline of one count or scan request */
         unsigned quarantine_after;     /* timeouts in a row before a shrinker is quarantined */
         struct shrink_priorities priorities;
+
+        bool lock_memory; /* mlockall() at start-up */
 };
 
 void config_init(struct config *c);

@@ -35,3 +35,13 @@ int log_internal(int level, int error, const char *file, int line, const char *f
 #define log_error_errno(e, ...) log_full_errno(LOG_ERR, e, __VA_ARGS__)
 
 #define log_oom() log_error_errno(-ENOMEM, "Out of memory.")
+
+/* Message ids of the structured journal entries (documented in pressured(8)). */
+#define PRESSURED_MESSAGE_LEVEL_CHANGE "3f4d0c6a2b9e4f5c9d1e7a8b6c5d4e3f"
+#define PRESSURED_MESSAGE_RECLAIM_ROUND "8a1b2c3d4e5f40718293a4b5c6d7e8f9"
+
+/* A message with structured fields: under systemd straight to the journal with the fields
+ * (MESSAGE_ID=, PRESSURED_SCOPE=, and any "KEY=value" strings given, NULL-terminated), otherwise the
+ * plain message to stderr. */
+void log_struct(int level, const char *message_id, const char *scope, const char *const *fields,
+                const char *fmt, ...) _printf_(5, 6);

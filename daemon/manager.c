@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <systemd/sd-daemon.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -11,6 +13,7 @@
 #include "log.h"
 #include "macro.h"
 #include "service.h"
+#include "subscription.h"
 #include "varlink.h"
 
 #ifndef PRESSURED_VERSION
@@ -61,6 +64,8 @@ struct manager *manager_free(struct manager *m) {
         sd_event_source_disable_unref(m->gc_source);
         sd_event_source_disable_unref(m->sigterm_source);
         sd_event_source_disable_unref(m->sigint_source);
+        sd_event_source_disable_unref(m->sighup_source);
+        free(m->config_scopes);
         if (m->have_layout)
                 cgroup_layout_done(&m->layout);
         config_done(&m->config);
@@ -237,7 +242,102 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
         struct manager *m = userdata;
         (void) s;
         log_info("Received %s, shutting down.", si->ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT");
+        (void) sd_notify(0, "STOPPING=1");
+        /* Subscribers get a last word rather than a bare close. */
+        subscription_shutdown_all(m);
         return sd_event_exit(m->event, 0);
+}
+
+void manager_notify_status(struct manager *m) {
+        (void) sd_notifyf(0, "STATUS=Watching memory pressure; system level %s, %zu cgroup%s watched, %zu client%s.",
+                          level_to_string(m->system->level.level), m->n_cgroups, m->n_cgroups == 1 ? "" : "s",
+                          m->server ? varlink_server_n_connections(m->server) : 0,
+                          m->server && varlink_server_n_connections(m->server) == 1 ? "" : "s");
+}
+
+static void watch_config_cgroups(struct manager *m) {
+        struct scope **list = calloc(MAX(m->config.n_cgroups, 1u), sizeof(struct scope *));
+        size_t n = 0;
+        if (!list) {
+                log_oom();
+                return;
+        }
+        for (size_t i = 0; i < m->config.n_cgroups; i++) {
+                struct scope *s;
+                int r = manager_acquire_cgroup(m, m->config.cgroups[i], &s);
+                if (r < 0)
+                        log_warning_errno(r, "Cannot watch configured cgroup %s, ignoring: %m", m->config.cgroups[i]);
+                else
+                        list[n++] = s;
+        }
+        /* Release the old set only now: a cgroup in both keeps its trigger. */
+        for (size_t i = 0; i < m->n_config_scopes; i++)
+                manager_release_scope(m, m->config_scopes[i]);
+        free(m->config_scopes);
+        m->config_scopes = list;
+        m->n_config_scopes = n;
+}
+
+int manager_reload(struct manager *m, struct config *c) {
+        bool rearm = memcmp(&c->psi.t[LEVEL_LOW], &m->config.psi.t[LEVEL_LOW], sizeof(struct psi_trigger)) != 0;
+
+        if ((c->socket_path || m->config.socket_path) &&
+            (!c->socket_path || !m->config.socket_path || !streq(c->socket_path, m->config.socket_path)))
+                log_notice("The socket path changes only when pressured restarts.");
+        if (!streq(c->sysfs_root, m->config.sysfs_root))
+                log_notice("sysfs_root changes only when pressured restarts.");
+
+        /* Keep what cannot change while running; take everything else. */
+        struct config old = m->config;
+        m->config = *c;
+        *c = (struct config){};
+        free(m->config.socket_path);
+        m->config.socket_path = old.socket_path;
+        old.socket_path = NULL;
+        free(m->config.sysfs_root);
+        m->config.sysfs_root = old.sysfs_root;
+        old.sysfs_root = NULL;
+        config_done(&old);
+
+        varlink_server_set_max_message_size(m->server, m->config.max_message_size);
+        if (rearm) {
+                int r = scope_rearm(m->system);
+                if (r < 0)
+                        log_warning_errno(r, "Failed to re-arm the system trigger: %m");
+                for (struct scope *s = m->cgroups; s; s = s->next)
+                        if ((r = scope_rearm(s)) < 0)
+                                log_warning_errno(r, "Failed to re-arm the trigger of %s: %m", s->name);
+        }
+        watch_config_cgroups(m);
+        manager_arm_timer(m, now_usec(m));
+        return 0;
+}
+
+static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        struct manager *m = userdata;
+        struct config c;
+        _cleanup_free_ char *err = NULL;
+        (void) s;
+        (void) si;
+
+        (void) sd_notify(0, "RELOADING=1");
+        if (!m->reload || m->reload(&c, &err) < 0) {
+                log_error("Configuration not reloaded, the old one stays in force: %s", err ? err : "no reload hook");
+                (void) sd_notify(0, "READY=1");
+                return 0;
+        }
+        manager_reload(m, &c);
+        config_done(&c);
+        log_info("Configuration reloaded.");
+        (void) sd_notify(0, "READY=1");
+        manager_notify_status(m);
+        return 0;
+}
+
+/* A memory-pressure daemon must not itself be paged out under the pressure it reports. */
+static void lock_memory(void) {
+        if (mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) < 0)
+                log_warning_errno(-errno, "Cannot lock the daemon's memory (mlockall), carrying on: %m");
 }
 
 static int manager_default_socket(char **ret) {
@@ -269,10 +369,16 @@ int manager_start(struct manager *m, int listen_fd) {
         sigemptyset(&ss);
         sigaddset(&ss, SIGTERM);
         sigaddset(&ss, SIGINT);
+        sigaddset(&ss, SIGHUP);
         sigprocmask(SIG_BLOCK, &ss, NULL);
         r = sd_event_add_signal(m->event, &m->sigterm_source, SIGTERM, on_signal, m);
         if (r >= 0)
                 r = sd_event_add_signal(m->event, &m->sigint_source, SIGINT, on_signal, m);
+        if (r >= 0)
+                r = sd_event_add_signal(m->event, &m->sighup_source, SIGHUP, on_sighup, m);
+        /* WATCHDOG=1 pings at half of WatchdogSec=, when the service manager asks for them. */
+        if (r >= 0)
+                r = sd_event_set_watchdog(m->event, true);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up signal handling: %m");
 
@@ -285,6 +391,9 @@ int manager_start(struct manager *m, int listen_fd) {
         if (r < 0)
                 return log_error_errno(r, "Failed to watch system memory pressure: %m");
         m->system->n_refs = 1;
+
+        if (m->config.lock_memory)
+                lock_memory();
 
         r = cgroup_layout_discover(&m->layout);
         if (r < 0)
@@ -315,12 +424,7 @@ int manager_start(struct manager *m, int listen_fd) {
                         scope_update_node(m->node_scopes[i], now_usec(m));
         }
 
-        for (size_t i = 0; i < m->config.n_cgroups; i++) {
-                struct scope *s;
-                r = manager_acquire_cgroup(m, m->config.cgroups[i], &s);
-                if (r < 0)
-                        log_warning_errno(r, "Cannot watch configured cgroup %s, ignoring: %m", m->config.cgroups[i]);
-        }
+        watch_config_cgroups(m);
 
         r = sd_event_add_defer(m->event, &m->gc_source, on_gc, m);
         if (r < 0)

@@ -31,7 +31,11 @@ struct manager {
 
         sd_event_source *sample_timer;
         sd_event_source *gc_source; /* frees cgroup scopes nobody watches */
-        sd_event_source *sigterm_source, *sigint_source;
+        sd_event_source *sigterm_source, *sigint_source, *sighup_source;
+        struct scope **config_scopes; /* cgroups watched because the configuration lists them */
+        size_t n_config_scopes;
+        /* Reads the configuration again (file, then command line) for SIGHUP. */
+        int (*reload)(struct config *ret, char **ret_error);
         struct varlink_server *server;
 
         struct shrink_client *shrink_clients; /* registered client shrinkers */
@@ -54,6 +58,12 @@ void manager_schedule_sampling(struct manager *m);
 int manager_acquire_cgroup(struct manager *m, const char *path, struct scope **ret);
 int manager_acquire_node(struct manager *m, int node, struct scope **ret);
 void manager_release_scope(struct manager *m, struct scope *s);
+
+/* Tell the service manager the system's level (STATUS=). */
+void manager_notify_status(struct manager *m);
+
+/* Apply a new configuration without dropping clients. Takes over *config on success. */
+int manager_reload(struct manager *m, struct config *config);
 
 /* The log line for a window the kernel refused, once per daemon. */
 void manager_note_window_adjust(struct manager *m, const struct psi_trigger *want, const struct psi_trigger *used);

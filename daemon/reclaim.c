@@ -505,13 +505,18 @@ static void episode_round_done(struct reclaim_episode *e, struct shrink_round *r
 
         e->round = NULL;
         e->freed_bytes += r->freed_bytes;
-        if (r->n_asked > 0)
-                log_full_errno(r->freed > 0 ? LOG_INFO : LOG_DEBUG, 0,
-                               "%s: reclaim round %u: %u shrinkers scanned %llu and freed %llu objects (%llu bytes; %llu of %llu this episode).",
-                               s->name, e->rounds, r->n_asked, (unsigned long long) r->scanned,
-                               (unsigned long long) r->freed, (unsigned long long) r->freed_bytes,
-                               (unsigned long long) e->freed_bytes, (unsigned long long) e->target);
-
+        if (r->n_asked > 0) {
+                char f_freed[48], f_bytes[48], f_round[32];
+                snprintf(f_round, sizeof(f_round), "PRESSURED_ROUND=%u", e->rounds);
+                snprintf(f_freed, sizeof(f_freed), "PRESSURED_FREED=%llu", (unsigned long long) r->freed);
+                snprintf(f_bytes, sizeof(f_bytes), "PRESSURED_FREED_BYTES=%llu", (unsigned long long) r->freed_bytes);
+                const char *const fields[] = { f_round, f_freed, f_bytes, NULL };
+                log_struct(r->freed > 0 ? LOG_INFO : LOG_DEBUG, PRESSURED_MESSAGE_RECLAIM_ROUND, s->name, fields,
+                           "%s: reclaim round %u: %u shrinkers scanned %llu and freed %llu objects (%llu bytes; %llu of %llu this episode).",
+                           s->name, e->rounds, r->n_asked, (unsigned long long) r->scanned,
+                           (unsigned long long) r->freed, (unsigned long long) r->freed_bytes,
+                           (unsigned long long) e->freed_bytes, (unsigned long long) e->target);
+        }
         /* Nobody was asked: wait for a level change or a new client rather than wake up for nothing. */
         if (!scope_wants_reclaim(s) || r->n_asked == 0)
                 return;

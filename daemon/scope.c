@@ -110,11 +110,17 @@ static void scope_apply(struct scope *s, enum level raw, uint64_t now) {
         scope_read_memory(s);
         scope_update_target(s);
 
-        log_full_errno(s->level.level > old ? LOG_NOTICE : LOG_INFO, 0,
-                       "%s: memory pressure %s -> %s (some avg10=%.2f full avg10=%.2f), reclaim target %llu bytes",
-                       s->name, level_to_string(old), level_to_string(s->level.level),
-                       s->psi.line[PSI_SOME].avg10, s->psi.line[PSI_FULL].avg10,
-                       (unsigned long long) s->reclaim_target);
+        char f_level[32], f_prev[32], f_target[48];
+        snprintf(f_level, sizeof(f_level), "PRESSURED_LEVEL=%s", level_to_string(s->level.level));
+        snprintf(f_prev, sizeof(f_prev), "PRESSURED_PREVIOUS_LEVEL=%s", level_to_string(old));
+        snprintf(f_target, sizeof(f_target), "PRESSURED_RECLAIM_TARGET=%llu", (unsigned long long) s->reclaim_target);
+        const char *const fields[] = { f_level, f_prev, f_target, NULL };
+        log_struct(s->level.level > old ? LOG_NOTICE : LOG_INFO, PRESSURED_MESSAGE_LEVEL_CHANGE, s->name, fields,
+                   "%s: memory pressure %s -> %s (some avg10=%.2f full avg10=%.2f), reclaim target %llu bytes",
+                   s->name, level_to_string(old), level_to_string(s->level.level), s->psi.line[PSI_SOME].avg10,
+                   s->psi.line[PSI_FULL].avg10, (unsigned long long) s->reclaim_target);
+        if (s->type == SCOPE_SYSTEM)
+                manager_notify_status(s->manager);
 
         subscription_scope_changed(s);
         reclaim_scope_changed(s);
@@ -226,6 +232,16 @@ static int scope_arm(struct scope *s) {
         (void) sd_event_source_set_description(s->trigger_source, "psi-trigger");
         scope_refresh_psi(s);
         return 0;
+}
+
+int scope_rearm(struct scope *s) {
+        if (s->type == SCOPE_NODE || s->gone)
+                return 0;
+        s->trigger_source = sd_event_source_disable_unref(s->trigger_source);
+        if (s->trigger_fd >= 0)
+                close(s->trigger_fd);
+        s->trigger_fd = -EBADF;
+        return scope_arm(s);
 }
 
 int scope_new_system(struct manager *m, struct scope **ret) {

@@ -76,5 +76,8 @@ void scope_update_node(struct scope *s, uint64_t now_usec);
 /* Read the current PSI figures without changing the level (for a status request). */
 void scope_refresh_psi(struct scope *s);
 
+/* Arm the trigger again after the low threshold changed (configuration reload). */
+int scope_rearm(struct scope *s);
+
 /* The source went away (cgroup removed): tell the watches and stop watching. */
 void scope_mark_gone(struct scope *s);

@@ -154,3 +154,19 @@ int subscription_start(struct manager *m, struct varlink_connection *c, struct s
         json_object_object_add(p, "state", states);
         return varlink_notify(c, p);
 }
+
+static void shutdown_scope(struct scope *s) {
+        /* Ending a call frees its subscription and detaches its watches: always take the first. */
+        while (s && s->watches) {
+                struct subscription *sub = s->watches->sub;
+                (void) varlink_error(sub->conn, "io.pressured.ShuttingDown", NULL);
+        }
+}
+
+void subscription_shutdown_all(struct manager *m) {
+        shutdown_scope(m->system);
+        for (size_t i = 0; m->nodes && i < m->nodes->n_nodes; i++)
+                shutdown_scope(m->node_scopes[i]);
+        for (struct scope *s = m->cgroups; s; s = s->next)
+                shutdown_scope(s);
+}

@@ -32,5 +32,8 @@ int subscription_start(struct manager *m, struct varlink_connection *c, struct s
 void subscription_scope_changed(struct scope *s);
 void subscription_scope_gone(struct scope *s);
 
+/* Shutting down: end every subscription with io.pressured.ShuttingDown. */
+void subscription_shutdown_all(struct manager *m);
+
 /* Above this much unsent output, a subscriber's events are held back and coalesced. */
 #define SUBSCRIPTION_QUEUE_LIMIT (64u * 1024u)

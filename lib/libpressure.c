@@ -265,7 +265,7 @@ static int reply_to_errno(struct json_object *reply) {
                 return -EPERM;
         if (streq(name, "io.pressured.NoSuchShrinker"))
                 return -ENOENT;
-        if (streq(name, "io.pressured.ScopeRemoved"))
+        if (streq(name, "io.pressured.ScopeRemoved") || streq(name, "io.pressured.ShuttingDown"))
                 return -ECONNRESET;
         if (streq(name, "org.varlink.service.MethodNotFound") || streq(name, "org.varlink.service.InterfaceNotFound"))
                 return -EOPNOTSUPP;

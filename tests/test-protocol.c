@@ -292,8 +292,13 @@ static void test_clean_shutdown(void) {
         CU_ASSERT_EQUAL(test_recv_msg(fd, 5000, &msg), 1);
         free(msg);
 
-        /* SIGTERM: exit status 0, the subscriber sees its connection end, the socket file is gone. */
+        /* SIGTERM: exit status 0, the subscriber gets a last reply and then the end of the connection,
+         * the socket file is gone. */
         CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
+        CU_ASSERT_EQUAL(test_recv_msg(fd, 5000, &msg), 1);
+        CU_ASSERT_PTR_NOT_NULL(strstr(msg ? msg : "", "\"error\":\"io.pressured.ShuttingDown\""));
+        free(msg);
+        msg = NULL;
         CU_ASSERT_EQUAL(test_recv_msg(fd, 5000, &msg), 0);
         CU_ASSERT_EQUAL(access(daemon_.socket, F_OK), -1);
         close(fd);
