@@ -144,6 +144,31 @@ static int parse_argv(int argc, char *argv[], struct config *config, const char 
         return 0;
 }
 
+static int saved_argc;
+static char **saved_argv;
+static const char *saved_config_path;
+
+/* SIGHUP: the file again, then the command line on top, exactly as at start-up. */
+static int reload_config(struct config *ret, char **ret_error) {
+        struct config c;
+        const char *path = saved_config_path;
+        int r;
+
+        config_init(&c);
+        r = config_load(&c, path ? path : CONFIG_DEFAULT_PATH, path != NULL, ret_error);
+        if (r >= 0 && parse_argv(saved_argc, saved_argv, &c, &path, 1) < 0) {
+                r = -EINVAL;
+                if (ret_error)
+                        *ret_error = strdup("bad command-line option");
+        }
+        if (r < 0) {
+                config_done(&c);
+                return r;
+        }
+        *ret = c;
+        return 0;
+}
+
 static int passed_socket(void) {
         int n = sd_listen_fds(1);
         if (n <= 0)
@@ -180,11 +205,16 @@ int main(int argc, char *argv[]) {
                 return EXIT_USAGE;
         }
 
+        saved_argc = argc;
+        saved_argv = argv;
+        saved_config_path = config_path;
+
         r = manager_new(&config, &m);
         if (r < 0) {
                 log_oom();
                 return EXIT_STARTUP;
         }
+        m->reload = reload_config;
 
         r = manager_start(m, passed_socket());
         if (r < 0) {
