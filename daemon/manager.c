@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <systemd/sd-daemon.h>
 #include <stdlib.h>
 #include <string.h>
@@ -394,6 +395,13 @@ int manager_start(struct manager *m, int listen_fd) {
 
         if (m->config.lock_memory)
                 lock_memory();
+
+        /* One fd per client connection: take what the hard limit allows, as systemd does for services. */
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+                rl.rlim_cur = rl.rlim_max;
+                (void) setrlimit(RLIMIT_NOFILE, &rl);
+        }
 
         r = cgroup_layout_discover(&m->layout);
         if (r < 0)

@@ -92,10 +92,31 @@ static void on_drain(struct varlink_connection *c, void *data) {
 }
 
 void subscription_scope_changed(struct scope *s) {
+        /* One event text per "previous level": most subscribers share it, so encode it once, not once per
+         * subscriber (10,000 subscribers of one scope is a case we measure). */
+        struct json_object *cached[_LEVEL_MAX] = {};
+        const char *text[_LEVEL_MAX] = {};
+        size_t len[_LEVEL_MAX] = {};
+
         for (struct watch *w = s->watches, *next; w; w = next) {
                 next = w->scope_next;
-                watch_changed(w);
+                if (!watch_wants(w) || w->pending || w->coalesced > 0 || w->last_sent >= _LEVEL_MAX ||
+                    varlink_connection_queued(w->sub->conn) >= SUBSCRIPTION_QUEUE_LIMIT) {
+                        watch_changed(w);
+                        continue;
+                }
+                enum level prev = w->last_sent;
+                if (!text[prev]) {
+                        cached[prev] = json_object_new_object();
+                        json_object_object_add(cached[prev], "event", protocol_level_change(s, prev, 0));
+                        text[prev] = json_object_to_json_string_length(
+                                cached[prev], JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len[prev]);
+                }
+                w->last_sent = s->level.level;
+                (void) varlink_notify_serialized(w->sub->conn, text[prev], len[prev]);
         }
+        for (int l = 0; l < _LEVEL_MAX; l++)
+                json_object_put(cached[l]);
 }
 
 void subscription_scope_gone(struct scope *s) {

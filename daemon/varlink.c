@@ -35,6 +35,7 @@ struct varlink_connection {
 
         bool eof;  /* the peer shut down its side */
         bool dead; /* to be freed from the event loop */
+        uint32_t events; /* as registered */
 };
 
 struct varlink_server {
@@ -55,6 +56,11 @@ struct varlink_server {
 
 static void connection_free(struct varlink_connection *c);
 static void connection_update_events(struct varlink_connection *c);
+static void connection_set_events(struct varlink_connection *c, bool rearm);
+
+static bool connection_wants_input(const struct varlink_connection *c) {
+        return !c->dead && !c->in_call && !c->eof && frame_writer_queued(&c->out) < OUTPUT_HIGH_WATER;
+}
 
 static const char service_interface[] =
         "# The Varlink service interface\n"
@@ -110,6 +116,43 @@ static int connection_send(struct varlink_connection *c, struct json_object *msg
         return 0;
 }
 
+static int connection_flush_now(struct varlink_connection *c) {
+        int r = frame_writer_flush(&c->out, c->fd);
+        if (r < 0 && r != -EAGAIN) {
+                log_debug_errno(r, "Connection of pid %d: write failed: %m", (int) c->peer.pid);
+                connection_kill(c);
+                return r;
+        }
+        connection_update_events(c);
+        return 0;
+}
+
+int varlink_notify_serialized(struct varlink_connection *c, const char *params, size_t len) {
+        static const char head[] = "{\"parameters\":", tail[] = ",\"continues\":true}";
+        char stack[4096];
+
+        if (c->dead)
+                return -ECONNRESET;
+        if (!c->in_call || !(c->call_flags & VARLINK_CALL_MORE))
+                return -EPROTO;
+
+        size_t total = sizeof(head) - 1 + len + sizeof(tail) - 1;
+        char *msg = total <= sizeof(stack) ? stack : malloc(total);
+        if (!msg)
+                return -ENOMEM;
+        memcpy(msg, head, sizeof(head) - 1);
+        memcpy(msg + sizeof(head) - 1, params, len);
+        memcpy(msg + sizeof(head) - 1 + len, tail, sizeof(tail) - 1);
+        int r = frame_writer_put(&c->out, msg, total);
+        if (msg != stack)
+                free(msg);
+        if (r < 0) {
+                connection_kill(c);
+                return r;
+        }
+        return connection_flush_now(c);
+}
+
 static void call_end(struct varlink_connection *c) {
         void *data = c->call_data;
         void (*free_fn)(void *) = c->call_data_free;
@@ -122,10 +165,10 @@ static void call_end(struct varlink_connection *c) {
         if (free_fn)
                 free_fn(data);
 
-        /* Calls may be waiting in the input buffer. */
+        /* Calls may be waiting in the input buffer, or still in the socket. */
         if (!c->dead)
                 (void) sd_event_source_set_enabled(c->defer_source, SD_EVENT_ONESHOT);
-        connection_update_events(c);
+        connection_set_events(c, true);
 }
 
 static int send_reply(struct varlink_connection *c, const char *error, struct json_object *params, bool continues) {
@@ -409,16 +452,27 @@ static int process_input(struct varlink_connection *c) {
 
 /* ---- connection plumbing ---- */
 
-static void connection_update_events(struct varlink_connection *c) {
-        uint32_t ev = 0;
+/* Edge-triggered: sd-event dispatches one source per loop iteration, and with level-triggered sockets
+ * every iteration would re-poll every connection that has data waiting (O(n) per event with n busy
+ * clients). So each wake-up reads until EAGAIN, and whenever the connection is ready for more input
+ * again the registration is renewed, which makes the kernel report data that is already there. */
+static void connection_set_events(struct varlink_connection *c, bool rearm) {
+        uint32_t ev = EPOLLET;
 
         if (c->dead || !c->io_source)
                 return;
-        if (!c->in_call && !c->eof && frame_writer_queued(&c->out) < OUTPUT_HIGH_WATER)
+        if (connection_wants_input(c))
                 ev |= EPOLLIN;
         if (frame_writer_queued(&c->out) > 0)
                 ev |= EPOLLOUT;
+        if (ev == c->events && !rearm)
+                return;
+        c->events = ev;
         (void) sd_event_source_set_io_events(c->io_source, ev);
+}
+
+static void connection_update_events(struct varlink_connection *c) {
+        connection_set_events(c, false);
 }
 
 static int on_connection_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
@@ -439,20 +493,29 @@ static int on_connection_io(sd_event_source *s, int fd, uint32_t revents, void *
                         goto kill;
         }
 
-        if (revents & EPOLLIN) {
-                ssize_t n = frame_reader_read_fd(&c->in, c->fd);
-                if (n == 0) {
-                        /* Answer what was asked, then close. A pending streaming call ends here. */
-                        c->eof = true;
-                } else if (n < 0 && n != -EAGAIN)
-                        goto kill;
-                r = process_input(c);
-                if (r < 0)
-                        goto kill;
+        if (revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+                /* Everything there is, as long as calls may be processed; what stays in the socket is
+                 * reported again when the registration is renewed. */
+                while (connection_wants_input(c)) {
+                        ssize_t n = frame_reader_read_fd(&c->in, c->fd);
+                        if (n == -EAGAIN)
+                                break;
+                        if (n == 0)
+                                c->eof = true; /* answer what was asked, then close */
+                        else if (n < 0)
+                                goto kill;
+                        r = process_input(c);
+                        if (r < 0)
+                                goto kill;
+                        if (c->eof)
+                                break;
+                }
                 if (c->eof && (c->in_call || frame_writer_queued(&c->out) == 0))
                         goto kill;
-        } else if (revents & (EPOLLHUP | EPOLLERR))
-                goto kill;
+                /* Hung up in both directions (or broken): nobody is left to answer. */
+                if (revents & (EPOLLHUP | EPOLLERR))
+                        goto kill;
+        }
 
         if (c->dead)
                 goto kill;
@@ -529,7 +592,8 @@ static int connection_new(struct varlink_server *s, int fd) {
         s->connections = c;
         s->n_connections++;
 
-        r = sd_event_add_io(s->event, &c->io_source, fd, EPOLLIN, on_connection_io, c);
+        c->events = EPOLLIN | EPOLLET;
+        r = sd_event_add_io(s->event, &c->io_source, fd, c->events, on_connection_io, c);
         if (r >= 0)
                 r = sd_event_add_defer(s->event, &c->defer_source, on_connection_defer, c);
         if (r >= 0)

@@ -71,6 +71,9 @@ size_t varlink_server_n_connections(const struct varlink_server *s);
 int varlink_reply(struct varlink_connection *c, struct json_object *params);
 int varlink_notify(struct varlink_connection *c, struct json_object *params);
 int varlink_error(struct varlink_connection *c, const char *error, struct json_object *params);
+/* varlink_notify() with the parameters already serialized (JSON object text): for sending one event to
+ * many subscribers without encoding it for each. */
+int varlink_notify_serialized(struct varlink_connection *c, const char *params, size_t len);
 int varlink_error_invalid_parameter(struct varlink_connection *c, const char *parameter);
 
 /* Per-call state owned by the connection: freed when the call is answered or the connection goes away. */

@@ -1,0 +1,604 @@
+/* SPDX-License-Identifier: MIT */
+/* pressured-bench: what the daemon costs and how fast it answers, each scenario against a baseline
+ * measured in the same run.
+ *
+ *   latency    real pressure in a cgroup; the benchmark holds its own PSI trigger on the same cgroup with
+ *              the same threshold (what an application gets on its own): the delay the daemon adds
+ *              between that POLLPRI and a subscriber's receipt of the event
+ *   fanout     1, 100, 1000, 10000 subscribers of one scope: time until the last has the event, the
+ *              daemon's CPU time for it, against one subscriber
+ *   rounds     1, 100, 1000 clients with 4 shrinkers each: one full count+scan round, against the same
+ *              callbacks called in-process
+ *   footprint  RSS, CPU and wake-ups idle for 60 s and with 1000 clients connected
+ *
+ * Usage: pressured-bench [SCENARIO...] (as root; run from the build's tests/ directory by bench/run). */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pressure-gen.h"
+#include "psi.h"
+#include "test-util.h"
+
+static uint64_t now_us(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
+        return x < y ? -1 : x > y;
+}
+
+static uint64_t percentile(uint64_t *v, size_t n, double p) {
+        if (n == 0)
+                return 0;
+        qsort(v, n, sizeof(*v), cmp_u64);
+        size_t i = (size_t) (p * (double) (n - 1) + 0.5);
+        return v[i];
+}
+
+/* ---- a peer: a nonblocking unix connection with a read buffer ---- */
+
+struct peer {
+        int fd;
+        char *buf;
+        size_t len, cap;
+        char token[64];
+        int answer_fd;
+};
+
+static int peer_connect(struct peer *p, const char *path) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        memset(p, 0, sizeof(*p));
+        p->fd = p->answer_fd = -1;
+        if (strlen(path) >= sizeof(sa.sun_path))
+                return -ENAMETOOLONG;
+        memcpy(sa.sun_path, path, strlen(path) + 1);
+        p->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (p->fd < 0 || connect(p->fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
+                return -errno;
+        return 0;
+}
+
+static void peer_close(struct peer *p) {
+        if (p->fd >= 0)
+                close(p->fd);
+        if (p->answer_fd >= 0)
+                close(p->answer_fd);
+        free(p->buf);
+        p->fd = p->answer_fd = -1;
+        p->buf = NULL;
+}
+
+static int send_all(int fd, const char *text) {
+        size_t len = strlen(text) + 1; /* with the NUL */
+        while (len > 0) {
+                ssize_t n = send(fd, text, len, MSG_NOSIGNAL);
+                if (n < 0) {
+                        if (errno == EINTR || errno == EAGAIN) {
+                                struct pollfd w = { .fd = fd, .events = POLLOUT };
+                                poll(&w, 1, 1000);
+                                continue;
+                        }
+                        return -errno;
+                }
+                text += n;
+                len -= (size_t) n;
+        }
+        return 0;
+}
+
+/* Read what is there; returns <0 on close. */
+static int peer_fill(struct peer *p) {
+        if (p->cap - p->len < 65536) {
+                p->cap = p->cap ? p->cap * 2 : 131072;
+                p->buf = realloc(p->buf, p->cap);
+        }
+        ssize_t n = recv(p->fd, p->buf + p->len, p->cap - p->len, MSG_DONTWAIT);
+        if (n == 0)
+                return -ECONNRESET;
+        if (n < 0)
+                return errno == EAGAIN ? 0 : -errno;
+        p->len += (size_t) n;
+        return 1;
+}
+
+/* Next whole message (parsed), or NULL. */
+static struct json_object *peer_next(struct peer *p) {
+        char *nul = p->len ? memchr(p->buf, 0, p->len) : NULL;
+        if (!nul)
+                return NULL;
+        struct json_object *o = json_tokener_parse(p->buf);
+        size_t used = (size_t) (nul - p->buf) + 1;
+        memmove(p->buf, p->buf + used, p->len - used);
+        p->len -= used;
+        return o;
+}
+
+static struct json_object *jget(struct json_object *o, const char *k) {
+        struct json_object *v;
+        return o && json_object_object_get_ex(o, k, &v) ? v : NULL;
+}
+
+/* Blocking: one message within timeout. */
+static struct json_object *peer_wait(struct peer *p, int timeout_ms) {
+        uint64_t end = now_us() + (uint64_t) timeout_ms * 1000;
+        for (;;) {
+                struct json_object *o = peer_next(p);
+                if (o)
+                        return o;
+                uint64_t t = now_us();
+                if (t >= end)
+                        return NULL;
+                struct pollfd pf = { .fd = p->fd, .events = POLLIN };
+                if (poll(&pf, 1, (int) ((end - t) / 1000) + 1) > 0 && peer_fill(p) < 0)
+                        return NULL;
+        }
+}
+
+/* ---- the daemon ---- */
+
+static struct test_daemon daemon_;
+
+static int daemon_up(const char *const *args) {
+        setenv("PRESSURED_TEST_NO_LOG", "1", 1);
+        return test_daemon_start(&daemon_, args);
+}
+
+static void proc_stat(pid_t pid, uint64_t *cpu_ms, uint64_t *rss_kb, uint64_t *vctx) {
+        char path[64], buf[4096];
+        *cpu_ms = *rss_kb = *vctx = 0;
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
+        FILE *f = fopen(path, "re");
+        if (f) {
+                size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+                buf[n] = 0;
+                fclose(f);
+                const char *p = strrchr(buf, ')');
+                unsigned long long ut = 0, st = 0;
+                if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) == 2)
+                        *cpu_ms = (ut + st) * 1000 / (uint64_t) sysconf(_SC_CLK_TCK);
+        }
+        snprintf(path, sizeof(path), "/proc/%d/status", (int) pid);
+        f = fopen(path, "re");
+        while (f && fgets(buf, sizeof(buf), f)) {
+                unsigned long long v;
+                if (sscanf(buf, "VmRSS: %llu", &v) == 1)
+                        *rss_kb = v;
+                if (sscanf(buf, "voluntary_ctxt_switches: %llu", &v) == 1)
+                        *vctx = v;
+        }
+        if (f)
+                fclose(f);
+}
+
+/* ---- fan-out ---- */
+
+static char root[128];
+
+static int set_node1_free(unsigned long pages) {
+        char cmd[1024];
+        snprintf(cmd, sizeof(cmd),
+                 "awk -v free=%lu '/^Node 1, zone +Normal/{n1=1} /^Node 1, zone +Movable/{n1=0} "
+                 "n1 && $1==\"pages\" && $2==\"free\" {print \"  pages free     \" free; next} {print}' "
+                 "%s/proc/zoneinfo.in > %s/proc/zoneinfo.tmp && mv %s/proc/zoneinfo.tmp %s/proc/zoneinfo",
+                 pages, root, root, root, root);
+        return system(cmd) == 0 ? 0 : -EIO;
+}
+
+static void scenario_fanout(void) {
+        static const int counts[] = { 1, 100, 1000, 10000 };
+        char cmd[600];
+        snprintf(root, sizeof(root), "/tmp/pressured-bench-XXXXXX");
+        if (!mkdtemp(root))
+                return;
+        snprintf(cmd, sizeof(cmd), "cp -r %s/. %s/ && cp %s/proc/zoneinfo %s/proc/zoneinfo.in",
+                 test_fixture("sysfs-2node"), root, root, root);
+        if (system(cmd) != 0 || set_node1_free(100000) < 0)
+                return;
+        const char *const args[] = { "--sysfs-root", root, "--hold", "0", "--sample-interval", "20ms",
+                                     "--node-interval", "20ms", "--quiet", NULL };
+        if (daemon_up(args) < 0) {
+                fprintf(stderr, "fanout: cannot start the daemon\n");
+                return;
+        }
+
+        printf("== fan-out: one level change of node 1 to N subscribers (5 changes each, medians) ==\n");
+        printf("%8s %14s %14s %16s %12s\n", "subs", "first (us)", "last (us)", "daemon cpu ms", "vs 1 sub");
+        double base_last = 0;
+        unsigned long level_free[2] = { 3000, 100000 }; /* low, ok */
+        int change = 0; /* alternates across all rows, so that every set_node1_free() is a change */
+        for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++) {
+                int n = counts[ci];
+                struct peer *subs = calloc((size_t) n, sizeof(*subs));
+                int ep = epoll_create1(EPOLL_CLOEXEC);
+                int ok = 1;
+                for (int i = 0; i < n && ok; i++) {
+                        if (peer_connect(&subs[i], daemon_.socket) < 0 ||
+                            send_all(subs[i].fd, "{\"method\":\"io.pressured.Subscribe\",\"parameters\":{\"scopes\":[{\"type\":\"node\",\"node\":1}]},\"more\":true}") < 0)
+                                ok = 0;
+                        struct epoll_event ev = { .events = EPOLLIN, .data.u32 = (uint32_t) i };
+                        epoll_ctl(ep, EPOLL_CTL_ADD, subs[i].fd, &ev);
+                }
+                for (int i = 0; i < n && ok; i++) {
+                        struct json_object *o = peer_wait(&subs[i], 10000);
+                        if (!o)
+                                ok = 0;
+                        json_object_put(o);
+                }
+                if (!ok) {
+                        printf("%8d  could not set up the subscribers\n", n);
+                        break;
+                }
+
+                uint64_t firsts[5], lasts[5], cpus[5];
+                for (int rep = 0; rep < 5; rep++) {
+                        uint64_t cpu0, cpu1, rss, vctx;
+                        proc_stat(daemon_.pid, &cpu0, &rss, &vctx);
+                        set_node1_free(level_free[change++ % 2]);
+                        int got = 0;
+                        uint64_t ts = 0, first = 0, last = 0;
+                        uint64_t end = now_us() + 10000000;
+                        while (got < n && now_us() < end) {
+                                struct epoll_event evs[256];
+                                int k = epoll_wait(ep, evs, 256, 1000);
+                                uint64_t t = now_us();
+                                for (int e = 0; e < k; e++) {
+                                        /* Cheap on purpose: this process shares the machine with the daemon.
+                                         * Count whole messages; decode only the first one for its timestamp. */
+                                        struct peer *p = &subs[evs[e].data.u32];
+                                        char buf[8192];
+                                        ssize_t r = recv(p->fd, buf, sizeof(buf), MSG_DONTWAIT);
+                                        for (ssize_t i = 0; i < r; i++)
+                                                if (buf[i] == 0) {
+                                                        if (!first) {
+                                                                first = t;
+                                                                const char *tsp = strstr(buf, "\"timestamp\":");
+                                                                if (tsp)
+                                                                        ts = strtoull(tsp + 12, NULL, 10);
+                                                        }
+                                                        last = t;
+                                                        got++;
+                                                }
+                                }
+                        }
+                        proc_stat(daemon_.pid, &cpu1, &rss, &vctx);
+                        firsts[rep] = first > ts ? first - ts : 0;
+                        lasts[rep] = last > ts ? last - ts : 0;
+                        cpus[rep] = cpu1 - cpu0;
+                        if (got < n)
+                                printf("  (only %d of %d got change %d)\n", got, n, rep);
+                }
+                uint64_t f = percentile(firsts, 5, 0.5), l = percentile(lasts, 5, 0.5), c = percentile(cpus, 5, 0.5);
+                if (ci == 0)
+                        base_last = (double) l;
+                printf("%8d %14llu %14llu %16llu %11.1fx\n", n, (unsigned long long) f, (unsigned long long) l,
+                       (unsigned long long) c, base_last > 0 ? (double) l / base_last : 0);
+                for (int i = 0; i < n; i++)
+                        peer_close(&subs[i]);
+                close(ep);
+                free(subs);
+        }
+        printf("(times from the daemon's event timestamp, taken when it starts handling the change, to receipt; "
+               "daemon cpu in clock ticks of 10 ms)\n\n");
+        test_daemon_stop(&daemon_);
+        snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
+        (void) system(cmd);
+}
+
+/* ---- reclaim rounds ---- */
+
+#define SHRINKERS_PER_CLIENT 4
+#define OBJECTS 256
+
+static volatile uint64_t sink;
+
+static uint64_t cb_count(void) {
+        sink++;
+        return OBJECTS;
+}
+
+static uint64_t cb_scan(uint64_t nr) {
+        sink += nr;
+        return nr;
+}
+
+static void scenario_rounds(void) {
+        static const int counts[] = { 1, 100, 1000 };
+        const char *const args[] = { "--config", "/dev/null", "--quiet", NULL };
+        if (daemon_up(args) < 0) {
+                fprintf(stderr, "rounds: cannot start the daemon\n");
+                return;
+        }
+        printf("== reclaim rounds: N clients x %d shrinkers of %d objects, one Shrink (count, then scan all) ==\n",
+               SHRINKERS_PER_CLIENT, OBJECTS);
+        printf("%8s %10s %12s %14s %14s %16s %12s\n", "clients", "requests", "round (ms)", "requests/s",
+               "daemon cpu ms", "in-process (us)", "ratio");
+        for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++) {
+                int n = counts[ci];
+                struct peer *cl = calloc((size_t) n, sizeof(*cl));
+                int ep = epoll_create1(EPOLL_CLOEXEC), ok = 1;
+                char serve[1024];
+                snprintf(serve, sizeof(serve), "{\"method\":\"io.pressured.Serve\",\"parameters\":{\"shrinkers\":["
+                                               "{\"name\":\"a\"},{\"name\":\"b\"},{\"name\":\"c\"},{\"name\":\"d\"}]},\"more\":true}");
+                for (int i = 0; i < n && ok; i++) {
+                        struct peer ans;
+                        if (peer_connect(&cl[i], daemon_.socket) < 0 || send_all(cl[i].fd, serve) < 0 ||
+                            peer_connect(&ans, daemon_.socket) < 0) {
+                                ok = 0;
+                                break;
+                        }
+                        cl[i].answer_fd = ans.fd;
+                        struct json_object *o = peer_wait(&cl[i], 10000);
+                        const char *tok = json_object_get_string(jget(jget(jget(o, "parameters"), "registered"), "token"));
+                        if (!tok)
+                                ok = 0;
+                        else
+                                snprintf(cl[i].token, sizeof(cl[i].token), "%s", tok);
+                        json_object_put(o);
+                        struct epoll_event ev = { .events = EPOLLIN, .data.u32 = (uint32_t) i };
+                        epoll_ctl(ep, EPOLL_CTL_ADD, cl[i].fd, &ev);
+                }
+                struct peer ctl;
+                if (!ok || peer_connect(&ctl, daemon_.socket) < 0) {
+                        printf("%8d  could not set up the clients\n", n);
+                        break;
+                }
+                struct epoll_event cev = { .events = EPOLLIN, .data.u32 = UINT32_MAX };
+                epoll_ctl(ep, EPOLL_CTL_ADD, ctl.fd, &cev);
+
+                uint64_t cpu0, cpu1, rss, vctx;
+                proc_stat(daemon_.pid, &cpu0, &rss, &vctx);
+                uint64_t t0 = now_us(), requests = 0;
+                send_all(ctl.fd, "{\"method\":\"io.pressured.Shrink\"}");
+                int done = 0;
+                while (!done && now_us() - t0 < 60000000) {
+                        struct epoll_event evs[256];
+                        int k = epoll_wait(ep, evs, 256, 1000);
+                        for (int e = 0; e < k; e++) {
+                                if (evs[e].data.u32 == UINT32_MAX) {
+                                        peer_fill(&ctl);
+                                        struct json_object *o = peer_next(&ctl);
+                                        if (o) {
+                                                done = 1;
+                                                json_object_put(o);
+                                        }
+                                        continue;
+                                }
+                                struct peer *p = &cl[evs[e].data.u32];
+                                peer_fill(p);
+                                struct json_object *o;
+                                while ((o = peer_next(p))) {
+                                        struct json_object *r = jget(jget(o, "parameters"), "request");
+                                        if (r) {
+                                                char a[256];
+                                                const char *op = json_object_get_string(jget(r, "op"));
+                                                int64_t id = json_object_get_int64(jget(r, "id"));
+                                                if (op && strcmp(op, "count") == 0)
+                                                        snprintf(a, sizeof(a), "{\"method\":\"io.pressured.Answer\",\"parameters\":{\"token\":\"%s\",\"request\":%lld,\"count\":%llu},\"oneway\":true}",
+                                                                 p->token, (long long) id, (unsigned long long) cb_count());
+                                                else
+                                                        snprintf(a, sizeof(a), "{\"method\":\"io.pressured.Answer\",\"parameters\":{\"token\":\"%s\",\"request\":%lld,\"freed\":%llu},\"oneway\":true}",
+                                                                 p->token, (long long) id,
+                                                                 (unsigned long long) cb_scan((uint64_t) json_object_get_int64(jget(r, "nr_to_scan"))));
+                                                send_all(p->answer_fd, a);
+                                                requests++;
+                                        }
+                                        json_object_put(o);
+                                }
+                        }
+                }
+                uint64_t dt = now_us() - t0;
+                proc_stat(daemon_.pid, &cpu1, &rss, &vctx);
+
+                /* The floor: the same callbacks, called in-process, with the same batching. */
+                uint64_t f0 = now_us();
+                for (int i = 0; i < n * SHRINKERS_PER_CLIENT; i++) {
+                        uint64_t left = cb_count();
+                        while (left > 0) {
+                                uint64_t nr = left < 128 ? left : 128;
+                                left -= cb_scan(nr);
+                        }
+                }
+                uint64_t floor_us = now_us() - f0;
+                printf("%8d %10llu %12.2f %14.0f %14llu %16llu %11.0fx%s\n", n, (unsigned long long) requests,
+                       (double) dt / 1000, (double) requests * 1e6 / (double) dt, (unsigned long long) (cpu1 - cpu0),
+                       (unsigned long long) floor_us,
+                       (double) dt / (double) (floor_us ? floor_us : 1), done ? "" : " (timed out)");
+                peer_close(&ctl);
+                for (int i = 0; i < n; i++)
+                        peer_close(&cl[i]);
+                close(ep);
+                free(cl);
+        }
+        printf("\n");
+        test_daemon_stop(&daemon_);
+}
+
+/* ---- footprint ---- */
+
+static void scenario_footprint(void) {
+        const char *const args[] = { "--config", "/dev/null", "--quiet", NULL };
+        if (daemon_up(args) < 0) {
+                fprintf(stderr, "footprint: cannot start the daemon\n");
+                return;
+        }
+        uint64_t cpu0, rss0, v0, cpu1, rss1, v1;
+        printf("== footprint (default configuration) ==\n");
+        proc_stat(daemon_.pid, &cpu0, &rss0, &v0);
+        /* Idle: wait a minute without a word to the daemon. */
+        struct pollfd none = { .fd = -1 };
+        poll(&none, 0, 60000);
+        proc_stat(daemon_.pid, &cpu1, &rss1, &v1);
+        printf("idle 60 s:            RSS %llu KiB, CPU %llu ms, %llu voluntary wake-ups (%.1f per minute)\n",
+               (unsigned long long) rss1, (unsigned long long) (cpu1 - cpu0), (unsigned long long) (v1 - v0),
+               (double) (v1 - v0));
+
+        enum { N = 1000 };
+        static struct peer subs[N];
+        int ok = 0;
+        for (int i = 0; i < N; i++) {
+                if (peer_connect(&subs[i], daemon_.socket) < 0)
+                        break;
+                send_all(subs[i].fd, "{\"method\":\"io.pressured.Subscribe\",\"more\":true}");
+                ok++;
+        }
+        for (int i = 0; i < ok; i++)
+                json_object_put(peer_wait(&subs[i], 5000));
+        proc_stat(daemon_.pid, &cpu0, &rss0, &v0);
+        printf("with %d subscribers: RSS %llu KiB (%.1fx idle)\n", ok, (unsigned long long) rss0,
+               (double) rss0 / (double) (rss1 ? rss1 : 1));
+        for (int i = 0; i < ok; i++)
+                peer_close(&subs[i]);
+        printf("\n");
+        test_daemon_stop(&daemon_);
+}
+
+/* ---- latency ---- */
+
+static void scenario_latency(void) {
+        struct pressure_gen g;
+        char cwd[400], path[700];
+        enum { CYCLES = 12 };
+
+        if (!getcwd(cwd, sizeof(cwd)) || pressure_gen_create(&g, cwd, 16u << 20) < 0) {
+                fprintf(stderr, "latency: cannot create the cgroup\n");
+                return;
+        }
+        /* The baseline: our own trigger, same file, same threshold as the daemon's low level. */
+        struct psi_trigger want = { PSI_SOME, 100000, 2000000 }, used;
+        bool unpriv = false;
+        snprintf(path, sizeof(path), "%s/memory.pressure", g.v2_dir);
+        int tfd = psi_trigger_open(path, &want, &unpriv, &used);
+        const char *const args[] = { "--config", "/dev/null", "--hold", "0", "--sample-interval", "100ms", "--quiet",
+                                     NULL };
+        if (tfd < 0 || daemon_up(args) < 0) {
+                fprintf(stderr, "latency: cannot set up\n");
+                pressure_gen_destroy(&g);
+                return;
+        }
+        struct peer sub;
+        char msg[512];
+        snprintf(msg, sizeof(msg), "{\"method\":\"io.pressured.Subscribe\",\"parameters\":{\"scopes\":[{\"type\":\"cgroup\",\"cgroup\":\"%s\"}]},\"more\":true}", g.cgroup);
+        if (peer_connect(&sub, daemon_.socket) < 0 || send_all(sub.fd, msg) < 0) {
+                pressure_gen_destroy(&g);
+                return;
+        }
+        json_object_put(peer_wait(&sub, 5000));
+
+        uint64_t added[CYCLES], wake[CYCLES];
+        size_t n = 0;
+        for (int cycle = 0; cycle < CYCLES; cycle++) {
+                pressure_gen_start(&g);
+                /* Our trigger fires, then the daemon's event arrives. */
+                uint64_t t_trigger = 0, t_event = 0, ts = 0;
+                uint64_t end = now_us() + 30000000;
+                while ((!t_trigger || !t_event) && now_us() < end) {
+                        struct pollfd pf[2] = { { .fd = tfd, .events = POLLPRI }, { .fd = sub.fd, .events = POLLIN } };
+                        if (poll(pf, 2, 1000) <= 0)
+                                continue;
+                        uint64_t t = now_us();
+                        if ((pf[0].revents & POLLPRI) && !t_trigger)
+                                t_trigger = t;
+                        if (pf[1].revents & POLLIN) {
+                                peer_fill(&sub);
+                                struct json_object *o;
+                                while ((o = peer_next(&sub))) {
+                                        struct json_object *ev = jget(jget(o, "parameters"), "event");
+                                        const char *lvl = json_object_get_string(jget(ev, "level"));
+                                        if (ev && lvl && strcmp(lvl, "ok") != 0 && !t_event) {
+                                                t_event = t;
+                                                ts = (uint64_t) json_object_get_int64(jget(ev, "timestamp"));
+                                        }
+                                        json_object_put(o);
+                                }
+                        }
+                }
+                pressure_gen_stop(&g);
+                if (t_trigger && t_event && t_event >= t_trigger) {
+                        added[n] = t_event - t_trigger;
+                        wake[n] = ts > t_trigger ? ts - t_trigger : 0;
+                        n++;
+                }
+                /* Wait for ok before the next cycle; drain our trigger. */
+                end = now_us() + 30000000;
+                bool back = false;
+                while (!back && now_us() < end) {
+                        struct pollfd pf[2] = { { .fd = tfd, .events = POLLPRI }, { .fd = sub.fd, .events = POLLIN } };
+                        if (poll(pf, 2, 1000) <= 0)
+                                continue;
+                        if (pf[1].revents & POLLIN) {
+                                peer_fill(&sub);
+                                struct json_object *o;
+                                while ((o = peer_next(&sub))) {
+                                        const char *lvl = json_object_get_string(jget(jget(jget(o, "parameters"), "event"), "level"));
+                                        if (lvl && strcmp(lvl, "ok") == 0)
+                                                back = true;
+                                        json_object_put(o);
+                                }
+                        }
+                }
+        }
+        printf("== event latency: real pressure in a cgroup, %zu of %d cycles measured ==\n", n, CYCLES);
+        printf("baseline: the benchmark's own trigger on the same cgroup (%s %llu ms per %llu ms window)\n",
+               psi_kind_to_string(used.kind), (unsigned long long) used.stall_usec / 1000,
+               (unsigned long long) used.window_usec / 1000);
+        uint64_t w50 = percentile(wake, n, 0.5), w99 = percentile(wake, n, 0.99);
+        uint64_t a50 = percentile(added, n, 0.5), a99 = percentile(added, n, 0.99);
+        printf("%-48s %10s %10s\n", "", "p50 (us)", "p99 (us)");
+        printf("%-48s %10llu %10llu\n", "daemon handles the change after our POLLPRI", (unsigned long long) w50,
+               (unsigned long long) w99);
+        printf("%-48s %10llu %10llu\n", "subscriber has the event after our POLLPRI", (unsigned long long) a50,
+               (unsigned long long) a99);
+        printf("\n");
+        peer_close(&sub);
+        close(tfd);
+        test_daemon_stop(&daemon_);
+        pressure_gen_destroy(&g);
+}
+
+int main(int argc, char *argv[]) {
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+                rl.rlim_cur = rl.rlim_max;
+                setrlimit(RLIMIT_NOFILE, &rl);
+        }
+        signal(SIGPIPE, SIG_IGN);
+        if (geteuid() != 0) {
+                fprintf(stderr, "pressured-bench: run as root (cgroups, PSI triggers on cgroup files)\n");
+                return 2;
+        }
+        bool all = argc < 2;
+        for (int i = 1; i <= argc; i++) {
+                const char *s = i < argc ? argv[i] : NULL;
+                if (!all && !s)
+                        break;
+                if (all || strcmp(s, "latency") == 0)
+                        scenario_latency();
+                if (all || strcmp(s, "fanout") == 0)
+                        scenario_fanout();
+                if (all || strcmp(s, "rounds") == 0)
+                        scenario_rounds();
+                if (all || strcmp(s, "footprint") == 0)
+                        scenario_footprint();
+                if (all)
+                        break;
+        }
+        return 0;
+}
