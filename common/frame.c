@@ -89,6 +89,11 @@ size_t frame_reader_pending(const struct frame_reader *r) {
         return r->len - r->start;
 }
 
+void frame_reader_trim(struct frame_reader *r) {
+        if (r->len == r->start)
+                frame_reader_done(r);
+}
+
 void frame_writer_init(struct frame_writer *w) {
         *w = (struct frame_writer){};
 }
@@ -136,6 +141,7 @@ int frame_writer_flush(struct frame_writer *w, int fd) {
                 }
                 w->start += (size_t) n;
         }
-        w->start = w->len = 0;
+        /* Idle connections are most connections: keep no buffer while there is nothing to send. */
+        frame_writer_done(w);
         return 0;
 }

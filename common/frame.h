@@ -37,6 +37,9 @@ int frame_reader_next(struct frame_reader *r, const char **ret, size_t *ret_len)
 /* Bytes buffered that do not yet form a message. */
 size_t frame_reader_pending(const struct frame_reader *r);
 
+/* Give the buffer back when nothing is pending (idle connections then cost no buffer). */
+void frame_reader_trim(struct frame_reader *r);
+
 struct frame_writer {
         char *buf;
         size_t start;

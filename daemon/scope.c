@@ -110,6 +110,8 @@ static void scope_apply(struct scope *s, enum level raw, uint64_t now) {
         scope_read_memory(s);
         scope_update_target(s);
 
+        /* Subscribers first: they are what the latency of an event is measured by; logging can wait. */
+        subscription_scope_changed(s);
         char f_level[32], f_prev[32], f_target[48];
         snprintf(f_level, sizeof(f_level), "PRESSURED_LEVEL=%s", level_to_string(s->level.level));
         snprintf(f_prev, sizeof(f_prev), "PRESSURED_PREVIOUS_LEVEL=%s", level_to_string(old));
@@ -122,7 +124,6 @@ static void scope_apply(struct scope *s, enum level raw, uint64_t now) {
         if (s->type == SCOPE_SYSTEM)
                 manager_notify_status(s->manager);
 
-        subscription_scope_changed(s);
         reclaim_scope_changed(s);
 }
 

@@ -510,6 +510,7 @@ static int on_connection_io(sd_event_source *s, int fd, uint32_t revents, void *
                         if (c->eof)
                                 break;
                 }
+                frame_reader_trim(&c->in);
                 if (c->eof && (c->in_call || frame_writer_queued(&c->out) == 0))
                         goto kill;
                 /* Hung up in both directions (or broken): nobody is left to answer. */
