@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <stdint.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -80,7 +81,16 @@ int pressure_gen_create(struct pressure_gen *g, const char *dir, uint64_t limit_
                 r = -errno;
                 goto fail;
         }
-        snprintf(path, sizeof(path), "%s/%s", g->mem_dir, l.memory_v2 ? "memory.max" : "memory.limit_in_bytes");
+        /* Anonymous mode (no disk to write back to, e.g. in a VM on a read-only root): memory.high
+         * throttles a group that keeps touching more than it may hold; v2 only. */
+        g->anon = getenv("PRESSURE_GEN_ANON") != NULL;
+        if (g->anon && !l.memory_v2) {
+                r = -EOPNOTSUPP;
+                goto fail;
+        }
+        snprintf(path, sizeof(path), "%s/%s", g->mem_dir,
+                 g->anon ? "memory.high" : l.memory_v2 ? "memory.max" : "memory.limit_in_bytes");
+        g->limit = limit_bytes;
         r = write_str(path, limit);
         if (r < 0)
                 goto fail;
@@ -110,6 +120,15 @@ static void writer(const struct pressure_gen *g) {
                         _exit(2);
         }
 
+        if (g->anon) {
+                size_t size = (size_t) g->limit * 2;
+                char *mem = malloc(size);
+                if (!mem)
+                        _exit(5);
+                for (unsigned char v = 0;; v++)
+                        for (size_t i = 0; i < size; i += 4096)
+                                mem[i] = (char) v;
+        }
         memset(buf, 0x5a, sizeof(buf));
         for (;;) {
                 int fd = open(g->file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);

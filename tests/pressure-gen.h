@@ -15,9 +15,11 @@ struct pressure_gen {
         char mem_dir[512];  /* the memory controller's directory (v1 or the same as v2_dir) */
         char file[512];     /* the file being written */
         pid_t pid;          /* the writer, 0 when stopped */
+        int anon;           /* $PRESSURE_GEN_ANON: touch anonymous memory under memory.high instead */
+        uint64_t limit;
 };
 
-/* Create the cgroup with the limit. `dir` is where the writer's file goes (a disk-backed directory). */
+/* Create the cgroup with the limit (memory.high in anonymous mode). `dir` is where the writer's file goes (a disk-backed directory). */
 int pressure_gen_create(struct pressure_gen *g, const char *dir, uint64_t limit_bytes);
 /* Start the writer inside the cgroup. */
 int pressure_gen_start(struct pressure_gen *g);
