@@ -226,6 +226,14 @@ static int scope_arm(struct scope *s) {
         s->trigger_fd = r;
         if (m->psi_unprivileged && !was_unpriv)
                 manager_note_window_adjust(m, want, &s->trigger);
+        else if (!m->psi_unprivileged && !m->window_adjust_logged) {
+                /* Say once which kind of windows the kernel takes from us. */
+                m->window_adjust_logged = true;
+                log_info("PSI triggers armed as configured: %s %llu ms per %llu ms window (the kernel accepts "
+                         "windows that are not multiples of 2 s from this process).",
+                         psi_kind_to_string(s->trigger.kind), (unsigned long long) (s->trigger.stall_usec / 1000),
+                         (unsigned long long) (s->trigger.window_usec / 1000));
+        }
 
         r = sd_event_add_io(m->event, &s->trigger_source, s->trigger_fd, EPOLLPRI, on_trigger, s);
         if (r < 0)
