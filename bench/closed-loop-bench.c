@@ -24,27 +24,15 @@
 
 static const char *build;
 
+/* The generator's spawn, with the children's chatter on stderr silenced. */
 static pid_t spawn_in(const struct pressure_gen *g, const char *const *argv, int out_fd) {
-        pid_t pid = fork();
-        if (pid != 0)
-                return pid;
-        char path[700], me[32];
-        snprintf(me, sizeof(me), "%d", (int) getpid());
-        const char *dirs[] = { g->v2_dir, g->mem_dir[0] ? g->mem_dir : NULL };
-        for (int i = 0; i < 2; i++) {
-                if (!dirs[i])
-                        continue;
-                snprintf(path, sizeof(path), "%s/cgroup.procs", dirs[i]);
-                FILE *f = fopen(path, "we");
-                if (!f || fputs(me, f) < 0 || fclose(f) != 0)
-                        _exit(3);
-        }
-        if (out_fd >= 0)
-                dup2(out_fd, STDOUT_FILENO);
-        int null = open("/dev/null", O_WRONLY);
+        int saved = dup(STDERR_FILENO), null = open("/dev/null", O_WRONLY | O_CLOEXEC);
         dup2(null, STDERR_FILENO);
-        execv(argv[0], (char *const *) argv);
-        _exit(127);
+        pid_t pid = pressure_gen_spawn(g, argv, out_fd);
+        dup2(saved, STDERR_FILENO);
+        close(saved);
+        close(null);
+        return pid;
 }
 
 static uint64_t some_total(const struct pressure_gen *g) {

@@ -92,6 +92,18 @@ static void connection_kill(struct varlink_connection *c) {
         (void) sd_event_source_set_enabled(c->defer_source, SD_EVENT_ONESHOT);
 }
 
+/* Write what is queued now; whatever the socket does not take waits for EPOLLOUT. */
+static int connection_flush_now(struct varlink_connection *c) {
+        int r = frame_writer_flush(&c->out, c->fd);
+        if (r < 0 && r != -EAGAIN) {
+                log_debug_errno(r, "Connection of pid %d: write failed: %m", (int) c->peer.pid);
+                connection_kill(c);
+                return r;
+        }
+        connection_update_events(c);
+        return 0;
+}
+
 static int connection_send(struct varlink_connection *c, struct json_object *msg) {
         size_t len;
         const char *text = json_object_to_json_string_length(msg, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
@@ -106,25 +118,7 @@ static int connection_send(struct varlink_connection *c, struct json_object *msg
                 connection_kill(c);
                 return r;
         }
-        r = frame_writer_flush(&c->out, c->fd);
-        if (r < 0 && r != -EAGAIN) {
-                log_debug_errno(r, "Connection of pid %d: write failed: %m", (int) c->peer.pid);
-                connection_kill(c);
-                return r;
-        }
-        connection_update_events(c);
-        return 0;
-}
-
-static int connection_flush_now(struct varlink_connection *c) {
-        int r = frame_writer_flush(&c->out, c->fd);
-        if (r < 0 && r != -EAGAIN) {
-                log_debug_errno(r, "Connection of pid %d: write failed: %m", (int) c->peer.pid);
-                connection_kill(c);
-                return r;
-        }
-        connection_update_events(c);
-        return 0;
+        return connection_flush_now(c);
 }
 
 int varlink_notify_serialized(struct varlink_connection *c, const char *params, size_t len) {

@@ -154,6 +154,26 @@ int pressure_gen_start(struct pressure_gen *g) {
         return 0;
 }
 
+pid_t pressure_gen_spawn(const struct pressure_gen *g, const char *const *argv, int out_fd) {
+        pid_t pid = fork();
+        if (pid != 0)
+                return pid;
+        char path[700], me[32];
+        snprintf(me, sizeof(me), "%d", (int) getpid());
+        const char *dirs[] = { g->v2_dir, g->mem_dir[0] ? g->mem_dir : NULL };
+        for (int i = 0; i < 2; i++) {
+                if (!dirs[i])
+                        continue;
+                snprintf(path, sizeof(path), "%s/cgroup.procs", dirs[i]);
+                if (write_str(path, me) < 0)
+                        _exit(3);
+        }
+        if (out_fd >= 0)
+                dup2(out_fd, STDOUT_FILENO);
+        execv(argv[0], (char *const *) argv);
+        _exit(127);
+}
+
 int pressure_gen_stop(struct pressure_gen *g) {
         int status = 0;
         if (g->pid <= 0)

@@ -25,5 +25,9 @@ int pressure_gen_create(struct pressure_gen *g, const char *dir, uint64_t limit_
 int pressure_gen_start(struct pressure_gen *g);
 /* Stop the writer (the cgroup stays). */
 int pressure_gen_stop(struct pressure_gen *g);
+/* Run argv in the cgroup (v2 group and, on hybrid systems, the v1 memory group), its stdout on out_fd
+ * (unless negative). Returns the pid. */
+pid_t pressure_gen_spawn(const struct pressure_gen *g, const char *const *argv, int out_fd);
+
 /* Stop and remove the cgroup and the file. */
 void pressure_gen_destroy(struct pressure_gen *g);

@@ -23,26 +23,6 @@
 
 static struct test_daemon daemon_;
 
-static pid_t spawn_in(const struct pressure_gen *g, const char *const *argv, int out_fd) {
-        pid_t pid = fork();
-        if (pid != 0)
-                return pid;
-        char path[700], me[32];
-        snprintf(me, sizeof(me), "%d", (int) getpid());
-        const char *dirs[] = { g->v2_dir, g->mem_dir[0] ? g->mem_dir : NULL };
-        for (int i = 0; i < 2; i++) {
-                if (!dirs[i])
-                        continue;
-                snprintf(path, sizeof(path), "%s/cgroup.procs", dirs[i]);
-                FILE *f = fopen(path, "we");
-                if (!f || fputs(me, f) < 0 || fclose(f) != 0)
-                        _exit(3);
-        }
-        if (out_fd >= 0)
-                dup2(out_fd, STDOUT_FILENO);
-        execv(argv[0], (char *const *) argv);
-        _exit(127);
-}
 
 static int make_working_set(const char *path) {
         static char buf[1 << 20];
@@ -85,7 +65,7 @@ static void test_cache_survives(void) {
         int p[2];
         CU_ASSERT_EQUAL_FATAL(pipe(p), 0);
         const char *kv_argv[] = { kvcache, "--listen", kv_sock, "--pressured", daemon_.socket, NULL };
-        pid_t kv = spawn_in(&g, kv_argv, p[1]);
+        pid_t kv = pressure_gen_spawn(&g, kv_argv, p[1]);
         close(p[1]);
         test_cleanup_pid(kv);
         FILE *kv_out = fdopen(p[0], "r");
@@ -96,7 +76,7 @@ static void test_cache_survives(void) {
         int q[2];
         CU_ASSERT_EQUAL_FATAL(pipe(q), 0);
         const char *load_argv[] = { load, kv_sock, ws, "15", "6", NULL };
-        pid_t ld = spawn_in(&g, load_argv, q[1]);
+        pid_t ld = pressure_gen_spawn(&g, load_argv, q[1]);
         close(q[1]);
         test_cleanup_pid(ld);
         int status = 0;
