@@ -156,24 +156,27 @@ static void job_run(struct shrink_job *j) {
                 job_finish(j);
 }
 
-/* Done with this job: settle deferred work, take it off the shrinker's queue, start the next one. */
-static void job_finish(struct shrink_job *j) {
+/* Take the job at the head of its shrinker's queue off it, report it to its round, free it. */
+static void job_retire(struct shrink_job *j) {
         struct shrinker *sh = j->shrinker;
 
         if (j->req)
                 request_free(sh->client, j->req);
-        if (!j->explicit_nr && !j->probe_only && j->freeable > 0)
-                sh->deferred[shrinker_node_slot(sh, j->node_index)] = shrink_plan_finish(&j->plan);
-
-        /* Jobs finish in queue order: this is the head. */
         sh->jobs_head = j->next;
         if (!sh->jobs_head)
                 sh->jobs_tail = NULL;
-
-        struct shrink_round *r = j->round;
-        round_job_done(r, j);
+        round_job_done(j->round, j);
         job_free(j);
+}
 
+/* Done with this job: settle deferred work, retire it, start the shrinker's next one. */
+static void job_finish(struct shrink_job *j) {
+        struct shrinker *sh = j->shrinker;
+
+        if (!j->explicit_nr && !j->probe_only && j->freeable > 0)
+                sh->deferred[shrinker_node_slot(sh, j->node_index)] = shrink_plan_finish(&j->plan);
+        /* Jobs finish in queue order: this is the head. */
+        job_retire(j);
         if (sh->jobs_head && !sh->jobs_head->started)
                 job_run(sh->jobs_head);
 }
@@ -601,21 +604,9 @@ void reclaim_scope_free(struct scope *s) {
 
 void reclaim_client_gone(struct shrink_client *cl) {
         /* Finish every job of every shrinker: in-flight requests are dropped, rounds get their count. */
-        for (size_t i = 0; i < cl->n_shrinkers; i++) {
-                struct shrinker *sh = cl->shrinkers[i];
-                while (sh->jobs_head) {
-                        struct shrink_job *j = sh->jobs_head;
-                        j->started = true; /* job_finish must not start the next one */
-                        if (j->req)
-                                request_free(cl, j->req);
-                        sh->jobs_head = j->next;
-                        if (!sh->jobs_head)
-                                sh->jobs_tail = NULL;
-                        struct shrink_round *r = j->round;
-                        round_job_done(r, j);
-                        job_free(j);
-                }
-        }
+        for (size_t i = 0; i < cl->n_shrinkers; i++)
+                while (cl->shrinkers[i]->jobs_head)
+                        job_retire(cl->shrinkers[i]->jobs_head);
         while (cl->requests)
                 request_free(cl, cl->requests);
 }

@@ -68,6 +68,21 @@ static int on_pidfd(sd_event_source *s, int fd, uint32_t revents, void *userdata
         return 0;
 }
 
+/* Everything a client holds; also for one that was never fully set up. */
+static void client_destroy(struct shrink_client *cl) {
+        for (size_t i = 0; i < cl->n_watched; i++)
+                manager_release_scope(cl->manager, cl->watched[i]);
+        free(cl->watched);
+        for (size_t i = 0; i < cl->n_shrinkers; i++)
+                shrinker_free(cl->shrinkers[i]);
+        free(cl->shrinkers);
+        sd_event_source_disable_unref(cl->pidfd_source);
+        if (cl->pidfd >= 0)
+                close(cl->pidfd);
+        free(cl->cgroup);
+        free(cl);
+}
+
 /* A limit on the client's cgroup or on any ancestor makes reclaim in that cgroup: watch them all, so
  * that MEMCG_AWARE shrinkers are asked whichever of them runs short. */
 static void watch_ancestors(struct shrink_client *cl) {
@@ -179,14 +194,7 @@ int shrink_client_new(struct manager *m, struct varlink_connection *c, const str
         return 0;
 
 fail:
-        for (size_t i = 0; i < cl->n_shrinkers; i++)
-                shrinker_free(cl->shrinkers[i]);
-        free(cl->shrinkers);
-        sd_event_source_disable_unref(cl->pidfd_source);
-        if (cl->pidfd >= 0)
-                close(cl->pidfd);
-        free(cl->cgroup);
-        free(cl);
+        client_destroy(cl);
         return r;
 }
 
@@ -205,17 +213,7 @@ void shrink_client_free(struct shrink_client *cl) {
                 cl->next->prev = cl->prev;
 
         log_info("pid %d unregistered %zu shrinker%s.", (int) cl->pid, cl->n_shrinkers, cl->n_shrinkers == 1 ? "" : "s");
-        for (size_t i = 0; i < cl->n_watched; i++)
-                manager_release_scope(m, cl->watched[i]);
-        free(cl->watched);
-        for (size_t i = 0; i < cl->n_shrinkers; i++)
-                shrinker_free(cl->shrinkers[i]);
-        free(cl->shrinkers);
-        sd_event_source_disable_unref(cl->pidfd_source);
-        if (cl->pidfd >= 0)
-                close(cl->pidfd);
-        free(cl->cgroup);
-        free(cl);
+        client_destroy(cl);
 }
 
 struct shrink_client *shrink_client_by_token(struct manager *m, const char *token) {
