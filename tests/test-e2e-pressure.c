@@ -25,8 +25,7 @@ static struct test_daemon daemon_;
 struct subscriber {
         pid_t pid;
         int fd; /* read end */
-        char buf[8192];
-        size_t len;
+        struct test_lines lines;
 };
 
 static void on_event(struct pressure_client *c, const struct pressure_scope *s, int initial, void *userdata) {
@@ -83,34 +82,15 @@ static int subscriber_start(struct subscriber *sub, const char *scope, const cha
         close(p[1]);
         sub->pid = pid;
         sub->fd = p[0];
-        sub->len = 0;
+        sub->lines.fd = p[0];
+        sub->lines.len = 0;
         test_cleanup_pid(pid);
         return 0;
 }
 
 /* The next line from the subscriber, waiting at most timeout_ms. */
 static int subscriber_line(struct subscriber *sub, int timeout_ms, char *line, size_t size) {
-        uint64_t deadline = test_now_ms() + (uint64_t) timeout_ms;
-        for (;;) {
-                char *nl = memchr(sub->buf, '\n', sub->len);
-                if (nl) {
-                        size_t n = (size_t) (nl - sub->buf);
-                        snprintf(line, size, "%.*s", (int) n, sub->buf);
-                        memmove(sub->buf, nl + 1, sub->len - n - 1);
-                        sub->len -= n + 1;
-                        return 0;
-                }
-                uint64_t now = test_now_ms();
-                if (now >= deadline)
-                        return -ETIMEDOUT;
-                struct pollfd p = { .fd = sub->fd, .events = POLLIN };
-                if (poll(&p, 1, (int) (deadline - now)) <= 0)
-                        continue;
-                ssize_t k = read(sub->fd, sub->buf + sub->len, sizeof(sub->buf) - sub->len - 1);
-                if (k <= 0)
-                        return -EPIPE;
-                sub->len += (size_t) k;
-        }
+        return test_lines_next(&sub->lines, timeout_ms, line, size);
 }
 
 static void subscriber_stop(struct subscriber *sub) {

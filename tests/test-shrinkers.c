@@ -26,8 +26,7 @@ static char conf_path[128];
 struct client {
         pid_t pid;
         int fd;
-        char buf[65536];
-        size_t len;
+        struct test_lines lines;
 };
 
 /* Start shrinker-client in cgroup dir (NULL: stay here), optionally as nobody, and wait for "ready". */
@@ -72,33 +71,14 @@ static int client_start(struct client *cl, const char *cgroup_dir, bool as_nobod
         close(p[1]);
         cl->pid = pid;
         cl->fd = p[0];
-        cl->len = 0;
+        cl->lines.fd = p[0];
+        cl->lines.len = 0;
         test_cleanup_pid(pid);
         return 0;
 }
 
 static int client_line(struct client *cl, int timeout_ms, char *line, size_t size) {
-        uint64_t deadline = test_now_ms() + (uint64_t) timeout_ms;
-        for (;;) {
-                char *nl = memchr(cl->buf, '\n', cl->len);
-                if (nl) {
-                        size_t n = (size_t) (nl - cl->buf);
-                        snprintf(line, size, "%.*s", (int) n, cl->buf);
-                        memmove(cl->buf, nl + 1, cl->len - n - 1);
-                        cl->len -= n + 1;
-                        return 0;
-                }
-                uint64_t now = test_now_ms();
-                if (now >= deadline || cl->len >= sizeof(cl->buf) - 1)
-                        return -ETIMEDOUT;
-                struct pollfd p = { .fd = cl->fd, .events = POLLIN };
-                if (poll(&p, 1, (int) (deadline - now)) <= 0)
-                        continue;
-                ssize_t k = read(cl->fd, cl->buf + cl->len, sizeof(cl->buf) - cl->len - 1);
-                if (k <= 0)
-                        return -EPIPE;
-                cl->len += (size_t) k;
-        }
+        return test_lines_next(&cl->lines, timeout_ms, line, size);
 }
 
 /* Wait for a line starting with prefix (others are skipped). */

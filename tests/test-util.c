@@ -360,3 +360,27 @@ int test_recv_msg(int fd, int timeout_ms, char **ret) {
                 }
         }
 }
+
+int test_lines_next(struct test_lines *l, int timeout_ms, char *line, size_t size) {
+        uint64_t deadline = test_now_ms() + (uint64_t) timeout_ms;
+        for (;;) {
+                char *nl = memchr(l->buf, '\n', l->len);
+                if (nl) {
+                        size_t n = (size_t) (nl - l->buf);
+                        snprintf(line, size, "%.*s", (int) n, l->buf);
+                        memmove(l->buf, nl + 1, l->len - n - 1);
+                        l->len -= n + 1;
+                        return 0;
+                }
+                uint64_t now = test_now_ms();
+                if (now >= deadline || l->len >= sizeof(l->buf) - 1)
+                        return -ETIMEDOUT;
+                struct pollfd p = { .fd = l->fd, .events = POLLIN };
+                if (poll(&p, 1, (int) (deadline - now)) <= 0)
+                        continue;
+                ssize_t k = read(l->fd, l->buf + l->len, sizeof(l->buf) - l->len - 1);
+                if (k <= 0)
+                        return -EPIPE;
+                l->len += (size_t) k;
+        }
+}

@@ -58,6 +58,17 @@ void test_cleanup_pid(pid_t pid);
 void test_cleanup_forget_pid(pid_t pid);
 void test_cleanup_path(const char *path, bool is_dir);
 
+/* Lines from a child's pipe, read as they come. */
+struct test_lines {
+        int fd;
+        size_t len;
+        char buf[65536];
+};
+
+/* The next line (without its newline) within timeout_ms. Returns 0, -ETIMEDOUT, or -EPIPE when the
+ * writer is gone. */
+int test_lines_next(struct test_lines *l, int timeout_ms, char *line, size_t size);
+
 /* A raw unix stream connection to a socket, blocking. */
 int test_connect(const char *path);
 /* Send bytes exactly as given. */
