@@ -107,7 +107,6 @@ static void scope_apply(struct scope *s, enum level raw, uint64_t now) {
 
         s->previous = old;
         s->changed_usec = now;
-        scope_read_memory(s);
         scope_update_target(s);
 
         /* Subscribers first: they are what the latency of an event is measured by; logging can wait. */
@@ -148,7 +147,12 @@ void scope_refresh_psi(struct scope *s) {
         }
         s->psi = st;
         s->have_psi = true;
-        scope_read_memory(s);
+}
+
+void scope_refresh(struct scope *s) {
+        scope_refresh_psi(s);
+        if (!s->gone)
+                scope_read_memory(s);
 }
 
 void scope_sample(struct scope *s, uint64_t now) {
@@ -167,6 +171,9 @@ void scope_sample(struct scope *s, uint64_t now) {
         if (raw < LEVEL_LOW && s->triggered_usec > 0 && now - s->triggered_usec <= s->trigger.window_usec)
                 raw = LEVEL_LOW;
         scope_apply(s, raw, now);
+        /* After telling subscribers, not before: a change reaches them sooner, and its reclaim target
+         * uses the memory figures of the previous sample, which differ little. */
+        scope_read_memory(s);
 
         if (!scope_is_active(s, now))
                 level_samples_reset(&s->samples); /* idle again: the next wake-up starts afresh */

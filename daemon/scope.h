@@ -73,8 +73,10 @@ bool scope_is_active(const struct scope *s, uint64_t now_usec);
 void scope_sample(struct scope *s, uint64_t now_usec);
 /* Re-evaluate a node scope from the node monitor's latest sample. */
 void scope_update_node(struct scope *s, uint64_t now_usec);
-/* Read the current PSI figures without changing the level (for a status request). */
+/* Read the current PSI figures without changing the level. */
 void scope_refresh_psi(struct scope *s);
+/* PSI and memory figures, for a status request. */
+void scope_refresh(struct scope *s);
 
 /* Arm the trigger again after the low threshold changed (configuration reload). */
 int scope_rearm(struct scope *s);

@@ -28,7 +28,7 @@ static int method_get_status(struct varlink_connection *c, struct json_object *p
                 return 0;
 
         struct json_object *p = json_object_new_object();
-        scope_refresh_psi(m->system);
+        scope_refresh(m->system);
         json_object_object_add(p, "system", protocol_scope_state(m->system));
 
         struct json_object *nodes = json_object_new_array();
@@ -38,7 +38,7 @@ static int method_get_status(struct varlink_connection *c, struct json_object *p
 
         struct json_object *cgroups = json_object_new_array();
         for (struct scope *s = m->cgroups; s; s = s->next) {
-                scope_refresh_psi(s);
+                scope_refresh(s);
                 if (!s->gone)
                         json_object_array_add(cgroups, protocol_scope_state(s));
         }
