@@ -22,11 +22,6 @@ static struct test_daemon daemon_;
 
 /* ---- a subscriber process: reports what it is told, one line per callback, on a pipe ---- */
 
-struct subscriber {
-        pid_t pid;
-        int fd; /* read end */
-        struct test_lines lines;
-};
 
 static void on_event(struct pressure_client *c, const struct pressure_scope *s, int initial, void *userdata) {
         FILE *out = userdata;
@@ -43,7 +38,7 @@ static void on_event(struct pressure_client *c, const struct pressure_scope *s, 
         fflush(out);
 }
 
-static int subscriber_start(struct subscriber *sub, const char *scope, const char *scope2) {
+static int subscriber_start(struct test_child *sub, const char *scope, const char *scope2) {
         int p[2];
         if (pipe(p) < 0)
                 return -errno;
@@ -80,29 +75,13 @@ static int subscriber_start(struct subscriber *sub, const char *scope, const cha
                 }
         }
         close(p[1]);
-        sub->pid = pid;
-        sub->fd = p[0];
-        sub->lines.fd = p[0];
-        sub->lines.len = 0;
-        test_cleanup_pid(pid);
+        test_child_adopt(sub, pid, p[0]);
         return 0;
 }
 
 /* The next line from the subscriber, waiting at most timeout_ms. */
-static int subscriber_line(struct subscriber *sub, int timeout_ms, char *line, size_t size) {
+static int subscriber_line(struct test_child *sub, int timeout_ms, char *line, size_t size) {
         return test_lines_next(&sub->lines, timeout_ms, line, size);
-}
-
-static void subscriber_stop(struct subscriber *sub) {
-        if (sub->pid > 0) {
-                kill(sub->pid, SIGKILL);
-                waitpid(sub->pid, NULL, 0);
-                test_cleanup_forget_pid(sub->pid);
-        }
-        if (sub->fd >= 0)
-                close(sub->fd);
-        sub->pid = 0;
-        sub->fd = -1;
 }
 
 /* The daemon as an administrator would run it: a configuration file that watches the test's cgroup from
@@ -132,7 +111,7 @@ static int start_daemon(const char *watched_cgroup) {
 
 static void test_cgroup_pressure_reported_and_recovers(void) {
         struct pressure_gen g;
-        struct subscriber sub = { .fd = -1 };
+        struct test_child sub = { .lines.fd = -1 };
         char line[512], want[256];
         int r;
 
@@ -193,7 +172,7 @@ static void test_cgroup_pressure_reported_and_recovers(void) {
         CU_ASSERT(back);
         CU_ASSERT(test_daemon_alive(&daemon_));
 
-        subscriber_stop(&sub);
+        test_child_stop(&sub);
         pressure_gen_destroy(&g);
         CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
 
@@ -230,7 +209,7 @@ static int make_empty_cgroup(const char *suffix, char *cgroup, size_t cgroup_siz
 }
 
 static void test_removed_cgroup_ends_subscription(void) {
-        struct subscriber sub = { .fd = -1 }, both = { .fd = -1 };
+        struct test_child sub = { .lines.fd = -1 }, both = { .lines.fd = -1 };
         char dir[600], cgroup[160], line[512], want[300];
         struct pressure_client *c;
 
@@ -267,15 +246,15 @@ static void test_removed_cgroup_ends_subscription(void) {
         CU_ASSERT_EQUAL(pressure_client_subscribe(c, scopes, PRESSURE_LEVEL_LOW, on_event, stderr), -ENOENT);
         CU_ASSERT_TRUE(test_daemon_alive(&daemon_));
 
-        subscriber_stop(&sub);
-        subscriber_stop(&both);
+        test_child_stop(&sub);
+        test_child_stop(&both);
         pressure_client_unref(c);
         CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
 }
 
 /* The trigger of a cgroup lives as long as its last subscriber. */
 static void test_cgroup_watch_is_reference_counted(void) {
-        struct subscriber a = { .fd = -1 }, b = { .fd = -1 };
+        struct test_child a = { .lines.fd = -1 }, b = { .lines.fd = -1 };
         char dir[600], cgroup[160], line[512];
         struct pressure_client *c;
 
@@ -289,10 +268,10 @@ static void test_cgroup_watch_is_reference_counted(void) {
         CU_ASSERT_EQUAL(subscriber_line(&b, 10000, line, sizeof(line)), 0);
         CU_ASSERT_TRUE(status_lists_cgroup(c, cgroup));
 
-        subscriber_stop(&a);
+        test_child_stop(&a);
         /* One subscriber left: still watched, whenever the daemon has seen the first one go. */
         CU_ASSERT_TRUE(status_lists_cgroup(c, cgroup));
-        subscriber_stop(&b);
+        test_child_stop(&b);
         /* The daemon learns of the close asynchronously: ask until it has (bounded). */
         bool gone = false;
         for (uint64_t end = test_now_ms() + 5000; !gone && test_now_ms() < end;)

@@ -23,14 +23,9 @@ static char conf_path[128];
 
 /* ---- client processes ---- */
 
-struct client {
-        pid_t pid;
-        int fd;
-        struct test_lines lines;
-};
 
 /* Start shrinker-client in cgroup dir (NULL: stay here), optionally as nobody, and wait for "ready". */
-static int client_start(struct client *cl, const char *cgroup_dir, bool as_nobody, const char *const *extra) {
+static int client_start(struct test_child *cl, const char *cgroup_dir, bool as_nobody, const char *const *extra) {
         int p[2];
         const char *bin = getenv("SHRINKER_CLIENT_BIN");
         if (!bin)
@@ -69,20 +64,16 @@ static int client_start(struct client *cl, const char *cgroup_dir, bool as_nobod
                 _exit(127);
         }
         close(p[1]);
-        cl->pid = pid;
-        cl->fd = p[0];
-        cl->lines.fd = p[0];
-        cl->lines.len = 0;
-        test_cleanup_pid(pid);
+        test_child_adopt(cl, pid, p[0]);
         return 0;
 }
 
-static int client_line(struct client *cl, int timeout_ms, char *line, size_t size) {
+static int client_line(struct test_child *cl, int timeout_ms, char *line, size_t size) {
         return test_lines_next(&cl->lines, timeout_ms, line, size);
 }
 
 /* Wait for a line starting with prefix (others are skipped). */
-static int client_wait(struct client *cl, const char *prefix, int timeout_ms, char *line, size_t size) {
+static int client_wait(struct test_child *cl, const char *prefix, int timeout_ms, char *line, size_t size) {
         uint64_t deadline = test_now_ms() + (uint64_t) timeout_ms;
         while (test_now_ms() < deadline) {
                 int r = client_line(cl, (int) (deadline - test_now_ms()), line, size);
@@ -92,18 +83,6 @@ static int client_wait(struct client *cl, const char *prefix, int timeout_ms, ch
                         return 0;
         }
         return -ETIMEDOUT;
-}
-
-static void client_stop(struct client *cl) {
-        if (cl->pid > 0) {
-                kill(cl->pid, SIGKILL);
-                waitpid(cl->pid, NULL, 0);
-                test_cleanup_forget_pid(cl->pid);
-        }
-        if (cl->fd >= 0)
-                close(cl->fd);
-        cl->pid = 0;
-        cl->fd = -1;
 }
 
 /* ---- the daemon's view ---- */
@@ -160,7 +139,7 @@ static int run(const char *cmd) {
 /* Real pressure in one cgroup: only MEMCG_AWARE shrinkers in its subtree are asked, naming it. */
 static void test_cgroup_pressure_asks_only_its_subtree(void) {
         struct pressure_gen g;
-        struct client inside = { .fd = -1 }, nested = { .fd = -1 }, plain = { .fd = -1 }, outside = { .fd = -1 };
+        struct test_child inside = { .lines.fd = -1 }, nested = { .lines.fd = -1 }, plain = { .lines.fd = -1 }, outside = { .lines.fd = -1 };
         char sub_dir[600], calm_dir[600], line[512], want[300];
 
         char cwd[400];
@@ -209,10 +188,10 @@ static void test_cgroup_pressure_asks_only_its_subtree(void) {
         CU_ASSERT_EQUAL(shrinker_stat(plain.pid, "calls"), 0);
         CU_ASSERT_EQUAL(shrinker_stat(plain.pid, "freed"), 0);
 
-        client_stop(&inside);
-        client_stop(&nested);
-        client_stop(&plain);
-        client_stop(&outside);
+        test_child_stop(&inside);
+        test_child_stop(&nested);
+        test_child_stop(&plain);
+        test_child_stop(&outside);
         rmdir(sub_dir);
         rmdir(calm_dir);
         pressure_gen_destroy(&g);
@@ -221,7 +200,7 @@ static void test_cgroup_pressure_asks_only_its_subtree(void) {
 /* A client that sleeps in scan misses its deadlines and is quarantined while the others are still asked;
  * once it answers in time again it is back. */
 static void test_slow_client_quarantined(void) {
-        struct client slow = { .fd = -1 }, fast = { .fd = -1 };
+        struct test_child slow = { .lines.fd = -1 }, fast = { .lines.fd = -1 };
         char line[512];
         static const char *const slow_args[] = { "--sleep-in-scan", "1500", "--objects", "1000", NULL };
         static const char *const fast_args[] = { "--objects", "1000", NULL };
@@ -261,13 +240,13 @@ static void test_slow_client_quarantined(void) {
         }
         CU_ASSERT_TRUE(active);
 
-        client_stop(&slow);
-        client_stop(&fast);
+        test_child_stop(&slow);
+        test_child_stop(&fast);
 }
 
 /* A client killed in the middle of a scan is removed; the pass completes and the daemon goes on. */
 static void test_client_dies_mid_scan(void) {
-        struct client doomed = { .fd = -1 }, other = { .fd = -1 };
+        struct test_child doomed = { .lines.fd = -1 }, other = { .lines.fd = -1 };
         char line[512];
         static const char *const doomed_args[] = { "--die-in-scan", NULL };
         static const char *const other_args[] = { "--objects", "500", NULL };
@@ -300,13 +279,13 @@ static void test_client_dies_mid_scan(void) {
         CU_ASSERT(test_daemon_alive(&daemon_));
         CU_ASSERT_EQUAL(shrinker_stat(other.pid, "freed"), 5);
 
-        client_stop(&doomed);
-        client_stop(&other);
+        test_child_stop(&doomed);
+        test_child_stop(&other);
 }
 
 /* pressurectl shrink: root may, the owner of a shrinker may, anyone else is refused. */
 static void test_shrink_permissions(void) {
-        struct client mine = { .fd = -1 }, roots = { .fd = -1 };
+        struct test_child mine = { .lines.fd = -1 }, roots = { .lines.fd = -1 };
         char line[512], cmd[1024];
         const char *ctl = getenv("PRESSURECTL_BIN");
         static const char *const args[] = { "--objects", "100", NULL };
@@ -351,13 +330,13 @@ static void test_shrink_permissions(void) {
         snprintf(cmd, sizeof(cmd), "%s --socket %s shrinkers | grep -q ' %d '", ctl, daemon_.socket, (int) mine.pid);
         CU_ASSERT_EQUAL(run(cmd), 0);
 
-        client_stop(&mine);
-        client_stop(&roots);
+        test_child_stop(&mine);
+        test_child_stop(&roots);
 }
 
 /* A bad answer is refused and counted; it changes nothing. */
 static void test_bad_answers(void) {
-        struct client c1 = { .fd = -1 };
+        struct test_child c1 = { .lines.fd = -1 };
         char line[512];
         static const char *const args[] = { "--objects", "100", NULL };
         CU_ASSERT_EQUAL_FATAL(client_start(&c1, NULL, false, args), 0);
@@ -385,12 +364,12 @@ static void test_bad_answers(void) {
         free(error);
         pressure_client_unref(c);
         CU_ASSERT_EQUAL(shrinker_stat(c1.pid, "freed"), 0);
-        client_stop(&c1);
+        test_child_stop(&c1);
 }
 
 /* The daemon restarts: the client (its library, on its own thread here) reconnects and registers again. */
 static void test_client_survives_restart(void) {
-        struct client c1 = { .fd = -1 };
+        struct test_child c1 = { .lines.fd = -1 };
         char line[512];
         static const char *const args[] = { "--thread", "--objects", "100", NULL };
 
@@ -413,7 +392,7 @@ static void test_client_survives_restart(void) {
         json_object_put(r);
         CU_ASSERT_EQUAL(shrinker_stat(c1.pid, "freed"), 4);
         CU_ASSERT_EQUAL(client_wait(&c1, "scan ", 10000, line, sizeof(line)), 0);
-        client_stop(&c1);
+        test_child_stop(&c1);
 }
 
 static void test_stop(void) {

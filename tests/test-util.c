@@ -384,3 +384,22 @@ int test_lines_next(struct test_lines *l, int timeout_ms, char *line, size_t siz
                 l->len += (size_t) k;
         }
 }
+
+void test_child_adopt(struct test_child *c, pid_t pid, int fd) {
+        c->pid = pid;
+        c->lines.fd = fd;
+        c->lines.len = 0;
+        test_cleanup_pid(pid);
+}
+
+void test_child_stop(struct test_child *c) {
+        if (c->pid > 0) {
+                kill(c->pid, SIGKILL);
+                waitpid(c->pid, NULL, 0);
+                test_cleanup_forget_pid(c->pid);
+        }
+        if (c->lines.fd >= 0)
+                close(c->lines.fd);
+        c->pid = 0;
+        c->lines.fd = -1;
+}

@@ -69,6 +69,17 @@ struct test_lines {
  * writer is gone. */
 int test_lines_next(struct test_lines *l, int timeout_ms, char *line, size_t size);
 
+/* A child process whose stdout the test reads line by line; lines.fd is -1 while there is none. */
+struct test_child {
+        pid_t pid;
+        struct test_lines lines;
+};
+
+/* Take over a started child and the read end of its stdout pipe; it is killed at exit if still there. */
+void test_child_adopt(struct test_child *c, pid_t pid, int fd);
+/* Kill and reap it, close its pipe. */
+void test_child_stop(struct test_child *c);
+
 /* A raw unix stream connection to a socket, blocking. */
 int test_connect(const char *path);
 /* Send bytes exactly as given. */
