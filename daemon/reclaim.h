@@ -18,11 +18,6 @@ struct manager;
 struct scope;
 struct varlink_connection;
 
-enum shrink_op {
-        SHRINK_OP_COUNT,
-        SHRINK_OP_SCAN,
-};
-
 struct shrink_request {
         struct shrink_request *prev, *next; /* in the client's list */
         uint64_t id;

@@ -13,19 +13,6 @@
 #include "reclaim.h"
 #include "subscription.h"
 
-static const char *const scope_type_names[_SCOPE_TYPE_MAX] = { "system", "node", "cgroup" };
-
-const char *scope_type_to_string(enum scope_type t) {
-        return t >= 0 && t < _SCOPE_TYPE_MAX ? scope_type_names[t] : NULL;
-}
-
-int scope_type_from_string(const char *s) {
-        for (int t = 0; t < _SCOPE_TYPE_MAX; t++)
-                if (s && streq(s, scope_type_names[t]))
-                        return t;
-        return -EINVAL;
-}
-
 static struct scope *scope_alloc(struct manager *m, enum scope_type type) {
         struct scope *s = calloc(1, sizeof(*s));
         if (!s)

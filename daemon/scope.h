@@ -12,19 +12,10 @@
 
 #include "level.h"
 #include "psi.h"
+#include "scope_id.h"
 
 struct manager;
 struct watch;
-
-enum scope_type {
-        SCOPE_SYSTEM,
-        SCOPE_NODE,
-        SCOPE_CGROUP,
-        _SCOPE_TYPE_MAX,
-};
-
-const char *scope_type_to_string(enum scope_type t);
-int scope_type_from_string(const char *s);
 
 struct scope {
         struct manager *manager;

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "level.h"
-#include "scope.h"
+#include "scope_id.h"
 
 #define SHRINKER_NUMA_AWARE (1u << 0)
 #define SHRINKER_MEMCG_AWARE (1u << 1)
@@ -19,6 +19,11 @@
 #define SHRINK_DEFAULT_SEEKS 2
 #define SHRINK_DEFAULT_BATCH 128
 #define SHRINK_PRIORITY_MAX 12 /* the kernel's DEF_PRIORITY */
+
+enum shrink_op {
+        SHRINK_OP_COUNT,
+        SHRINK_OP_SCAN,
+};
 
 /* ---- how much: do_shrink_slab ---- */
 
