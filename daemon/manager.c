@@ -3,29 +3,28 @@
 
 #include <errno.h>
 #include <signal.h>
-#include <sys/mman.h>
-#include <sys/resource.h>
-#include <systemd/sd-daemon.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include "log.h"
 #include "macro.h"
+#include "notifier.h"
+#include "reclaim.h"
+#include "sampler.h"
+#include "scope_registry.h"
 #include "service.h"
+#include "shrinker.h"
 #include "subscription.h"
 #include "varlink.h"
 
 #ifndef PRESSURED_VERSION
 #define PRESSURED_VERSION "0"
 #endif
-
-static uint64_t now_usec(struct manager *m) {
-        uint64_t t = 0;
-        (void) sd_event_now(m->event, CLOCK_MONOTONIC, &t);
-        return t;
-}
 
 int manager_new(struct config *config, struct manager **ret) {
         struct manager *m = calloc(1, sizeof(*m));
@@ -35,7 +34,6 @@ int manager_new(struct config *config, struct manager **ret) {
                 return -ENOMEM;
         m->config = *config;
         *config = (struct config){};
-        m->listen_fd = -EBADF;
 
         r = sd_event_default(&m->event);
         if (r < 0) {
@@ -49,24 +47,20 @@ int manager_new(struct config *config, struct manager **ret) {
 struct manager *manager_free(struct manager *m) {
         if (!m)
                 return NULL;
-        /* Connections first: their subscriptions hold references to scopes. */
+        /* Connections first: their subscriptions and clients hold references to scopes. Then the scope
+         * registry, which tells its observers about every scope it frees; then the observers. */
         m->server = varlink_server_free(m->server);
-        while (m->cgroups) {
-                struct scope *s = m->cgroups;
-                m->cgroups = s->next;
-                scope_free(s);
-        }
-        for (size_t i = 0; m->nodes && i < m->nodes->n_nodes; i++)
-                scope_free(m->node_scopes[i]);
-        free(m->node_scopes);
-        scope_free(m->system);
+        m->shrinkers = shrink_registry_free(m->shrinkers);
+        m->scopes = scope_registry_free(m->scopes);
+        m->reclaim = reclaim_free(m->reclaim);
+        m->service = service_free(m->service);
+        m->sampler = sampler_free(m->sampler);
+        m->notifier = notifier_free(m->notifier);
+        m->subscriptions = subscriptions_free(m->subscriptions);
         node_monitor_free(m->nodes);
-        sd_event_source_disable_unref(m->sample_timer);
-        sd_event_source_disable_unref(m->gc_source);
         sd_event_source_disable_unref(m->sigterm_source);
         sd_event_source_disable_unref(m->sigint_source);
         sd_event_source_disable_unref(m->sighup_source);
-        free(m->config_scopes);
         if (m->have_layout)
                 cgroup_layout_done(&m->layout);
         config_done(&m->config);
@@ -75,169 +69,11 @@ struct manager *manager_free(struct manager *m) {
         return NULL;
 }
 
-void manager_note_window_adjust(struct manager *m, const struct psi_trigger *want, const struct psi_trigger *used) {
-        if (m->window_adjust_logged)
-                return;
-        m->window_adjust_logged = true;
-        log_notice("The kernel refused a PSI window of %llu ms (no CAP_SYS_RESOURCE?); using %s %llu ms per %llu ms "
-                   "windows instead, evaluated every 2 s.",
-                   (unsigned long long) (want->window_usec / 1000), psi_kind_to_string(used->kind),
-                   (unsigned long long) (used->stall_usec / 1000), (unsigned long long) (used->window_usec / 1000));
+bool manager_has_psi(const struct manager *m) {
+        return m->scopes && m->scopes->system;
 }
 
-/* ---- sampling ---- */
-
-static bool manager_any_active(struct manager *m, uint64_t now) {
-        if (scope_is_active(m->system, now))
-                return true;
-        for (struct scope *s = m->cgroups; s; s = s->next)
-                if (scope_is_active(s, now))
-                        return true;
-        for (size_t i = 0; m->nodes && i < m->nodes->n_nodes; i++)
-                if (scope_is_active(m->node_scopes[i], now))
-                        return true;
-        return false;
-}
-
-static void manager_sample_nodes(struct manager *m, uint64_t now) {
-        if (!m->nodes)
-                return;
-        int r = node_monitor_sample(m->nodes, now);
-        if (r < 0) {
-                log_warning_errno(r, "Failed to read node memory figures, ignoring: %m");
-                return;
-        }
-        for (size_t i = 0; i < m->nodes->n_nodes; i++)
-                scope_update_node(m->node_scopes[i], now);
-}
-
-/* Sampling under pressure wants its period; the idle node sample may slip by a tenth of its period so
- * that the kernel can batch it with other wake-ups. */
-static void manager_set_timer(struct manager *m, uint64_t period, uint64_t now) {
-        (void) sd_event_source_set_time_accuracy(m->sample_timer, MAX(period / 10, 1u));
-        (void) sd_event_source_set_time(m->sample_timer, now + period);
-}
-
-static void manager_arm_timer(struct manager *m, uint64_t now) {
-        if (manager_any_active(m, now))
-                manager_set_timer(m, m->config.sample_interval_usec, now);
-        else if (m->config.node_interval_usec > 0 && m->nodes)
-                manager_set_timer(m, m->config.node_interval_usec, now);
-        else {
-                (void) sd_event_source_set_enabled(m->sample_timer, SD_EVENT_OFF);
-                return;
-        }
-        (void) sd_event_source_set_enabled(m->sample_timer, SD_EVENT_ONESHOT);
-}
-
-static int on_sample_timer(sd_event_source *s, uint64_t usec, void *userdata) {
-        struct manager *m = userdata;
-        (void) s;
-        (void) usec;
-        uint64_t now = now_usec(m);
-
-        manager_sample_nodes(m, now);
-        if (scope_is_active(m->system, now))
-                scope_sample(m->system, now);
-        for (struct scope *c = m->cgroups, *next; c; c = next) {
-                next = c->next;
-                if (scope_is_active(c, now))
-                        scope_sample(c, now);
-        }
-        manager_arm_timer(m, now);
-        return 0;
-}
-
-void manager_schedule_sampling(struct manager *m) {
-        uint64_t now = now_usec(m), when = 0;
-        int enabled = 0;
-
-        /* Keep an earlier wake-up that is already set. */
-        (void) sd_event_source_get_enabled(m->sample_timer, &enabled);
-        if (enabled && sd_event_source_get_time(m->sample_timer, &when) >= 0 &&
-            when <= now + m->config.sample_interval_usec)
-                return;
-        manager_set_timer(m, m->config.sample_interval_usec, now);
-        (void) sd_event_source_set_enabled(m->sample_timer, SD_EVENT_ONESHOT);
-}
-
-/* ---- scopes ---- */
-
-int manager_acquire_node(struct manager *m, int node, struct scope **ret) {
-        for (size_t i = 0; m->nodes && i < m->nodes->n_nodes; i++)
-                if (m->node_scopes[i]->node == node) {
-                        m->node_scopes[i]->n_refs++;
-                        *ret = m->node_scopes[i];
-                        return 0;
-                }
-        return -ENXIO;
-}
-
-int manager_acquire_cgroup(struct manager *m, const char *path, struct scope **ret) {
-        _cleanup_free_ char *p = NULL;
-        struct scope *s;
-        int r;
-
-        r = cgroup_path_normalize(path, &p);
-        if (r < 0)
-                return r;
-        if (!m->have_layout)
-                return -ENOENT;
-
-        for (s = m->cgroups; s; s = s->next)
-                if (!s->gone && streq(s->cgroup, p)) {
-                        s->n_refs++;
-                        *ret = s;
-                        return 0;
-                }
-
-        r = scope_new_cgroup(m, p, &s);
-        if (r < 0)
-                return r;
-        s->n_refs = 1;
-        s->next = m->cgroups;
-        if (s->next)
-                s->next->prev = s;
-        m->cgroups = s;
-        m->n_cgroups++;
-        log_debug("Watching cgroup %s.", p);
-        *ret = s;
-        return 0;
-}
-
-/* Scopes are freed from the loop, never inside the call that dropped the last reference: a trigger's
- * POLLERR or a status read may find a cgroup gone while someone up the stack still holds the scope. */
-static int on_gc(sd_event_source *src, void *userdata) {
-        struct manager *m = userdata;
-        (void) src;
-
-        for (struct scope *s = m->cgroups, *next; s; s = next) {
-                next = s->next;
-                if (s->n_refs > 0)
-                        continue;
-                if (s->prev)
-                        s->prev->next = s->next;
-                else
-                        m->cgroups = s->next;
-                if (s->next)
-                        s->next->prev = s->prev;
-                m->n_cgroups--;
-                log_debug("No longer watching cgroup %s.", s->name);
-                scope_free(s);
-        }
-        return 0;
-}
-
-void manager_release_scope(struct manager *m, struct scope *s) {
-        if (!s)
-                return;
-        if (s->n_refs > 0)
-                s->n_refs--;
-        if (s->n_refs == 0 && s->type == SCOPE_CGROUP)
-                (void) sd_event_source_set_enabled(m->gc_source, SD_EVENT_ONESHOT);
-}
-
-/* ---- start-up ---- */
+/* ---- signals and reload ---- */
 
 static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
         struct manager *m = userdata;
@@ -245,72 +81,38 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
         log_info("Received %s, shutting down.", si->ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT");
         (void) sd_notify(0, "STOPPING=1");
         /* Subscribers get a last word rather than a bare close. */
-        subscription_shutdown_all(m);
+        subscriptions_shutdown(m->subscriptions);
         return sd_event_exit(m->event, 0);
 }
 
-void manager_notify_status(struct manager *m) {
-        (void) sd_notifyf(0, "STATUS=Watching memory pressure; system level %s, %zu cgroup%s watched, %zu client%s.",
-                          level_to_string(m->system->level.level), m->n_cgroups, m->n_cgroups == 1 ? "" : "s",
-                          m->server ? varlink_server_n_connections(m->server) : 0,
-                          m->server && varlink_server_n_connections(m->server) == 1 ? "" : "s");
-}
+/* Keep what cannot change while running; take everything else. */
+static void config_take_reloadable(struct config *cur, struct config *c) {
+        if ((c->socket_path || cur->socket_path) &&
+            (!c->socket_path || !cur->socket_path || !streq(c->socket_path, cur->socket_path)))
+                log_notice("The socket path changes only when pressured restarts.");
+        if (!streq(c->sysfs_root, cur->sysfs_root))
+                log_notice("sysfs_root changes only when pressured restarts.");
 
-static void watch_config_cgroups(struct manager *m) {
-        struct scope **list = calloc(MAX(m->config.n_cgroups, 1u), sizeof(struct scope *));
-        size_t n = 0;
-        if (!list) {
-                log_oom();
-                return;
-        }
-        for (size_t i = 0; i < m->config.n_cgroups; i++) {
-                struct scope *s;
-                int r = manager_acquire_cgroup(m, m->config.cgroups[i], &s);
-                if (r < 0)
-                        log_warning_errno(r, "Cannot watch configured cgroup %s, ignoring: %m", m->config.cgroups[i]);
-                else
-                        list[n++] = s;
-        }
-        /* Release the old set only now: a cgroup in both keeps its trigger. */
-        for (size_t i = 0; i < m->n_config_scopes; i++)
-                manager_release_scope(m, m->config_scopes[i]);
-        free(m->config_scopes);
-        m->config_scopes = list;
-        m->n_config_scopes = n;
+        struct config old = *cur;
+        *cur = *c;
+        *c = (struct config){};
+        free(cur->socket_path);
+        cur->socket_path = TAKE_PTR(old.socket_path);
+        free(cur->sysfs_root);
+        cur->sysfs_root = TAKE_PTR(old.sysfs_root);
+        config_done(&old);
 }
 
 int manager_reload(struct manager *m, struct config *c) {
         bool rearm = memcmp(&c->psi.t[LEVEL_LOW], &m->config.psi.t[LEVEL_LOW], sizeof(struct psi_trigger)) != 0;
 
-        if ((c->socket_path || m->config.socket_path) &&
-            (!c->socket_path || !m->config.socket_path || !streq(c->socket_path, m->config.socket_path)))
-                log_notice("The socket path changes only when pressured restarts.");
-        if (!streq(c->sysfs_root, m->config.sysfs_root))
-                log_notice("sysfs_root changes only when pressured restarts.");
-
-        /* Keep what cannot change while running; take everything else. */
-        struct config old = m->config;
-        m->config = *c;
-        *c = (struct config){};
-        free(m->config.socket_path);
-        m->config.socket_path = old.socket_path;
-        old.socket_path = NULL;
-        free(m->config.sysfs_root);
-        m->config.sysfs_root = old.sysfs_root;
-        old.sysfs_root = NULL;
-        config_done(&old);
-
+        /* Every module reads the configuration through m->config: replacing it in place is the reload. */
+        config_take_reloadable(&m->config, c);
         varlink_server_set_max_message_size(m->server, m->config.max_message_size);
-        if (rearm) {
-                int r = scope_rearm(m->system);
-                if (r < 0)
-                        log_warning_errno(r, "Failed to re-arm the system trigger: %m");
-                for (struct scope *s = m->cgroups; s; s = s->next)
-                        if ((r = scope_rearm(s)) < 0)
-                                log_warning_errno(r, "Failed to re-arm the trigger of %s: %m", s->name);
-        }
-        watch_config_cgroups(m);
-        manager_arm_timer(m, now_usec(m));
+        if (rearm)
+                scope_registry_rearm(m->scopes);
+        scope_registry_watch_configured(m->scopes);
+        sampler_arm(m->sampler);
         return 0;
 }
 
@@ -331,9 +133,33 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
         config_done(&c);
         log_info("Configuration reloaded.");
         (void) sd_notify(0, "READY=1");
-        manager_notify_status(m);
+        notifier_status(m->notifier);
         return 0;
 }
+
+static int setup_signals(struct manager *m) {
+        sigset_t ss;
+        int r;
+
+        sigemptyset(&ss);
+        sigaddset(&ss, SIGTERM);
+        sigaddset(&ss, SIGINT);
+        sigaddset(&ss, SIGHUP);
+        sigprocmask(SIG_BLOCK, &ss, NULL);
+        r = sd_event_add_signal(m->event, &m->sigterm_source, SIGTERM, on_signal, m);
+        if (r >= 0)
+                r = sd_event_add_signal(m->event, &m->sigint_source, SIGINT, on_signal, m);
+        if (r >= 0)
+                r = sd_event_add_signal(m->event, &m->sighup_source, SIGHUP, on_sighup, m);
+        /* WATCHDOG=1 pings at half of WatchdogSec=, when the service manager asks for them. */
+        if (r >= 0)
+                r = sd_event_set_watchdog(m->event, true);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up signal handling: %m");
+        return 0;
+}
+
+/* ---- the process ---- */
 
 /* A memory-pressure daemon must not itself be paged out under the pressure it reports. */
 static void lock_memory(void) {
@@ -341,7 +167,89 @@ static void lock_memory(void) {
                 log_warning_errno(-errno, "Cannot lock the daemon's memory (mlockall), carrying on: %m");
 }
 
-static int manager_default_socket(char **ret) {
+/* One fd per client connection: take what the hard limit allows, as systemd does for services. */
+static void raise_fd_limit(void) {
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+                rl.rlim_cur = rl.rlim_max;
+                (void) setrlimit(RLIMIT_NOFILE, &rl);
+        }
+}
+
+/* ---- the machine ---- */
+
+static void discover_cgroups(struct manager *m) {
+        int r = cgroup_layout_discover(&m->layout);
+        if (r < 0) {
+                log_warning_errno(r, "No cgroup v2 hierarchy found, cgroup scopes are unavailable: %m");
+                return;
+        }
+        m->have_layout = true;
+        log_debug("cgroup v2 at %s, memory controller %s%s.", m->layout.v2_root,
+                  m->layout.memory_root ? m->layout.memory_root : "not mounted",
+                  m->layout.memory_root ? (m->layout.memory_v2 ? " (v2)" : " (v1)") : "");
+}
+
+static void discover_nodes(struct manager *m) {
+        int r = node_monitor_new(m->config.sysfs_root, &m->nodes);
+        if (r < 0)
+                log_warning_errno(r, "Cannot enumerate NUMA nodes, node scopes are unavailable: %m");
+}
+
+/* ---- wiring ---- */
+
+static size_t count_connections(void *userdata) {
+        struct manager *m = userdata;
+        return m->server ? varlink_server_n_connections(m->server) : 0;
+}
+
+/* Observers see a level change in the order they are added: subscribers first (event latency is what
+ * they measure), then the journal and STATUS=, then reclaim; the sampler only cares about triggers. */
+static int wire_modules(struct manager *m) {
+        const struct cgroup_layout *layout = m->have_layout ? &m->layout : NULL;
+        int r;
+
+        r = scope_registry_new(m->event, &m->config, layout, m->nodes, &m->scopes);
+        if (r >= 0)
+                r = subscriptions_new(m->scopes, &m->subscriptions);
+        if (r >= 0)
+                r = notifier_new(m->scopes, count_connections, m, &m->notifier);
+        if (r >= 0)
+                r = shrink_registry_new(m->event, m->scopes, m->nodes, &m->shrinkers);
+        if (r >= 0)
+                r = service_new(m->scopes, m->subscriptions, m->shrinkers, layout, &m->service);
+        if (r >= 0)
+                r = reclaim_new(m->event, &m->config, m->scopes, m->shrinkers, &service_reclaim_transport, m->service,
+                                &m->reclaim);
+        if (r >= 0)
+                r = sampler_new(m->event, &m->config, m->scopes, m->nodes, &m->sampler);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up: %m");
+        service_set_reclaim(m->service, m->reclaim);
+        return 0;
+}
+
+static int start_scopes(struct manager *m) {
+        /* PSI first: without it there is nothing to do. */
+        int r = scope_registry_start(m->scopes);
+        if (r == -ENOENT || r == -EOPNOTSUPP)
+                return log_error_errno(r, "Pressure Stall Information is not available (/proc/pressure/memory: %m). "
+                                          "pressured needs a kernel built with CONFIG_PSI=y, and booted with psi=1 if "
+                                          "it was built with CONFIG_PSI_DEFAULT_DISABLED=y.");
+        if (r < 0)
+                return log_error_errno(r, "Failed to watch system memory pressure: %m");
+
+        r = sampler_sample_nodes(m->sampler);
+        if (r < 0)
+                return log_error_errno(r, "Failed to read node memory figures: %m");
+        scope_registry_watch_configured(m->scopes);
+        sampler_arm(m->sampler);
+        return 0;
+}
+
+/* ---- listening ---- */
+
+static int default_socket_path(char **ret) {
         if (geteuid() == 0)
                 return (*ret = strdup("/run/pressured/io.pressured")) ? 0 : -ENOMEM;
         const char *rt = getenv("XDG_RUNTIME_DIR");
@@ -363,125 +271,68 @@ static int mkdir_parent(const char *path) {
         return 0;
 }
 
-int manager_start(struct manager *m, int listen_fd) {
-        sigset_t ss;
-        int r;
+static int listen_path(struct manager *m) {
+        _cleanup_free_ char *path = NULL;
+        int r = 0;
 
-        sigemptyset(&ss);
-        sigaddset(&ss, SIGTERM);
-        sigaddset(&ss, SIGINT);
-        sigaddset(&ss, SIGHUP);
-        sigprocmask(SIG_BLOCK, &ss, NULL);
-        r = sd_event_add_signal(m->event, &m->sigterm_source, SIGTERM, on_signal, m);
-        if (r >= 0)
-                r = sd_event_add_signal(m->event, &m->sigint_source, SIGINT, on_signal, m);
-        if (r >= 0)
-                r = sd_event_add_signal(m->event, &m->sighup_source, SIGHUP, on_sighup, m);
-        /* WATCHDOG=1 pings at half of WatchdogSec=, when the service manager asks for them. */
-        if (r >= 0)
-                r = sd_event_set_watchdog(m->event, true);
+        if (m->config.socket_path)
+                path = strdup(m->config.socket_path);
+        else
+                r = default_socket_path(&path);
+        if (r == -ENXIO)
+                return log_error_errno(r, "Not running as root and XDG_RUNTIME_DIR is not set: give a socket path "
+                                          "with --socket.");
+        if (!path)
+                return log_oom();
+        r = mkdir_parent(path);
         if (r < 0)
-                return log_error_errno(r, "Failed to set up signal handling: %m");
-
-        /* PSI first: without it there is nothing to do. */
-        r = scope_new_system(m, &m->system);
-        if (r == -ENOENT || r == -EOPNOTSUPP)
-                return log_error_errno(r, "Pressure Stall Information is not available (/proc/pressure/memory: %m). "
-                                          "pressured needs a kernel built with CONFIG_PSI=y, and booted with psi=1 if "
-                                          "it was built with CONFIG_PSI_DEFAULT_DISABLED=y.");
+                return log_error_errno(r, "Failed to create the directory of %s: %m", path);
+        r = varlink_server_listen_path(m->server, path, 0666);
+        if (r == -EADDRINUSE)
+                return log_error_errno(r, "Another pressured is already serving on %s.", path);
         if (r < 0)
-                return log_error_errno(r, "Failed to watch system memory pressure: %m");
-        m->system->n_refs = 1;
+                return log_error_errno(r, "Failed to listen on %s: %m", path);
+        log_info("Listening on %s.", path);
+        return 0;
+}
 
-        if (m->config.lock_memory)
-                lock_memory();
-
-        /* One fd per client connection: take what the hard limit allows, as systemd does for services. */
-        struct rlimit rl;
-        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-                rl.rlim_cur = rl.rlim_max;
-                (void) setrlimit(RLIMIT_NOFILE, &rl);
-        }
-
-        r = cgroup_layout_discover(&m->layout);
-        if (r < 0)
-                log_warning_errno(r, "No cgroup v2 hierarchy found, cgroup scopes are unavailable: %m");
-        else {
-                m->have_layout = true;
-                log_debug("cgroup v2 at %s, memory controller %s%s.", m->layout.v2_root,
-                          m->layout.memory_root ? m->layout.memory_root : "not mounted",
-                          m->layout.memory_root ? (m->layout.memory_v2 ? " (v2)" : " (v1)") : "");
-        }
-
-        r = node_monitor_new(m->config.sysfs_root, &m->nodes);
-        if (r < 0)
-                log_warning_errno(r, "Cannot enumerate NUMA nodes, node scopes are unavailable: %m");
-        else {
-                m->node_scopes = calloc(m->nodes->n_nodes, sizeof(struct scope *));
-                if (!m->node_scopes)
-                        return log_oom();
-                for (size_t i = 0; i < m->nodes->n_nodes; i++) {
-                        r = scope_new_node(m, i, &m->node_scopes[i]);
-                        if (r < 0)
-                                return log_oom();
-                }
-                r = node_monitor_sample(m->nodes, now_usec(m));
-                if (r < 0)
-                        return log_error_errno(r, "Failed to read node memory figures: %m");
-                for (size_t i = 0; i < m->nodes->n_nodes; i++)
-                        scope_update_node(m->node_scopes[i], now_usec(m));
-        }
-
-        watch_config_cgroups(m);
-
-        r = sd_event_add_defer(m->event, &m->gc_source, on_gc, m);
-        if (r < 0)
-                return log_error_errno(r, "Failed to add event source: %m");
-        (void) sd_event_source_set_enabled(m->gc_source, SD_EVENT_OFF);
-
-        r = sd_event_add_time(m->event, &m->sample_timer, CLOCK_MONOTONIC, 0, 0, on_sample_timer, m);
-        if (r < 0)
-                return log_error_errno(r, "Failed to add sampling timer: %m");
-        (void) sd_event_source_set_description(m->sample_timer, "sample-timer");
-        manager_arm_timer(m, now_usec(m));
-
+static int start_server(struct manager *m, int listen_fd) {
         static const struct varlink_info info = {
                 .vendor = "pressured",
                 .product = "pressured",
                 .version = PRESSURED_VERSION,
                 .url = "",
         };
-        r = varlink_server_new(m->event, service_interfaces, service_n_interfaces, &info, m, &m->server);
+        int r = varlink_server_new(m->event, service_interfaces, service_n_interfaces, &info, m->service, &m->server);
         if (r < 0)
                 return log_oom();
         varlink_server_set_max_message_size(m->server, m->config.max_message_size);
 
-        if (listen_fd >= 0) {
-                r = varlink_server_listen_fd(m->server, listen_fd);
-                if (r < 0)
-                        return log_error_errno(r, "Failed to serve on the passed socket: %m");
-                log_info("Serving on the socket passed by the service manager.");
-        } else {
-                _cleanup_free_ char *path = NULL;
-                if (m->config.socket_path)
-                        path = strdup(m->config.socket_path);
-                else {
-                        r = manager_default_socket(&path);
-                        if (r == -ENXIO)
-                                return log_error_errno(r, "Not running as root and XDG_RUNTIME_DIR is not set: "
-                                                          "give a socket path with --socket.");
-                }
-                if (!path)
-                        return log_oom();
-                r = mkdir_parent(path);
-                if (r < 0)
-                        return log_error_errno(r, "Failed to create the directory of %s: %m", path);
-                r = varlink_server_listen_path(m->server, path, 0666);
-                if (r == -EADDRINUSE)
-                        return log_error_errno(r, "Another pressured is already serving on %s.", path);
-                if (r < 0)
-                        return log_error_errno(r, "Failed to listen on %s: %m", path);
-                log_info("Listening on %s.", path);
-        }
+        if (listen_fd < 0)
+                return listen_path(m);
+        r = varlink_server_listen_fd(m->server, listen_fd);
+        if (r < 0)
+                return log_error_errno(r, "Failed to serve on the passed socket: %m");
+        log_info("Serving on the socket passed by the service manager.");
         return 0;
+}
+
+int manager_start(struct manager *m, int listen_fd) {
+        int r;
+
+        r = setup_signals(m);
+        if (r < 0)
+                return r;
+        discover_cgroups(m);
+        discover_nodes(m);
+        r = wire_modules(m);
+        if (r < 0)
+                return r;
+        r = start_scopes(m);
+        if (r < 0)
+                return r;
+        if (m->config.lock_memory)
+                lock_memory();
+        raise_fd_limit();
+        return start_server(m, listen_fd);
 }

@@ -12,6 +12,7 @@
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
+#include "scope_registry.h"
 
 #ifndef PRESSURED_VERSION
 #define PRESSURED_VERSION "0"
@@ -218,12 +219,12 @@ int main(int argc, char *argv[]) {
 
         r = manager_start(m, passed_socket());
         if (r < 0) {
-                code = (r == -ENOENT || r == -EOPNOTSUPP) && !m->system ? EXIT_NO_PSI : EXIT_STARTUP;
+                code = (r == -ENOENT || r == -EOPNOTSUPP) && !manager_has_psi(m) ? EXIT_NO_PSI : EXIT_STARTUP;
                 goto finish;
         }
 
         (void) sd_notifyf(0, "READY=1\nSTATUS=Watching memory pressure; system level %s.",
-                          level_to_string(m->system->level.level));
+                          level_to_string(m->scopes->system->level.level));
 
         r = sd_event_loop(m->event);
         if (r < 0) {

@@ -4,39 +4,145 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "macro.h"
-#include "manager.h"
-#include "reclaim.h"
 
-int protocol_parse_scope_ref(struct json_object *o, struct scope_ref *ret, const char **ret_field) {
-        struct scope_ref r = { .node = -1 };
-        struct json_object *type = NULL, *node = NULL, *cgroup = NULL;
+/* ---- helpers ---- */
+
+static void add_u64(struct json_object *o, const char *key, uint64_t v) {
+        json_object_object_add(o, key, json_object_new_int64((int64_t) MIN(v, (uint64_t) INT64_MAX)));
+}
+
+static void add_int(struct json_object *o, const char *key, int v) {
+        json_object_object_add(o, key, json_object_new_int(v));
+}
+
+static void add_string(struct json_object *o, const char *key, const char *v) {
+        json_object_object_add(o, key, json_object_new_string(v ? v : ""));
+}
+
+static void add_true(struct json_object *o, const char *key, bool v) {
+        if (v)
+                json_object_object_add(o, key, json_object_new_boolean(1));
+}
+
+/* Decoding: a missing optional key leaves *ret alone; a key of the wrong type is -EINVAL. */
+static struct json_object *get(struct json_object *o, const char *key) {
+        struct json_object *v;
+        if (!json_object_object_get_ex(o, key, &v) || json_object_is_type(v, json_type_null))
+                return NULL;
+        return v;
+}
+
+static int get_u64(struct json_object *o, const char *key, bool mandatory, uint64_t *ret) {
+        struct json_object *v = get(o, key);
+        if (!v)
+                return mandatory ? -EINVAL : 0;
+        if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 0)
+                return -EINVAL;
+        *ret = (uint64_t) json_object_get_int64(v);
+        return 1;
+}
+
+static int get_int(struct json_object *o, const char *key, bool mandatory, int *ret) {
+        struct json_object *v = get(o, key);
+        if (!v)
+                return mandatory ? -EINVAL : 0;
+        int64_t i = json_object_get_int64(v);
+        if (!json_object_is_type(v, json_type_int) || i < INT_MIN || i > INT_MAX)
+                return -EINVAL;
+        *ret = (int) i;
+        return 1;
+}
+
+static int get_string(struct json_object *o, const char *key, bool mandatory, const char **ret) {
+        struct json_object *v = get(o, key);
+        if (!v)
+                return mandatory ? -EINVAL : 0;
+        if (!json_object_is_type(v, json_type_string))
+                return -EINVAL;
+        *ret = json_object_get_string(v);
+        return 1;
+}
+
+static int get_bool(struct json_object *o, const char *key, bool *ret) {
+        struct json_object *v = get(o, key);
+        if (!v)
+                return 0;
+        if (!json_object_is_type(v, json_type_boolean))
+                return -EINVAL;
+        *ret = json_object_get_boolean(v);
+        return 1;
+}
+
+static int get_level(struct json_object *o, const char *key, enum level *ret) {
+        const char *s;
+        int r = get_string(o, key, true, &s);
+        if (r < 0)
+                return r;
+        int l = level_from_string(s);
+        if (l < 0)
+                return -EINVAL;
+        *ret = l;
+        return 0;
+}
+
+static int get_object(struct json_object *o, const char *key, struct json_object **ret) {
+        struct json_object *v = get(o, key);
+        if (!v)
+                return 0;
+        if (!json_object_is_type(v, json_type_object))
+                return -EINVAL;
+        *ret = v;
+        return 1;
+}
+
+/* Chains decoding steps: the first error wins. */
+#define TRY(expr)                                                                                          \
+        do {                                                                                               \
+                int _r_ = (expr);                                                                          \
+                if (_r_ < 0)                                                                               \
+                        return _r_;                                                                        \
+        } while (0)
+
+/* ---- ScopeRef ---- */
+
+struct json_object *protocol_encode_scope_ref(const struct scope_id *id) {
+        struct json_object *o = json_object_new_object();
+        add_string(o, "type", scope_type_to_string(id->type));
+        if (id->type == SCOPE_NODE)
+                add_int(o, "node", id->node);
+        else if (id->type == SCOPE_CGROUP)
+                add_string(o, "cgroup", id->cgroup);
+        return o;
+}
+
+int protocol_decode_scope_ref(struct json_object *o, struct scope_id *ret, const char **ret_field) {
+        struct scope_id id = { .node = -1 };
+        struct json_object *node = NULL, *cgroup = NULL;
+        const char *type = NULL;
 
         *ret_field = "scopes";
         if (!json_object_is_type(o, json_type_object))
                 return -EINVAL;
         json_object_object_foreach(o, key, val) {
                 if (streq(key, "type"))
-                        type = val;
+                        type = json_object_is_type(val, json_type_string) ? json_object_get_string(val) : "";
                 else if (streq(key, "node"))
                         node = val;
                 else if (streq(key, "cgroup"))
                         cgroup = val;
-                else {
-                        *ret_field = "scopes";
+                else
                         return -EINVAL;
-                }
         }
 
         *ret_field = "type";
-        if (!type || !json_object_is_type(type, json_type_string))
-                return -EINVAL;
-        int t = scope_type_from_string(json_object_get_string(type));
+        int t = scope_type_from_string(type);
         if (t < 0)
                 return -EINVAL;
-        r.type = t;
+        id.type = t;
 
         if (node && !json_object_is_type(node, json_type_null)) {
                 *ret_field = "node";
@@ -45,35 +151,27 @@ int protocol_parse_scope_ref(struct json_object *o, struct scope_ref *ret, const
                 int64_t v = json_object_get_int64(node);
                 if (v < 0 || v > INT_MAX)
                         return -EINVAL;
-                r.node = (int) v;
+                id.node = (int) v;
         }
         if (cgroup && !json_object_is_type(cgroup, json_type_null)) {
                 *ret_field = "cgroup";
                 if (t != SCOPE_CGROUP || !json_object_is_type(cgroup, json_type_string))
                         return -EINVAL;
-                r.cgroup = json_object_get_string(cgroup);
+                id.cgroup = json_object_get_string(cgroup);
         }
-        if (t == SCOPE_NODE && r.node < 0) {
+        if (t == SCOPE_NODE && id.node < 0) {
                 *ret_field = "node";
                 return -EINVAL;
         }
-        if (t == SCOPE_CGROUP && !r.cgroup) {
+        if (t == SCOPE_CGROUP && !id.cgroup) {
                 *ret_field = "cgroup";
                 return -EINVAL;
         }
-        *ret = r;
+        *ret = id;
         return 0;
 }
 
-struct json_object *protocol_scope_ref(const struct scope *s) {
-        struct json_object *o = json_object_new_object();
-        json_object_object_add(o, "type", json_object_new_string(scope_type_to_string(s->type)));
-        if (s->type == SCOPE_NODE)
-                json_object_object_add(o, "node", json_object_new_int(s->node));
-        else if (s->type == SCOPE_CGROUP)
-                json_object_object_add(o, "cgroup", json_object_new_string(s->cgroup));
-        return o;
-}
+/* ---- figures ---- */
 
 /* PSI averages have two decimals in the kernel's text; keep them so rather than as binary noise. */
 static struct json_object *percent(double v) {
@@ -82,125 +180,406 @@ static struct json_object *percent(double v) {
         return json_object_new_double_s(v, buf);
 }
 
-static struct json_object *stall(const struct psi_line *l) {
+static struct json_object *encode_stall(const struct psi_line *l) {
         struct json_object *o = json_object_new_object();
         json_object_object_add(o, "avg10", percent(l->avg10));
         json_object_object_add(o, "avg60", percent(l->avg60));
         json_object_object_add(o, "avg300", percent(l->avg300));
-        json_object_object_add(o, "total", json_object_new_int64((int64_t) l->total));
+        add_u64(o, "total", l->total);
         return o;
 }
 
-static void add_figures(struct json_object *o, const struct scope *s) {
-        if (s->type != SCOPE_NODE && s->have_psi) {
+static int get_percent(struct json_object *o, const char *key, double *ret) {
+        struct json_object *v = get(o, key);
+        if (!v || !(json_object_is_type(v, json_type_double) || json_object_is_type(v, json_type_int)))
+                return -EINVAL;
+        *ret = json_object_get_double(v);
+        return 0;
+}
+
+static int decode_stall(struct json_object *o, struct psi_line *ret) {
+        if (!json_object_is_type(o, json_type_object))
+                return -EINVAL;
+        TRY(get_percent(o, "avg10", &ret->avg10));
+        TRY(get_percent(o, "avg60", &ret->avg60));
+        TRY(get_percent(o, "avg300", &ret->avg300));
+        TRY(get_u64(o, "total", true, &ret->total));
+        return 0;
+}
+
+static void encode_figures(struct json_object *o, const struct scope_snapshot *s) {
+        if (s->have_psi) {
                 struct json_object *p = json_object_new_object();
-                json_object_object_add(p, "some", stall(&s->psi.line[PSI_SOME]));
+                json_object_object_add(p, "some", encode_stall(&s->psi.line[PSI_SOME]));
                 if (s->psi.has_full)
-                        json_object_object_add(p, "full", stall(&s->psi.line[PSI_FULL]));
+                        json_object_object_add(p, "full", encode_stall(&s->psi.line[PSI_FULL]));
                 json_object_object_add(o, "pressure", p);
         }
-        if (s->type == SCOPE_NODE && s->manager->nodes) {
-                const struct node_monitor *nm = s->manager->nodes;
-                const struct node_sample *n = &nm->cur[s->node_index];
-                uint64_t page = (uint64_t) nm->page_size;
+        if (s->have_node_memory) {
+                const struct node_memory *n = &s->node;
                 struct json_object *mem = json_object_new_object();
-                json_object_object_add(mem, "total", json_object_new_int64((int64_t) (n->mem_total_kb * 1024)));
-                json_object_object_add(mem, "free", json_object_new_int64((int64_t) (n->mem_free_kb * 1024)));
-                json_object_object_add(mem, "watermark_min", json_object_new_int64((int64_t) (n->min_pages * page)));
-                json_object_object_add(mem, "watermark_low", json_object_new_int64((int64_t) (n->low_pages * page)));
-                json_object_object_add(mem, "watermark_high", json_object_new_int64((int64_t) (n->high_pages * page)));
-                json_object_object_add(mem, "numa_foreign", json_object_new_int64((int64_t) n->numa_foreign));
-                json_object_object_add(mem, "refault_anon", json_object_new_int64((int64_t) n->refault_anon));
-                json_object_object_add(mem, "refault_file", json_object_new_int64((int64_t) n->refault_file));
+                add_u64(mem, "total", n->total);
+                add_u64(mem, "free", n->free);
+                add_u64(mem, "watermark_min", n->watermark_min);
+                add_u64(mem, "watermark_low", n->watermark_low);
+                add_u64(mem, "watermark_high", n->watermark_high);
+                add_u64(mem, "numa_foreign", n->numa_foreign);
+                add_u64(mem, "refault_anon", n->refault_anon);
+                add_u64(mem, "refault_file", n->refault_file);
                 json_object_object_add(o, "memory", mem);
         }
-        if (s->type == SCOPE_CGROUP && s->usage_bytes > 0) {
+        if (s->have_cgroup_memory) {
                 struct json_object *mem = json_object_new_object();
-                json_object_object_add(mem, "usage", json_object_new_int64((int64_t) s->usage_bytes));
-                if (s->limit_bytes != UINT64_MAX)
-                        json_object_object_add(mem, "limit", json_object_new_int64((int64_t) s->limit_bytes));
+                add_u64(mem, "usage", s->usage);
+                if (s->limit != UINT64_MAX)
+                        add_u64(mem, "limit", s->limit);
                 json_object_object_add(o, "cgroup_memory", mem);
         }
-        json_object_object_add(o, "reclaim_target", json_object_new_int64((int64_t) s->reclaim_target));
+        add_u64(o, "reclaim_target", s->reclaim_target);
 }
 
-struct json_object *protocol_scope_state(const struct scope *s) {
+static int decode_figures(struct json_object *o, struct scope_snapshot *s) {
+        struct json_object *p = NULL, *mem = NULL, *cg = NULL;
+
+        TRY(get_object(o, "pressure", &p));
+        if (p) {
+                struct json_object *full = get(p, "full");
+                s->have_psi = true;
+                TRY(decode_stall(get(p, "some"), &s->psi.line[PSI_SOME]));
+                if (full) {
+                        s->psi.has_full = true;
+                        TRY(decode_stall(full, &s->psi.line[PSI_FULL]));
+                }
+        }
+        TRY(get_object(o, "memory", &mem));
+        if (mem) {
+                struct node_memory *n = &s->node;
+                s->have_node_memory = true;
+                TRY(get_u64(mem, "total", true, &n->total));
+                TRY(get_u64(mem, "free", true, &n->free));
+                TRY(get_u64(mem, "watermark_min", true, &n->watermark_min));
+                TRY(get_u64(mem, "watermark_low", true, &n->watermark_low));
+                TRY(get_u64(mem, "watermark_high", true, &n->watermark_high));
+                TRY(get_u64(mem, "numa_foreign", false, &n->numa_foreign));
+                TRY(get_u64(mem, "refault_anon", false, &n->refault_anon));
+                TRY(get_u64(mem, "refault_file", false, &n->refault_file));
+        }
+        s->limit = UINT64_MAX;
+        TRY(get_object(o, "cgroup_memory", &cg));
+        if (cg) {
+                s->have_cgroup_memory = true;
+                TRY(get_u64(cg, "usage", true, &s->usage));
+                TRY(get_u64(cg, "limit", false, &s->limit));
+        }
+        TRY(get_u64(o, "reclaim_target", true, &s->reclaim_target));
+        return 0;
+}
+
+static int decode_scope(struct json_object *o, struct scope_snapshot *s) {
+        const char *field;
+        struct json_object *ref = get(o, "scope");
+        if (!ref)
+                return -EINVAL;
+        TRY(protocol_decode_scope_ref(ref, &s->id, &field));
+        return get_level(o, "level", &s->level);
+}
+
+/* ---- ScopeState, LevelChange ---- */
+
+struct json_object *protocol_encode_scope_state(const struct scope_snapshot *s) {
         struct json_object *o = json_object_new_object();
-        json_object_object_add(o, "scope", protocol_scope_ref(s));
-        json_object_object_add(o, "level", json_object_new_string(level_to_string(s->level.level)));
-        add_figures(o, s);
-        json_object_object_add(o, "since", json_object_new_int64((int64_t) s->changed_usec));
+        json_object_object_add(o, "scope", protocol_encode_scope_ref(&s->id));
+        add_string(o, "level", level_to_string(s->level));
+        encode_figures(o, s);
+        add_u64(o, "since", s->since);
         return o;
 }
 
-struct json_object *protocol_level_change(const struct scope *s, enum level previous, unsigned coalesced) {
+int protocol_decode_scope_state(struct json_object *o, struct scope_snapshot *ret) {
+        struct scope_snapshot s = {};
+        if (!json_object_is_type(o, json_type_object))
+                return -EINVAL;
+        TRY(decode_scope(o, &s));
+        TRY(decode_figures(o, &s));
+        TRY(get_u64(o, "since", true, &s.since));
+        *ret = s;
+        return 0;
+}
+
+struct json_object *protocol_encode_level_change(const struct scope_snapshot *s, enum level previous,
+                                                 unsigned coalesced) {
         struct json_object *o = json_object_new_object();
-        json_object_object_add(o, "scope", protocol_scope_ref(s));
-        json_object_object_add(o, "previous", json_object_new_string(level_to_string(previous)));
-        json_object_object_add(o, "level", json_object_new_string(level_to_string(s->level.level)));
-        add_figures(o, s);
-        json_object_object_add(o, "timestamp", json_object_new_int64((int64_t) s->changed_usec));
+        json_object_object_add(o, "scope", protocol_encode_scope_ref(&s->id));
+        add_string(o, "previous", level_to_string(previous));
+        add_string(o, "level", level_to_string(s->level));
+        encode_figures(o, s);
+        add_u64(o, "timestamp", s->since);
         if (coalesced > 0)
-                json_object_object_add(o, "coalesced", json_object_new_int((int) MIN(coalesced, (unsigned) INT_MAX)));
-        if (s->gone)
-                json_object_object_add(o, "removed", json_object_new_boolean(1));
+                add_int(o, "coalesced", (int) MIN(coalesced, (unsigned) INT_MAX));
+        add_true(o, "removed", s->removed);
         return o;
 }
 
-struct json_object *protocol_shrink_request(const struct shrink_request *q) {
-        const struct shrink_job *j = q->job;
+int protocol_decode_level_change(struct json_object *o, struct scope_snapshot *ret, enum level *ret_previous,
+                                 unsigned *ret_coalesced) {
+        struct scope_snapshot s = {};
+        enum level previous;
+        int coalesced = 0;
+
+        if (!json_object_is_type(o, json_type_object))
+                return -EINVAL;
+        TRY(decode_scope(o, &s));
+        TRY(get_level(o, "previous", &previous));
+        TRY(decode_figures(o, &s));
+        TRY(get_u64(o, "timestamp", true, &s.since));
+        TRY(get_int(o, "coalesced", false, &coalesced));
+        TRY(get_bool(o, "removed", &s.removed));
+        if (coalesced < 0)
+                return -EINVAL;
+        *ret = s;
+        *ret_previous = previous;
+        *ret_coalesced = (unsigned) coalesced;
+        return 0;
+}
+
+/* ---- shrinkers ---- */
+
+static const char *op_to_string(enum shrink_op op) {
+        return op == SHRINK_OP_COUNT ? "count" : "scan";
+}
+
+struct json_object *protocol_encode_shrink_request(const struct shrink_request_snapshot *q) {
         struct json_object *o = json_object_new_object();
-        json_object_object_add(o, "id", json_object_new_int64((int64_t) q->id));
-        json_object_object_add(o, "shrinker", json_object_new_int64((int64_t) j->shrinker->id));
-        json_object_object_add(o, "op", json_object_new_string(q->op == SHRINK_OP_COUNT ? "count" : "scan"));
-        json_object_object_add(o, "node", json_object_new_int(j->node));
-        json_object_object_add(o, "cgroup", json_object_new_string(j->cgroup));
+        add_u64(o, "id", q->id);
+        add_u64(o, "shrinker", q->shrinker);
+        add_string(o, "op", op_to_string(q->op));
+        add_int(o, "node", q->node);
+        add_string(o, "cgroup", q->cgroup);
         if (q->op == SHRINK_OP_SCAN)
-                json_object_object_add(o, "nr_to_scan", json_object_new_int64((int64_t) q->nr_to_scan));
-        json_object_object_add(o, "priority", json_object_new_int(j->priority));
-        json_object_object_add(o, "deadline", json_object_new_int64((int64_t) q->deadline_usec));
+                add_u64(o, "nr_to_scan", q->nr_to_scan);
+        add_int(o, "priority", q->priority);
+        add_u64(o, "deadline", q->deadline);
         return o;
 }
 
-struct json_object *protocol_shrinker_info(const struct shrinker *sh) {
-        const struct shrink_client *cl = sh->client;
-        const struct node_monitor *nm = cl->manager->nodes;
+int protocol_decode_shrink_request(struct json_object *o, struct shrink_request_snapshot *ret) {
+        struct shrink_request_snapshot q = {};
+        const char *op;
+
+        if (!json_object_is_type(o, json_type_object))
+                return -EINVAL;
+        TRY(get_u64(o, "id", true, &q.id));
+        TRY(get_u64(o, "shrinker", true, &q.shrinker));
+        TRY(get_string(o, "op", true, &op));
+        if (streq(op, "count"))
+                q.op = SHRINK_OP_COUNT;
+        else if (streq(op, "scan"))
+                q.op = SHRINK_OP_SCAN;
+        else
+                return -EINVAL;
+        TRY(get_int(o, "node", true, &q.node));
+        TRY(get_string(o, "cgroup", true, &q.cgroup));
+        TRY(get_u64(o, "nr_to_scan", q.op == SHRINK_OP_SCAN, &q.nr_to_scan));
+        TRY(get_int(o, "priority", true, &q.priority));
+        TRY(get_u64(o, "deadline", true, &q.deadline));
+        *ret = q;
+        return 0;
+}
+
+struct json_object *protocol_encode_shrink_result(const struct shrink_result *r) {
+        struct json_object *o = json_object_new_object();
+        add_u64(o, "shrinker", r->shrinker);
+        add_string(o, "name", r->name);
+        add_int(o, "node", r->node);
+        add_string(o, "cgroup", r->cgroup);
+        add_u64(o, "scanned", r->scanned);
+        add_u64(o, "freed", r->freed);
+        add_u64(o, "bytes_freed", r->bytes_freed);
+        add_true(o, "stopped", r->stopped);
+        add_true(o, "timed_out", r->timed_out);
+        add_true(o, "empty", r->empty);
+        add_true(o, "quarantined", r->quarantined);
+        return o;
+}
+
+int protocol_decode_shrink_result(struct json_object *o, struct shrink_result *ret) {
+        struct shrink_result r = {};
+        if (!json_object_is_type(o, json_type_object))
+                return -EINVAL;
+        TRY(get_u64(o, "shrinker", true, &r.shrinker));
+        TRY(get_string(o, "name", true, &r.name));
+        TRY(get_int(o, "node", true, &r.node));
+        TRY(get_string(o, "cgroup", true, &r.cgroup));
+        TRY(get_u64(o, "scanned", true, &r.scanned));
+        TRY(get_u64(o, "freed", true, &r.freed));
+        TRY(get_u64(o, "bytes_freed", true, &r.bytes_freed));
+        TRY(get_bool(o, "stopped", &r.stopped));
+        TRY(get_bool(o, "timed_out", &r.timed_out));
+        TRY(get_bool(o, "empty", &r.empty));
+        TRY(get_bool(o, "quarantined", &r.quarantined));
+        *ret = r;
+        return 0;
+}
+
+struct json_object *protocol_encode_registration(const struct shrink_registration *g) {
+        struct json_object *o = json_object_new_object(), *list = json_object_new_array();
+        add_string(o, "token", g->token);
+        for (size_t i = 0; i < g->n_shrinkers; i++) {
+                struct json_object *s = json_object_new_object();
+                add_u64(s, "id", g->shrinkers[i].id);
+                add_string(s, "name", g->shrinkers[i].name);
+                json_object_array_add(list, s);
+        }
+        json_object_object_add(o, "shrinkers", list);
+        return o;
+}
+
+/* An array of objects, each decoded into an element of a freshly allocated array. */
+static int decode_array(struct json_object *o, const char *key, size_t size, int (*fn)(struct json_object *, void *),
+                        void **ret, size_t *ret_n) {
+        struct json_object *list = get(o, key);
+        if (!list || !json_object_is_type(list, json_type_array))
+                return -EINVAL;
+        size_t n = json_object_array_length(list);
+        char *a = calloc(MAX(n, 1u), size);
+        if (!a)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                struct json_object *e = json_object_array_get_idx(list, i);
+                int r = json_object_is_type(e, json_type_object) ? fn(e, a + i * size) : -EINVAL;
+                if (r < 0) {
+                        free(a);
+                        return r;
+                }
+        }
+        *ret = a;
+        *ret_n = n;
+        return 0;
+}
+
+static int decode_shrinker_ref(struct json_object *o, void *p) {
+        struct shrinker_ref *s = p;
+        TRY(get_u64(o, "id", true, &s->id));
+        return get_string(o, "name", true, &s->name);
+}
+
+int protocol_decode_registration(struct json_object *o, struct shrink_registration *ret) {
+        struct shrink_registration g = {};
+        void *list;
+        if (!json_object_is_type(o, json_type_object))
+                return -EINVAL;
+        TRY(get_string(o, "token", true, &g.token));
+        TRY(decode_array(o, "shrinkers", sizeof(struct shrinker_ref), decode_shrinker_ref, &list, &g.n_shrinkers));
+        g.shrinkers = list;
+        *ret = g;
+        return 0;
+}
+
+struct json_object *protocol_encode_shrinker_info(const struct shrinker_info_snapshot *i) {
         struct json_object *o = json_object_new_object(), *flags = json_object_new_array();
 
-        json_object_object_add(o, "id", json_object_new_int64((int64_t) sh->id));
-        json_object_object_add(o, "name", json_object_new_string(sh->name));
-        json_object_object_add(o, "pid", json_object_new_int((int) cl->pid));
-        json_object_object_add(o, "uid", json_object_new_int64((int64_t) cl->uid));
-        json_object_object_add(o, "cgroup", json_object_new_string(cl->cgroup));
-        if (sh->flags & SHRINKER_NUMA_AWARE)
+        add_u64(o, "id", i->id);
+        add_string(o, "name", i->name);
+        add_int(o, "pid", (int) i->pid);
+        add_u64(o, "uid", i->uid);
+        add_string(o, "cgroup", i->cgroup);
+        if (i->flags & SHRINKER_NUMA_AWARE)
                 json_object_array_add(flags, json_object_new_string("numa_aware"));
-        if (sh->flags & SHRINKER_MEMCG_AWARE)
+        if (i->flags & SHRINKER_MEMCG_AWARE)
                 json_object_array_add(flags, json_object_new_string("memcg_aware"));
         json_object_object_add(o, "flags", flags);
-        json_object_object_add(o, "seeks", json_object_new_int((int) sh->seeks));
-        json_object_object_add(o, "batch", json_object_new_int((int) sh->batch));
+        add_int(o, "seeks", (int) i->seeks);
+        add_int(o, "batch", (int) i->batch);
 
         struct json_object *nodes = json_object_new_array();
-        for (size_t i = 0; i < sh->n_nodes; i++) {
+        for (size_t k = 0; k < i->n_nodes; k++) {
                 struct json_object *n = json_object_new_object();
-                json_object_object_add(n, "node", json_object_new_int(nm ? nm->cur[i].id : 0));
-                json_object_object_add(n, "objects", json_object_new_int64((int64_t) sh->last_count[i]));
-                json_object_object_add(n, "bytes", json_object_new_int64((int64_t) sh->last_bytes[i]));
-                json_object_object_add(n, "deferred", json_object_new_int64((int64_t) sh->deferred[i]));
+                add_int(n, "node", i->nodes[k].node);
+                add_u64(n, "objects", i->nodes[k].objects);
+                add_u64(n, "bytes", i->nodes[k].bytes);
+                add_u64(n, "deferred", i->nodes[k].deferred);
                 json_object_array_add(nodes, n);
         }
         json_object_object_add(o, "nodes", nodes);
 
-        const struct shrinker_stats *st = &sh->stats;
-        json_object_object_add(o, "calls", json_object_new_int64((int64_t) st->calls));
-        json_object_object_add(o, "scanned", json_object_new_int64((int64_t) st->scanned));
-        json_object_object_add(o, "freed", json_object_new_int64((int64_t) st->freed));
-        json_object_object_add(o, "bytes_freed", json_object_new_int64((int64_t) st->bytes_freed));
-        json_object_object_add(o, "timeouts", json_object_new_int64((int64_t) st->timeouts));
-        json_object_object_add(o, "stops", json_object_new_int64((int64_t) st->stops));
-        json_object_object_add(o, "last_latency_usec", json_object_new_int64((int64_t) st->last_latency_usec));
-        json_object_object_add(o, "worst_latency_usec", json_object_new_int64((int64_t) st->worst_latency_usec));
-        json_object_object_add(o, "rejected_answers", json_object_new_int64((int64_t) cl->rejected));
-        json_object_object_add(o, "state", json_object_new_string(sh->health.quarantined ? "quarantined" : "active"));
+        const struct shrinker_stats *st = &i->stats;
+        add_u64(o, "calls", st->calls);
+        add_u64(o, "scanned", st->scanned);
+        add_u64(o, "freed", st->freed);
+        add_u64(o, "bytes_freed", st->bytes_freed);
+        add_u64(o, "timeouts", st->timeouts);
+        add_u64(o, "stops", st->stops);
+        add_u64(o, "last_latency_usec", st->last_latency_usec);
+        add_u64(o, "worst_latency_usec", st->worst_latency_usec);
+        add_u64(o, "rejected_answers", i->rejected_answers);
+        add_string(o, "state", i->quarantined ? "quarantined" : "active");
         return o;
+}
+
+static int decode_node_figures(struct json_object *o, void *p) {
+        struct shrinker_node_figures *n = p;
+        TRY(get_int(o, "node", true, &n->node));
+        TRY(get_u64(o, "objects", true, &n->objects));
+        TRY(get_u64(o, "bytes", true, &n->bytes));
+        return get_u64(o, "deferred", true, &n->deferred);
+}
+
+static int decode_flags(struct json_object *o, unsigned *ret) {
+        struct json_object *list = get(o, "flags");
+        unsigned f = 0;
+        if (!list || !json_object_is_type(list, json_type_array))
+                return -EINVAL;
+        for (size_t k = 0; k < json_object_array_length(list); k++) {
+                const char *s = json_object_get_string(json_object_array_get_idx(list, k));
+                if (!json_object_is_type(json_object_array_get_idx(list, k), json_type_string))
+                        return -EINVAL;
+                if (streq(s, "numa_aware"))
+                        f |= SHRINKER_NUMA_AWARE;
+                else if (streq(s, "memcg_aware"))
+                        f |= SHRINKER_MEMCG_AWARE;
+                /* others: a newer daemon's flags, not ours to know */
+        }
+        *ret = f;
+        return 0;
+}
+
+int protocol_decode_shrinker_info(struct json_object *o, struct shrinker_info_snapshot *ret) {
+        struct shrinker_info_snapshot i = {};
+        struct shrinker_stats *st = &i.stats;
+        uint64_t uid = 0;
+        int pid = 0, seeks = 0, batch = 0;
+        const char *state;
+        void *nodes;
+
+        if (!json_object_is_type(o, json_type_object))
+                return -EINVAL;
+        TRY(get_u64(o, "id", true, &i.id));
+        TRY(get_string(o, "name", true, &i.name));
+        TRY(get_int(o, "pid", true, &pid));
+        TRY(get_u64(o, "uid", true, &uid));
+        TRY(get_string(o, "cgroup", true, &i.cgroup));
+        TRY(decode_flags(o, &i.flags));
+        TRY(get_int(o, "seeks", true, &seeks));
+        TRY(get_int(o, "batch", true, &batch));
+        TRY(get_u64(o, "calls", true, &st->calls));
+        TRY(get_u64(o, "scanned", true, &st->scanned));
+        TRY(get_u64(o, "freed", true, &st->freed));
+        TRY(get_u64(o, "bytes_freed", true, &st->bytes_freed));
+        TRY(get_u64(o, "timeouts", true, &st->timeouts));
+        TRY(get_u64(o, "stops", true, &st->stops));
+        TRY(get_u64(o, "last_latency_usec", true, &st->last_latency_usec));
+        TRY(get_u64(o, "worst_latency_usec", true, &st->worst_latency_usec));
+        TRY(get_u64(o, "rejected_answers", true, &i.rejected_answers));
+        TRY(get_string(o, "state", true, &state));
+        if (pid < 0 || seeks < 0 || batch < 0 || uid > UINT32_MAX)
+                return -EINVAL;
+        TRY(decode_array(o, "nodes", sizeof(struct shrinker_node_figures), decode_node_figures, &nodes, &i.n_nodes));
+        i.nodes = nodes;
+        i.pid = pid;
+        i.uid = (uid_t) uid;
+        i.seeks = (unsigned) seeks;
+        i.batch = (unsigned) batch;
+        i.quarantined = streq(state, "quarantined");
+        *ret = i;
+        return 0;
 }

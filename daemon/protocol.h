@@ -1,35 +1,127 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* The io.pressured wire format: scope references, scope states and level-change events as JSON, as
- * declared in io.pressured.varlink. */
+/* The io.pressured wire format, as declared in io.pressured.varlink and shown in docs/protocol.md: a
+ * codec between JSON and snapshots, plain structs that the daemon fills from its state. It knows no
+ * daemon state: what a scope, a request or a shrinker is to the daemon stays behind the snapshot.
+ * Decoded strings point into the JSON they came from; decoded arrays are allocated, free() them. */
 
 #include <json-c/json.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
 
 #include "level.h"
-#include "scope.h"
+#include "psi.h"
+#include "scope_id.h"
+#include "shrink_policy.h"
 
-struct scope_ref {
-        enum scope_type type;
-        int node;
-        const char *cgroup; /* points into the parsed JSON */
+/* NodeMemory, in bytes, and the node's vmstat counters. */
+struct node_memory {
+        uint64_t total, free;
+        uint64_t watermark_min, watermark_low, watermark_high;
+        uint64_t numa_foreign, refault_anon, refault_file;
 };
 
-/* Parse a ScopeRef. On failure returns -EINVAL and the name of the offending field in *ret_field. */
-int protocol_parse_scope_ref(struct json_object *o, struct scope_ref *ret, const char **ret_field);
+/* A ScopeState, or a LevelChange with its `previous`. */
+struct scope_snapshot {
+        struct scope_id id;
+        enum level level;
+        bool have_psi;
+        struct psi_stats psi;
+        bool have_node_memory;
+        struct node_memory node;
+        bool have_cgroup_memory;
+        uint64_t usage, limit; /* limit UINT64_MAX: none */
+        uint64_t reclaim_target;
+        uint64_t since; /* CLOCK_MONOTONIC µs of the last change; 0: none */
+        bool removed;
+};
 
-struct json_object *protocol_scope_ref(const struct scope *s);
-/* A ScopeState: level, PSI figures, memory figures, reclaim target. */
-struct json_object *protocol_scope_state(const struct scope *s);
-/* A LevelChange as a subscriber sees it: `previous` is the level this subscriber was last told. */
-struct json_object *protocol_level_change(const struct scope *s, enum level previous, unsigned coalesced);
+/* A Request on a serving connection. */
+struct shrink_request_snapshot {
+        uint64_t id, shrinker;
+        enum shrink_op op;
+        int node;
+        const char *cgroup;
+        uint64_t nr_to_scan; /* scan only */
+        int priority;
+        uint64_t deadline;
+};
 
-struct shrink_request;
-struct shrinker;
-/* A Request as the client sees it on its serving connection. */
-struct json_object *protocol_shrink_request(const struct shrink_request *q);
+/* One shrinker's line in the results of an explicit Shrink. */
+struct shrink_result {
+        uint64_t shrinker;
+        const char *name;
+        int node;
+        const char *cgroup;
+        uint64_t scanned, freed, bytes_freed;
+        bool stopped, timed_out, empty, quarantined;
+};
+
+struct shrinker_ref {
+        uint64_t id;
+        const char *name;
+};
+
+/* The first reply to Serve. */
+struct shrink_registration {
+        const char *token;
+        size_t n_shrinkers;
+        struct shrinker_ref *shrinkers;
+};
+
+struct shrinker_stats {
+        uint64_t calls, scanned, freed, bytes_freed;
+        uint64_t timeouts, stops, empty;
+        uint64_t last_latency_usec, worst_latency_usec;
+};
+
+struct shrinker_node_figures {
+        int node;
+        uint64_t objects, bytes, deferred;
+};
+
 /* A ShrinkerInfo for ListShrinkers. */
-struct json_object *protocol_shrinker_info(const struct shrinker *sh);
+struct shrinker_info_snapshot {
+        uint64_t id;
+        const char *name;
+        pid_t pid;
+        uid_t uid;
+        const char *cgroup;
+        unsigned flags; /* SHRINKER_NUMA_AWARE, SHRINKER_MEMCG_AWARE */
+        unsigned seeks, batch;
+        size_t n_nodes;
+        struct shrinker_node_figures *nodes;
+        struct shrinker_stats stats; /* `empty` is not on the wire */
+        uint64_t rejected_answers;
+        bool quarantined;
+};
+
+/* ScopeRef. Decoding names the offending field in *ret_field on -EINVAL. */
+struct json_object *protocol_encode_scope_ref(const struct scope_id *id);
+int protocol_decode_scope_ref(struct json_object *o, struct scope_id *ret, const char **ret_field);
+
+struct json_object *protocol_encode_scope_state(const struct scope_snapshot *s);
+int protocol_decode_scope_state(struct json_object *o, struct scope_snapshot *ret);
+
+/* `previous` is the level this subscriber was last told; `coalesced` the changes folded into this one. */
+struct json_object *protocol_encode_level_change(const struct scope_snapshot *s, enum level previous,
+                                                 unsigned coalesced);
+int protocol_decode_level_change(struct json_object *o, struct scope_snapshot *ret, enum level *ret_previous,
+                                 unsigned *ret_coalesced);
+
+struct json_object *protocol_encode_shrink_request(const struct shrink_request_snapshot *q);
+int protocol_decode_shrink_request(struct json_object *o, struct shrink_request_snapshot *ret);
+
+struct json_object *protocol_encode_shrink_result(const struct shrink_result *r);
+int protocol_decode_shrink_result(struct json_object *o, struct shrink_result *ret);
+
+struct json_object *protocol_encode_registration(const struct shrink_registration *g);
+int protocol_decode_registration(struct json_object *o, struct shrink_registration *ret);
+
+struct json_object *protocol_encode_shrinker_info(const struct shrinker_info_snapshot *i);
+int protocol_decode_shrinker_info(struct json_object *o, struct shrinker_info_snapshot *ret);
 
 /* The interface definition, compiled in from io.pressured.varlink. */
 extern const char protocol_interface_description[];

@@ -1,28 +1,80 @@
 /* SPDX-License-Identifier: MIT */
 #include "reclaim.h"
 
+#include <assert.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "hashmap.h"
 #include "log.h"
 #include "macro.h"
-#include "manager.h"
-#include "protocol.h"
-#include "scope.h"
-#include "varlink.h"
+
+struct reclaim {
+        sd_event *event;
+        const struct config *config;
+        struct scope_registry *scopes;
+        struct shrink_registry *shrinkers;
+        const struct reclaim_transport *transport;
+        void *userdata;
+        int slot;                 /* on each scope: its episode */
+        struct hashmap *requests; /* in flight, by id */
+        struct hashmap *queues;   /* struct shrinker_queue by shrinker id */
+        uint64_t last_request_id;
+};
+
+/* Work queued for one shrinker: one request in flight at a time, jobs run in order. */
+struct shrinker_queue {
+        struct shrinker *shrinker;
+        struct shrink_job *head, *tail;
+};
+
+struct shrink_request {
+        struct reclaim *rc;
+        uint64_t id;
+        struct shrink_job *job;
+        enum shrink_op op;
+        uint64_t nr_to_scan;
+        uint64_t sent_usec, deadline_usec;
+        sd_event_source *timer;
+};
+
+/* One (shrinker, node) of a round. */
+struct shrink_job {
+        struct shrink_job *next; /* in the shrinker's queue */
+        struct shrinker_queue *queue;
+        struct shrinker *shrinker;
+        struct shrink_round *round;
+        size_t node_index;
+        int node;
+        char *cgroup;
+        int priority;
+        bool explicit_nr;  /* io.pressured.Shrink with nr_to_scan: scan exactly that, no count */
+        bool explicit_all; /* io.pressured.Shrink without nr_to_scan: count, then scan all of it */
+        uint64_t explicit_left;
+        bool probe_only; /* quarantined: a count to see whether it answers again */
+        struct shrink_plan plan;
+        uint64_t freeable, bytes_per_object_x1000;
+        uint64_t freed, scanned, bytes_freed;
+        bool stopped, timed_out, empty, started;
+        struct shrink_request *req;
+};
 
 struct shrink_round {
-        struct manager *manager;
-        struct reclaim_episode *episode;   /* NULL for an explicit Shrink */
-        struct varlink_connection *reply;  /* the Shrink call to answer */
-        struct json_object *results;       /* its per-job results */
-        unsigned n_jobs;                   /* not finished yet */
+        struct reclaim *rc;
+        struct reclaim_episode *episode; /* NULL for an explicit Shrink */
+        bool explicit;
+        void *caller; /* the Shrink call to answer; NULL once it left */
+        struct shrink_result *results;
+        size_t n_results, n_alloc;
+        unsigned n_jobs; /* not finished yet */
         uint64_t freed, freed_bytes, scanned;
         unsigned n_asked;
 };
 
 struct reclaim_episode {
+        struct reclaim *rc;
         struct scope *scope;
         sd_event_source *timer;
         struct shrink_round *round;
@@ -32,33 +84,26 @@ struct reclaim_episode {
         bool paused;         /* target reached: waiting to see whether the pressure goes */
 };
 
-static uint64_t now_usec(struct manager *m) {
+static uint64_t now_usec(const struct reclaim *rc) {
         uint64_t t = 0;
-        (void) sd_event_now(m->event, CLOCK_MONOTONIC, &t);
+        (void) sd_event_now(rc->event, CLOCK_MONOTONIC, &t);
         return t;
 }
 
-static void job_run(struct shrink_job *j);
+static void job_finish(struct shrink_job *j);
 static void round_job_done(struct shrink_round *r, struct shrink_job *j);
 
 /* ---- requests ---- */
 
-static void request_free(struct shrink_client *cl, struct shrink_request *q) {
+static void request_free(struct shrink_request *q) {
         if (!q)
                 return;
-        if (q->prev)
-                q->prev->next = q->next;
-        else
-                cl->requests = q->next;
-        if (q->next)
-                q->next->prev = q->prev;
+        hashmap_remove_u64(q->rc->requests, q->id);
         sd_event_source_disable_unref(q->timer);
         if (q->job)
                 q->job->req = NULL;
         free(q);
 }
-
-static void job_finish(struct shrink_job *j);
 
 static int on_request_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
         struct shrink_request *q = userdata;
@@ -69,53 +114,59 @@ static int on_request_timeout(sd_event_source *s, uint64_t usec, void *userdata)
 
         sh->stats.timeouts++;
         j->timed_out = true;
-        if (shrink_health_timeout(&sh->health, sh->client->manager->config.quarantine_after))
+        if (shrink_health_timeout(&sh->health, q->rc->config->quarantine_after))
                 log_warning("Shrinker %s (id %llu) of pid %d did not answer %u requests in time: quarantined.",
                             sh->name, (unsigned long long) sh->id, (int) sh->client->pid,
                             sh->health.consecutive_timeouts);
-        request_free(sh->client, q);
+        request_free(q);
         job_finish(j);
         return 0;
 }
 
 static int request_send(struct shrink_job *j, enum shrink_op op, uint64_t nr_to_scan) {
+        struct reclaim *rc = j->round->rc;
         struct shrinker *sh = j->shrinker;
-        struct shrink_client *cl = sh->client;
-        struct manager *m = cl->manager;
-        uint64_t now = now_usec(m);
+        uint64_t now = now_usec(rc);
         int r;
 
         struct shrink_request *q = calloc(1, sizeof(*q));
         if (!q)
                 return -ENOMEM;
-        q->id = ++m->last_request_id;
-        q->job = j;
-        q->op = op;
-        q->nr_to_scan = nr_to_scan;
-        q->sent_usec = now;
-        q->deadline_usec = now + m->config.request_timeout_usec;
-
-        r = sd_event_add_time(m->event, &q->timer, CLOCK_MONOTONIC, q->deadline_usec, 1000, on_request_timeout, q);
+        *q = (struct shrink_request){
+                .rc = rc,
+                .id = ++rc->last_request_id,
+                .job = j,
+                .op = op,
+                .nr_to_scan = nr_to_scan,
+                .sent_usec = now,
+                .deadline_usec = now + rc->config->request_timeout_usec,
+        };
+        r = sd_event_add_time(rc->event, &q->timer, CLOCK_MONOTONIC, q->deadline_usec, 1000, on_request_timeout, q);
+        if (r >= 0)
+                r = hashmap_put_u64(rc->requests, q->id, q);
         if (r < 0) {
+                sd_event_source_disable_unref(q->timer);
                 free(q);
                 return r;
         }
         (void) sd_event_source_set_description(q->timer, "shrink-deadline");
-        q->next = cl->requests;
-        if (q->next)
-                q->next->prev = q;
-        cl->requests = q;
         j->req = q;
 
         if (op == SHRINK_OP_SCAN)
                 sh->stats.calls++;
-        struct json_object *p = json_object_new_object();
-        json_object_object_add(p, "request", protocol_shrink_request(q));
-        r = varlink_notify(cl->conn, p);
-        if (r < 0) {
-                /* The client's connection is going; its cleanup will take this request. */
-                log_debug_errno(r, "Cannot send request to pid %d: %m", (int) cl->pid);
-        }
+        const struct shrink_request_snapshot snap = {
+                .id = q->id,
+                .shrinker = sh->id,
+                .op = op,
+                .node = j->node,
+                .cgroup = j->cgroup,
+                .nr_to_scan = nr_to_scan,
+                .priority = j->priority,
+                .deadline = q->deadline_usec,
+        };
+        r = rc->transport->send_request(sh->client, &snap, rc->userdata);
+        if (r < 0)
+                log_debug_errno(r, "Cannot send request to pid %d: %m", (int) sh->client->pid);
         return 0;
 }
 
@@ -124,8 +175,7 @@ static int request_send(struct shrink_job *j, enum shrink_op op, uint64_t nr_to_
 static void job_free(struct shrink_job *j) {
         if (!j)
                 return;
-        if (j->req)
-                request_free(j->shrinker->client, j->req);
+        request_free(j->req);
         free(j->cgroup);
         free(j);
 }
@@ -158,13 +208,13 @@ static void job_run(struct shrink_job *j) {
 
 /* Take the job at the head of its shrinker's queue off it, report it to its round, free it. */
 static void job_retire(struct shrink_job *j) {
-        struct shrinker *sh = j->shrinker;
+        struct shrinker_queue *qu = j->queue;
 
-        if (j->req)
-                request_free(sh->client, j->req);
-        sh->jobs_head = j->next;
-        if (!sh->jobs_head)
-                sh->jobs_tail = NULL;
+        assert(qu->head == j);
+        request_free(j->req);
+        qu->head = j->next;
+        if (!qu->head)
+                qu->tail = NULL;
         round_job_done(j->round, j);
         job_free(j);
 }
@@ -172,33 +222,53 @@ static void job_retire(struct shrink_job *j) {
 /* Done with this job: settle deferred work, retire it, start the shrinker's next one. */
 static void job_finish(struct shrink_job *j) {
         struct shrinker *sh = j->shrinker;
+        struct shrinker_queue *qu = j->queue;
 
         if (!j->explicit_nr && !j->probe_only && j->freeable > 0)
                 sh->deferred[shrinker_node_slot(sh, j->node_index)] = shrink_plan_finish(&j->plan);
         /* Jobs finish in queue order: this is the head. */
         job_retire(j);
-        if (sh->jobs_head && !sh->jobs_head->started)
-                job_run(sh->jobs_head);
+        if (qu->head && !qu->head->started)
+                job_run(qu->head);
+}
+
+static struct shrinker_queue *queue_get(struct reclaim *rc, struct shrinker *sh) {
+        struct shrinker_queue *qu = hashmap_get_u64(rc->queues, sh->id);
+        if (qu)
+                return qu;
+        qu = calloc(1, sizeof(*qu));
+        if (!qu)
+                return NULL;
+        qu->shrinker = sh;
+        if (hashmap_put_u64(rc->queues, sh->id, qu) < 0) {
+                free(qu);
+                return NULL;
+        }
+        return qu;
 }
 
 static void job_enqueue(struct shrink_job *j) {
-        struct shrinker *sh = j->shrinker;
-        if (sh->jobs_tail)
-                sh->jobs_tail->next = j;
+        struct shrinker_queue *qu = j->queue;
+        if (qu->tail)
+                qu->tail->next = j;
         else
-                sh->jobs_head = j;
-        sh->jobs_tail = j;
+                qu->head = j;
+        qu->tail = j;
 }
 
 static struct shrink_job *job_new(struct shrink_round *r, struct shrinker *sh, size_t node_index, const char *cgroup,
                                   int priority) {
+        struct shrinker_queue *qu = queue_get(r->rc, sh);
+        if (!qu)
+                return NULL;
         struct shrink_job *j = calloc(1, sizeof(*j));
         if (!j)
                 return NULL;
+        j->queue = qu;
         j->shrinker = sh;
         j->round = r;
         j->node_index = node_index;
-        j->node = r->manager->nodes ? r->manager->nodes->cur[node_index].id : 0;
+        j->node = shrink_registry_node_id(r->rc->shrinkers, node_index);
         j->priority = priority;
         j->probe_only = sh->health.quarantined;
         j->cgroup = strdup(cgroup);
@@ -211,87 +281,64 @@ static struct shrink_job *job_new(struct shrink_round *r, struct shrinker *sh, s
 
 /* ---- answers ---- */
 
-int reclaim_answer(struct shrink_client *cl, uint64_t request_id, const struct shrink_answer *a,
-                   const char **ret_reason) {
-        struct shrink_request *q;
-
-        for (q = cl->requests; q; q = q->next)
-                if (q->id == request_id)
-                        break;
-        if (!q) {
-                cl->rejected++;
-                return -ENOENT;
-        }
-
-        /* Check everything before changing anything. */
-        const char *bad = NULL;
+/* Everything is checked before anything changes: a refused answer leaves the request as it was. */
+static const char *answer_check(const struct shrink_request *q, const struct shrink_answer *a) {
         if (q->op == SHRINK_OP_COUNT) {
-                if (a->freed >= 0 || a->scanned >= 0 || a->stop > 0)
-                        bad = "a count request is answered with count, bytes or empty";
-                else if (a->count < 0 && a->empty <= 0)
-                        bad = "count missing";
-        } else {
-                if (a->count >= 0 || a->empty > 0)
-                        bad = "a scan request is answered with freed, scanned, bytes or stop";
-                else if (a->stop <= 0 && a->freed < 0)
-                        bad = "freed missing";
-                else if (a->freed >= 0 && (uint64_t) a->freed > 2 * q->nr_to_scan)
-                        bad = "freed exceeds twice nr_to_scan";
-                else if (a->scanned >= 0 && (uint64_t) a->scanned > 2 * q->nr_to_scan)
-                        bad = "scanned exceeds twice nr_to_scan";
+                if (a->freed >= 0 || a->scanned >= 0 || a->stop)
+                        return "a count request is answered with count, bytes or empty";
+                if (a->count < 0 && !a->empty)
+                        return "count missing";
+                return NULL;
         }
-        if (bad) {
-                cl->rejected++;
-                *ret_reason = bad;
-                return -EINVAL;
-        }
+        if (a->count >= 0 || a->empty)
+                return "a scan request is answered with freed, scanned, bytes or stop";
+        if (!a->stop && a->freed < 0)
+                return "freed missing";
+        if (a->freed >= 0 && (uint64_t) a->freed > 2 * q->nr_to_scan)
+                return "freed exceeds twice nr_to_scan";
+        if (a->scanned >= 0 && (uint64_t) a->scanned > 2 * q->nr_to_scan)
+                return "scanned exceeds twice nr_to_scan";
+        return NULL;
+}
 
-        struct shrink_job *j = q->job;
+/* A count: plan the scan, or finish when there is nothing to do. */
+static void job_counted(struct shrink_job *j, const struct shrink_answer *a) {
         struct shrinker *sh = j->shrinker;
-        struct manager *m = cl->manager;
-        uint64_t latency = now_usec(m) - q->sent_usec;
         size_t slot = shrinker_node_slot(sh, j->node_index);
-        enum shrink_op op = q->op;
-        uint64_t nr_to_scan = q->nr_to_scan;
+        uint64_t count = a->empty ? 0 : (uint64_t) a->count;
 
-        sh->stats.last_latency_usec = latency;
-        sh->stats.worst_latency_usec = MAX(sh->stats.worst_latency_usec, latency);
-        if (shrink_health_answer(&sh->health))
-                log_info("Shrinker %s (id %llu) of pid %d answers again: out of quarantine.", sh->name,
-                         (unsigned long long) sh->id, (int) cl->pid);
-        request_free(cl, q);
-
-        if (op == SHRINK_OP_COUNT) {
-                uint64_t count = a->empty > 0 ? 0 : (uint64_t) a->count;
-                sh->last_count[slot] = count;
-                sh->last_bytes[slot] = a->bytes >= 0 ? (uint64_t) a->bytes : 0;
-                if (a->empty > 0) {
-                        sh->stats.empty++;
-                        j->empty = true;
-                }
-                /* 0 means "skip me this time", EMPTY "nothing here": either way nothing to scan now. */
-                if (count == 0 || j->probe_only) {
-                        job_finish(j);
-                        return 0;
-                }
-                j->freeable = count;
-                if (j->explicit_all) {
-                        /* io.pressured.Shrink without nr_to_scan: everything the count reported. */
-                        j->explicit_nr = true;
-                        j->explicit_left = count;
-                }
-                if (a->bytes > 0)
-                        j->bytes_per_object_x1000 = (uint64_t) a->bytes * 1000 / count;
-                shrink_plan_start(&j->plan, count, j->priority, sh->seeks, sh->deferred[slot]);
-                job_next_scan(j);
-                return 0;
+        sh->last_count[slot] = count;
+        sh->last_bytes[slot] = a->bytes >= 0 ? (uint64_t) a->bytes : 0;
+        if (a->empty) {
+                sh->stats.empty++;
+                j->empty = true;
         }
+        /* 0 means "skip me this time", EMPTY "nothing here": either way nothing to scan now. */
+        if (count == 0 || j->probe_only) {
+                job_finish(j);
+                return;
+        }
+        j->freeable = count;
+        if (j->explicit_all) {
+                /* io.pressured.Shrink without nr_to_scan: everything the count reported. */
+                j->explicit_nr = true;
+                j->explicit_left = count;
+        }
+        if (a->bytes > 0)
+                j->bytes_per_object_x1000 = (uint64_t) a->bytes * 1000 / count;
+        shrink_plan_start(&j->plan, count, j->priority, sh->seeks, sh->deferred[slot]);
+        job_next_scan(j);
+}
 
-        if (a->stop > 0) {
+/* A scan: account what was freed, go on with the plan. */
+static void job_scanned(struct shrink_job *j, const struct shrink_answer *a, uint64_t nr_to_scan) {
+        struct shrinker *sh = j->shrinker;
+
+        if (a->stop) {
                 sh->stats.stops++;
                 j->stopped = true;
                 job_finish(j);
-                return 0;
+                return;
         }
         uint64_t freed = (uint64_t) a->freed;
         uint64_t scanned = a->scanned >= 0 ? (uint64_t) a->scanned : nr_to_scan;
@@ -309,9 +356,44 @@ int reclaim_answer(struct shrink_client *cl, uint64_t request_id, const struct s
         /* A shrinker that scans nothing cannot make progress: do not spin on it. */
         if (scanned == 0) {
                 job_finish(j);
-                return 0;
+                return;
         }
         job_next_scan(j);
+}
+
+int reclaim_answer(struct reclaim *rc, struct shrink_client *cl, const struct shrink_answer *a,
+                   const char **ret_reason) {
+        struct shrink_request *q = a->request >= 0 ? hashmap_get_u64(rc->requests, (uint64_t) a->request) : NULL;
+
+        /* Another client's request is as unknown to this one as a request that never was. */
+        if (!q || q->job->shrinker->client != cl) {
+                cl->rejected++;
+                return -ENOENT;
+        }
+        const char *bad = answer_check(q, a);
+        if (bad) {
+                cl->rejected++;
+                *ret_reason = bad;
+                return -EINVAL;
+        }
+
+        struct shrink_job *j = q->job;
+        struct shrinker *sh = j->shrinker;
+        uint64_t latency = now_usec(rc) - q->sent_usec;
+        enum shrink_op op = q->op;
+        uint64_t nr_to_scan = q->nr_to_scan;
+
+        sh->stats.last_latency_usec = latency;
+        sh->stats.worst_latency_usec = MAX(sh->stats.worst_latency_usec, latency);
+        if (shrink_health_answer(&sh->health))
+                log_info("Shrinker %s (id %llu) of pid %d answers again: out of quarantine.", sh->name,
+                         (unsigned long long) sh->id, (int) cl->pid);
+        request_free(q);
+
+        if (op == SHRINK_OP_COUNT)
+                job_counted(j, a);
+        else
+                job_scanned(j, a, nr_to_scan);
         return 0;
 }
 
@@ -320,69 +402,97 @@ int reclaim_answer(struct shrink_client *cl, uint64_t request_id, const struct s
 static void episode_round_done(struct reclaim_episode *e, struct shrink_round *r);
 
 static void round_free(struct shrink_round *r) {
-        json_object_put(r->results);
+        for (size_t i = 0; i < r->n_results; i++) {
+                free((char *) r->results[i].name);
+                free((char *) r->results[i].cgroup);
+        }
+        free(r->results);
         free(r);
-}
-
-/* The Shrink caller went away before the round ended. */
-static void round_detach_reply(void *data) {
-        struct shrink_round *r = data;
-        r->reply = NULL;
 }
 
 static void round_complete(struct shrink_round *r) {
         if (r->episode)
                 episode_round_done(r->episode, r);
-        if (r->reply) {
-                struct json_object *p = json_object_new_object();
-                json_object_object_add(p, "results", json_object_get(r->results));
-                struct varlink_connection *c = r->reply;
-                r->reply = NULL;
-                (void) varlink_reply(c, p);
-        }
+        if (r->explicit && r->caller)
+                r->rc->transport->shrink_done(r->caller, r->results, r->n_results, r->rc->userdata);
         round_free(r);
 }
 
-static void round_job_done(struct shrink_round *r, struct shrink_job *j) {
-        struct shrinker *sh = j->shrinker;
+static void round_add_result(struct shrink_round *r, const struct shrink_job *j) {
+        if (r->n_results == r->n_alloc) {
+                size_t n = MAX(r->n_alloc * 2, 8u);
+                struct shrink_result *a = realloc(r->results, n * sizeof(*a));
+                if (!a) {
+                        log_oom();
+                        return;
+                }
+                r->results = a;
+                r->n_alloc = n;
+        }
+        char *name = strdup(j->shrinker->name), *cgroup = strdup(j->cgroup);
+        if (!name || !cgroup) {
+                free(name);
+                free(cgroup);
+                log_oom();
+                return;
+        }
+        r->results[r->n_results++] = (struct shrink_result){
+                .shrinker = j->shrinker->id,
+                .name = name,
+                .node = j->node,
+                .cgroup = cgroup,
+                .scanned = j->scanned,
+                .freed = j->freed,
+                .bytes_freed = j->bytes_freed,
+                .stopped = j->stopped,
+                .timed_out = j->timed_out,
+                .empty = j->empty,
+                .quarantined = j->probe_only,
+        };
+}
 
+static void round_job_done(struct shrink_round *r, struct shrink_job *j) {
         r->freed += j->freed;
         r->freed_bytes += j->bytes_freed;
         r->scanned += j->scanned;
-        if (r->results) {
-                struct json_object *o = json_object_new_object();
-                json_object_object_add(o, "shrinker", json_object_new_int64((int64_t) sh->id));
-                json_object_object_add(o, "name", json_object_new_string(sh->name));
-                json_object_object_add(o, "node", json_object_new_int(j->node));
-                json_object_object_add(o, "cgroup", json_object_new_string(j->cgroup));
-                json_object_object_add(o, "scanned", json_object_new_int64((int64_t) j->scanned));
-                json_object_object_add(o, "freed", json_object_new_int64((int64_t) j->freed));
-                json_object_object_add(o, "bytes_freed", json_object_new_int64((int64_t) j->bytes_freed));
-                if (j->stopped)
-                        json_object_object_add(o, "stopped", json_object_new_boolean(1));
-                if (j->timed_out)
-                        json_object_object_add(o, "timed_out", json_object_new_boolean(1));
-                if (j->empty)
-                        json_object_object_add(o, "empty", json_object_new_boolean(1));
-                if (j->probe_only)
-                        json_object_object_add(o, "quarantined", json_object_new_boolean(1));
-                json_object_array_add(r->results, o);
-        }
+        if (r->explicit && r->caller)
+                round_add_result(r, j);
         if (--r->n_jobs == 0)
                 round_complete(r);
 }
 
-/* Queue one job per (shrinker, node) that the scope selects. Returns the number of jobs. */
-static unsigned round_add_jobs(struct shrink_round *r, enum scope_type type, int node_index, const char *cgroup,
-                               int priority, uint64_t nr_to_scan, struct shrinker *only) {
-        bool explicit = r->reply != NULL;
-        struct manager *m = r->manager;
-        size_t n_nodes = m->nodes ? m->nodes->n_nodes : 1;
-        unsigned n = 0;
+/* Queue the jobs of one shrinker: one per node the scope selects. */
+static void round_add_shrinker(struct shrink_round *r, struct shrinker *sh, enum scope_type type, size_t node_index,
+                               bool all_nodes, const char *cgroup, int priority, uint64_t nr_to_scan) {
+        size_t n_nodes = shrink_registry_n_nodes(r->rc->shrinkers);
+        size_t first = type == SCOPE_NODE ? node_index : 0;
+        size_t last = type == SCOPE_NODE ? node_index : all_nodes ? n_nodes - 1 : 0;
 
-        for (struct shrink_client *cl = m->shrink_clients; cl; cl = cl->next) {
-                if (cl->dead)
+        for (size_t k = first; k <= last; k++) {
+                struct shrink_job *j = job_new(r, sh, k, cgroup, priority);
+                if (!j) {
+                        log_oom();
                         continue;
+                }
+                if (r->explicit && nr_to_scan > 0 && !j->probe_only) {
+                        j->explicit_nr = true;
+                        j->explicit_left = nr_to_scan;
+                } else if (r->explicit)
+                        j->explicit_all = true;
+                job_enqueue(j);
+                r->n_jobs++;
+        }
+        r->n_asked++;
+}
+
+/* Queue one job per (shrinker, node) that the scope selects, then start the idle queues. The round is
+ * held open (one extra count, dropped by round_seal()) while it is being filled. */
+static void round_add_jobs(struct shrink_round *r, enum scope_type type, size_t node_index, const char *cgroup,
+                           int priority, uint64_t nr_to_scan, struct shrinker *only) {
+        struct shrink_registry *reg = r->rc->shrinkers;
+
+        r->n_jobs++;
+        for (struct shrink_client *cl = reg->clients; cl; cl = cl->next)
                 for (size_t i = 0; i < cl->n_shrinkers; i++) {
                         struct shrinker *sh = cl->shrinkers[i];
                         bool all_nodes;
@@ -392,79 +502,67 @@ static unsigned round_add_jobs(struct shrink_round *r, enum scope_type type, int
                                 continue;
                         if (!shrink_select(type, cgroup, sh->flags, cl->cgroup, &all_nodes, &req_cgroup))
                                 continue;
-
-                        size_t first = type == SCOPE_NODE ? (size_t) node_index : 0;
-                        size_t last = type == SCOPE_NODE ? (size_t) node_index : all_nodes ? n_nodes - 1 : 0;
-                        for (size_t k = first; k <= last; k++) {
-                                struct shrink_job *j = job_new(r, sh, k, req_cgroup, priority);
-                                if (!j) {
-                                        log_oom();
-                                        continue;
-                                }
-                                if (explicit && nr_to_scan > 0 && !j->probe_only) {
-                                        j->explicit_nr = true;
-                                        j->explicit_left = nr_to_scan;
-                                } else if (explicit)
-                                        j->explicit_all = true;
-                                job_enqueue(j);
-                                r->n_jobs++;
-                                n++;
-                        }
-                        r->n_asked++;
+                        round_add_shrinker(r, sh, type, node_index, all_nodes, req_cgroup, priority, nr_to_scan);
                 }
-        }
-        /* Start only after everything is queued: a job may finish at once (a dead client). */
-        r->n_jobs++;
-        for (struct shrink_client *cl = m->shrink_clients; cl; cl = cl->next)
+        /* Start only after everything is queued: a job may finish at once. */
+        for (struct shrink_client *cl = reg->clients; cl; cl = cl->next)
                 for (size_t i = 0; i < cl->n_shrinkers; i++) {
-                        struct shrinker *sh = cl->shrinkers[i];
-                        if (sh->jobs_head && !sh->jobs_head->started)
-                                job_run(sh->jobs_head);
+                        struct shrinker_queue *qu = hashmap_get_u64(r->rc->queues, cl->shrinkers[i]->id);
+                        if (qu && qu->head && !qu->head->started)
+                                job_run(qu->head);
                 }
-        return n;
 }
 
-/* Drop the extra count that kept the round open while it was being filled. */
 static void round_seal(struct shrink_round *r) {
         if (--r->n_jobs == 0)
                 round_complete(r);
 }
 
-int reclaim_shrink_now(struct manager *m, struct varlink_connection *c, enum scope_type type, int node_index,
-                       const char *cgroup, uint64_t nr_to_scan, struct shrinker *only) {
+int reclaim_shrink_new(struct reclaim *rc, void *caller, struct shrink_round **ret) {
         struct shrink_round *r = calloc(1, sizeof(*r));
         if (!r)
                 return -ENOMEM;
-        r->manager = m;
-        r->reply = c;
-        r->results = json_object_new_array();
-        varlink_connection_set_call_data(c, r, round_detach_reply);
-        round_add_jobs(r, type, node_index, cgroup, 0, nr_to_scan, only);
-        round_seal(r);
+        r->rc = rc;
+        r->explicit = true;
+        r->caller = caller;
+        *ret = r;
         return 0;
+}
+
+void reclaim_shrink_start(struct shrink_round *r, const struct shrink_target *t) {
+        round_add_jobs(r, t->type, t->node_index, t->cgroup, 0, t->nr_to_scan, t->only);
+        round_seal(r);
+}
+
+void reclaim_shrink_detach(struct shrink_round *r) {
+        r->caller = NULL;
 }
 
 /* ---- episodes: rounds while a scope is above ok ---- */
 
+static struct reclaim_episode **scope_episode(const struct reclaim *rc, struct scope *s) {
+        return (struct reclaim_episode **) &s->slots[rc->slot];
+}
+
 static void episode_start_round(struct reclaim_episode *e) {
+        struct reclaim *rc = e->rc;
         struct scope *s = e->scope;
-        struct manager *m = s->manager;
         struct shrink_round *r = calloc(1, sizeof(*r));
 
         if (!r) {
                 log_oom();
                 return;
         }
-        r->manager = m;
+        r->rc = rc;
         r->episode = e;
         e->round = r;
         e->rounds++;
         /* As the kernel lowers its priority with every reclaim pass that did not free enough, each round
          * of an episode that finds the scope still above ok asks for more than the one before: two
          * priority steps (four times as much), since a round is far coarser than a kernel pass. */
-        int priority = MAX(0, m->config.priorities.at[s->level.level] - 2 * (int) e->escalation);
+        int priority = MAX(0, rc->config->priorities.at[s->level.level] - 2 * (int) e->escalation);
         e->escalation = MIN(e->escalation + 1, (unsigned) SHRINK_PRIORITY_MAX);
-        round_add_jobs(r, s->type, (int) s->node_index, s->cgroup, priority, 0, NULL);
+        round_add_jobs(r, s->type, s->node_index, s->cgroup, priority, 0, NULL);
         log_debug("%s: reclaim round %u at priority %d asks %u shrinkers.", s->name, e->rounds, priority, r->n_asked);
         round_seal(r);
 }
@@ -472,24 +570,24 @@ static void episode_start_round(struct reclaim_episode *e) {
 /* Whether a scope's level calls for rounds. System-wide stall alone is not enough: the stall of a cgroup
  * at its limit shows in the system's PSI too, yet the kernel shrinks nobody else's caches for it. As in
  * the kernel, everyone is asked only when memory is short globally: some node is below its watermarks. */
-static bool scope_wants_reclaim(const struct scope *s) {
-        const struct manager *m = s->manager;
+static bool scope_wants_reclaim(const struct reclaim *rc, const struct scope *s) {
+        const struct scope_registry *reg = rc->scopes;
 
         if (s->level.level == LEVEL_OK || s->gone)
                 return false;
         if (s->type != SCOPE_SYSTEM)
                 return true;
-        for (size_t i = 0; m->nodes && i < m->nodes->n_nodes; i++)
-                if (m->node_scopes[i]->level.level > LEVEL_OK)
+        for (size_t i = 0; i < reg->n_nodes; i++)
+                if (reg->nodes[i]->level.level > LEVEL_OK)
                         return true;
-        return !m->nodes; /* no node figures at all: trust PSI */
+        return reg->n_nodes == 0; /* no node figures at all: trust PSI */
 }
 
 static int on_episode_timer(sd_event_source *src, uint64_t usec, void *userdata) {
         struct reclaim_episode *e = userdata;
         (void) src;
         (void) usec;
-        if (e->round || !scope_wants_reclaim(e->scope))
+        if (e->round || !scope_wants_reclaim(e->rc, e->scope))
                 return 0;
         if (e->paused) {
                 /* The target was freed and the scope is still above ok: the estimate was short. */
@@ -502,77 +600,89 @@ static int on_episode_timer(sd_event_source *src, uint64_t usec, void *userdata)
         return 0;
 }
 
+static void episode_log_round(const struct reclaim_episode *e, const struct shrink_round *r) {
+        const struct scope *s = e->scope;
+        char f_freed[48], f_bytes[48], f_round[32];
+
+        snprintf(f_round, sizeof(f_round), "PRESSURED_ROUND=%u", e->rounds);
+        snprintf(f_freed, sizeof(f_freed), "PRESSURED_FREED=%llu", (unsigned long long) r->freed);
+        snprintf(f_bytes, sizeof(f_bytes), "PRESSURED_FREED_BYTES=%llu", (unsigned long long) r->freed_bytes);
+        const char *const fields[] = { f_round, f_freed, f_bytes, NULL };
+        log_struct(r->freed > 0 ? LOG_INFO : LOG_DEBUG, PRESSURED_MESSAGE_RECLAIM_ROUND, s->name, fields,
+                   "%s: reclaim round %u: %u shrinkers scanned %llu and freed %llu objects (%llu bytes; %llu of %llu this episode).",
+                   s->name, e->rounds, r->n_asked, (unsigned long long) r->scanned, (unsigned long long) r->freed,
+                   (unsigned long long) r->freed_bytes, (unsigned long long) e->freed_bytes,
+                   (unsigned long long) e->target);
+}
+
 static void episode_round_done(struct reclaim_episode *e, struct shrink_round *r) {
-        struct scope *s = e->scope;
-        struct manager *m = s->manager;
+        struct reclaim *rc = e->rc;
 
         e->round = NULL;
         e->freed_bytes += r->freed_bytes;
-        if (r->n_asked > 0) {
-                char f_freed[48], f_bytes[48], f_round[32];
-                snprintf(f_round, sizeof(f_round), "PRESSURED_ROUND=%u", e->rounds);
-                snprintf(f_freed, sizeof(f_freed), "PRESSURED_FREED=%llu", (unsigned long long) r->freed);
-                snprintf(f_bytes, sizeof(f_bytes), "PRESSURED_FREED_BYTES=%llu", (unsigned long long) r->freed_bytes);
-                const char *const fields[] = { f_round, f_freed, f_bytes, NULL };
-                log_struct(r->freed > 0 ? LOG_INFO : LOG_DEBUG, PRESSURED_MESSAGE_RECLAIM_ROUND, s->name, fields,
-                           "%s: reclaim round %u: %u shrinkers scanned %llu and freed %llu objects (%llu bytes; %llu of %llu this episode).",
-                           s->name, e->rounds, r->n_asked, (unsigned long long) r->scanned,
-                           (unsigned long long) r->freed, (unsigned long long) r->freed_bytes,
-                           (unsigned long long) e->freed_bytes, (unsigned long long) e->target);
-        }
+        if (r->n_asked > 0)
+                episode_log_round(e, r);
         /* Nobody was asked: wait for a level change or a new client rather than wake up for nothing. */
-        if (!scope_wants_reclaim(s) || r->n_asked == 0)
+        if (!scope_wants_reclaim(rc, e->scope) || r->n_asked == 0)
                 return;
-        uint64_t next = m->config.round_interval_usec;
+        uint64_t next = rc->config->round_interval_usec;
         if (e->freed_bytes >= e->target) {
                 /* Give the pressure one fresh sample to show the effect before going on. */
                 e->paused = true;
-                next = MAX(next, m->config.sample_interval_usec);
+                next = MAX(next, rc->config->sample_interval_usec);
         }
-        (void) sd_event_source_set_time(e->timer, now_usec(m) + next);
+        (void) sd_event_source_set_time(e->timer, now_usec(rc) + next);
         (void) sd_event_source_set_enabled(e->timer, SD_EVENT_ONESHOT);
 }
 
-static void episode_free(struct reclaim_episode *e) {
+static void episode_free(struct reclaim *rc, struct scope *s) {
+        struct reclaim_episode **p = scope_episode(rc, s), *e = *p;
         if (!e)
                 return;
         if (e->round)
                 e->round->episode = NULL; /* it finishes on its own */
         sd_event_source_disable_unref(e->timer);
         free(e);
+        *p = NULL;
 }
 
-void reclaim_scope_changed(struct scope *s) {
-        struct manager *m = s->manager;
+static struct reclaim_episode *episode_get(struct reclaim *rc, struct scope *s) {
+        struct reclaim_episode **p = scope_episode(rc, s);
+        if (*p)
+                return *p;
+        struct reclaim_episode *e = calloc(1, sizeof(*e));
+        if (!e) {
+                log_oom();
+                return NULL;
+        }
+        e->rc = rc;
+        e->scope = s;
+        if (sd_event_add_time(rc->event, &e->timer, CLOCK_MONOTONIC, 0, 1000, on_episode_timer, e) < 0) {
+                free(e);
+                return NULL;
+        }
+        (void) sd_event_source_set_enabled(e->timer, SD_EVENT_OFF);
+        (void) sd_event_source_set_description(e->timer, "reclaim-episode");
+        *p = e;
+        return e;
+}
 
-        /* A node's level decides whether the system's stall is a global shortage. */
-        if (s->type == SCOPE_NODE && m->system && s != m->system && m->system->level.level > LEVEL_OK &&
-            !(m->system->reclaim && m->system->reclaim->round) && scope_wants_reclaim(m->system))
-                reclaim_scope_changed(m->system);
+static bool episode_busy(const struct reclaim *rc, struct scope *s) {
+        struct reclaim_episode *e = *scope_episode(rc, s);
+        return e && e->round;
+}
 
-        if (!scope_wants_reclaim(s)) {
-                episode_free(s->reclaim);
-                s->reclaim = NULL;
+static void scope_changed(struct reclaim *rc, struct scope *s) {
+        if (!scope_wants_reclaim(rc, s)) {
+                episode_free(rc, s);
                 return;
         }
-        if (!m->shrink_clients)
+        if (!rc->shrinkers->clients)
                 return; /* nobody to ask; an episode starts with the next change */
 
-        struct reclaim_episode *e = s->reclaim;
-        if (!e) {
-                e = calloc(1, sizeof(*e));
-                if (!e) {
-                        log_oom();
-                        return;
-                }
-                e->scope = s;
-                if (sd_event_add_time(m->event, &e->timer, CLOCK_MONOTONIC, 0, 1000, on_episode_timer, e) < 0) {
-                        free(e);
-                        return;
-                }
-                (void) sd_event_source_set_enabled(e->timer, SD_EVENT_OFF);
-                s->reclaim = e;
-        }
+        struct reclaim_episode *e = episode_get(rc, s);
+        if (!e)
+                return;
         /* Every change while above ok sets a new goal; a fall also means the last rounds were enough. */
         if (s->level.level < s->previous)
                 e->escalation = 0;
@@ -583,30 +693,95 @@ void reclaim_scope_changed(struct scope *s) {
                 episode_start_round(e);
 }
 
-void reclaim_clients_changed(struct manager *m) {
-        struct scope *s;
-        if (m->system && scope_wants_reclaim(m->system) && !(m->system->reclaim && m->system->reclaim->round))
-                reclaim_scope_changed(m->system);
-        for (size_t i = 0; m->nodes && i < m->nodes->n_nodes; i++) {
-                s = m->node_scopes[i];
-                if (scope_wants_reclaim(s) && !(s->reclaim && s->reclaim->round))
-                        reclaim_scope_changed(s);
+static void on_level_changed(struct scope *s, void *userdata) {
+        struct reclaim *rc = userdata;
+        struct scope *sys = rc->scopes->system;
+
+        /* A node's level decides whether the system's stall is a global shortage. */
+        if (s->type == SCOPE_NODE && sys && sys->level.level > LEVEL_OK && !episode_busy(rc, sys) &&
+            scope_wants_reclaim(rc, sys))
+                scope_changed(rc, sys);
+        scope_changed(rc, s);
+}
+
+static void on_scope_gone(struct scope *s, void *userdata) {
+        episode_free(userdata, s);
+}
+
+static const struct scope_observer scope_observer = {
+        .level_changed = on_level_changed,
+        .gone = on_scope_gone,
+        .freed = on_scope_gone,
+};
+
+/* A client registered: scopes already above ok start asking at once. */
+static void on_client_added(struct shrink_client *cl, void *userdata) {
+        struct reclaim *rc = userdata;
+        (void) cl;
+        SCOPE_REGISTRY_FOREACH(s, rc->scopes)
+                if (scope_wants_reclaim(rc, s) && !episode_busy(rc, s))
+                        scope_changed(rc, s);
+}
+
+/* Finish every job of the client's shrinkers: in-flight requests are dropped, rounds get their count. */
+static void on_client_removed(struct shrink_client *cl, void *userdata) {
+        struct reclaim *rc = userdata;
+        for (size_t i = 0; i < cl->n_shrinkers; i++) {
+                struct shrinker_queue *qu = hashmap_get_u64(rc->queues, cl->shrinkers[i]->id);
+                if (!qu)
+                        continue;
+                while (qu->head)
+                        job_retire(qu->head);
+                hashmap_remove_u64(rc->queues, cl->shrinkers[i]->id);
+                free(qu);
         }
-        for (s = m->cgroups; s; s = s->next)
-                if (scope_wants_reclaim(s) && !(s->reclaim && s->reclaim->round))
-                        reclaim_scope_changed(s);
 }
 
-void reclaim_scope_free(struct scope *s) {
-        episode_free(s->reclaim);
-        s->reclaim = NULL;
+static const struct shrink_registry_observer shrink_observer = {
+        .client_added = on_client_added,
+        .client_removed = on_client_removed,
+};
+
+int reclaim_new(sd_event *event, const struct config *config, struct scope_registry *scopes,
+                struct shrink_registry *shrinkers, const struct reclaim_transport *transport, void *userdata,
+                struct reclaim **ret) {
+        struct reclaim *rc = calloc(1, sizeof(*rc));
+        int r;
+
+        if (!rc)
+                return -ENOMEM;
+        *rc = (struct reclaim){
+                .event = event,
+                .config = config,
+                .scopes = scopes,
+                .shrinkers = shrinkers,
+                .transport = transport,
+                .userdata = userdata,
+                .slot = -1,
+        };
+        r = hashmap_new(HASHMAP_KEY_U64, &rc->requests);
+        if (r >= 0)
+                r = hashmap_new(HASHMAP_KEY_U64, &rc->queues);
+        if (r >= 0)
+                r = rc->slot = scope_registry_add_observer(scopes, &scope_observer, rc);
+        if (r >= 0)
+                r = shrink_registry_add_observer(shrinkers, &shrink_observer, rc);
+        if (r < 0) {
+                reclaim_free(rc);
+                return r;
+        }
+        *ret = rc;
+        return 0;
 }
 
-void reclaim_client_gone(struct shrink_client *cl) {
-        /* Finish every job of every shrinker: in-flight requests are dropped, rounds get their count. */
-        for (size_t i = 0; i < cl->n_shrinkers; i++)
-                while (cl->shrinkers[i]->jobs_head)
-                        job_retire(cl->shrinkers[i]->jobs_head);
-        while (cl->requests)
-                request_free(cl, cl->requests);
+/* After every client is gone and the scope registry is freed (which freed the episodes through the
+ * observer): no queue, job or request is left then. */
+struct reclaim *reclaim_free(struct reclaim *rc) {
+        if (!rc)
+                return NULL;
+        assert(hashmap_size(rc->requests) == 0);
+        hashmap_free(rc->requests);
+        hashmap_free(rc->queues);
+        free(rc);
+        return NULL;
 }

@@ -5,71 +5,62 @@
  * a round sends count and scan requests to the shrinkers in scope, sized by shrink_policy, and never
  * waits on a client: requests to different clients are in flight together, each with a deadline, and
  * one shrinker has one request in flight at a time. Explicit io.pressured.Shrink calls run as a round
- * too. */
+ * too. Reclaim observes the scope registry (levels start and end episodes) and the shrink registry
+ * (clients come and go), and reaches clients only through a transport. */
 
-#include <json-c/json.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
+#include "config.h"
+#include "protocol.h"
+#include "scope_registry.h"
 #include "shrinker.h"
 
-struct manager;
-struct scope;
-struct varlink_connection;
-
-struct shrink_request {
-        struct shrink_request *prev, *next; /* in the client's list */
-        uint64_t id;
-        struct shrink_job *job;
-        enum shrink_op op;
-        uint64_t nr_to_scan;
-        uint64_t sent_usec, deadline_usec;
-        sd_event_source *timer;
+/* How reclaim talks to clients: service.c implements it over Varlink, the unit tests with a fake. */
+struct reclaim_transport {
+        /* Send a request to the client that serves the shrinker. A failure is logged; the request then
+         * runs into its deadline unless the client goes away first. */
+        int (*send_request)(struct shrink_client *cl, const struct shrink_request_snapshot *q, void *userdata);
+        /* An explicit Shrink ended: its results, one per (shrinker, node) asked. Not called for a round
+         * whose caller left (reclaim_shrink_detach). */
+        void (*shrink_done)(void *caller, const struct shrink_result *results, size_t n_results, void *userdata);
 };
 
+struct reclaim;
 struct shrink_round;
 
-struct shrink_job {
-        struct shrink_job *next; /* in the shrinker's queue */
-        struct shrinker *shrinker;
-        struct shrink_round *round;
-        size_t node_index;
-        int node;
-        char *cgroup;
-        int priority;
-        bool explicit_nr;  /* io.pressured.Shrink with nr_to_scan: scan exactly that, no count */
-        bool explicit_all; /* io.pressured.Shrink without nr_to_scan: count, then scan all of it */
-        uint64_t explicit_left;
-        bool probe_only; /* quarantined: a count to see whether it answers again */
-        struct shrink_plan plan;
-        uint64_t freeable, bytes_per_object_x1000;
-        uint64_t freed, scanned, bytes_freed;
-        bool stopped, timed_out, empty, started;
-        struct shrink_request *req;
-};
+int reclaim_new(sd_event *event, const struct config *config, struct scope_registry *scopes,
+                struct shrink_registry *shrinkers, const struct reclaim_transport *transport, void *userdata,
+                struct reclaim **ret);
+struct reclaim *reclaim_free(struct reclaim *rc);
 
 /* An answer from a client. Fields not given are -1. */
 struct shrink_answer {
+        int64_t request; /* the request's id */
         int64_t count, bytes, freed, scanned;
-        int empty, stop;
+        bool empty, stop;
 };
 
-/* Scope levels drive episodes of rounds. */
-void reclaim_scope_changed(struct scope *s);
-void reclaim_scope_free(struct scope *s);
-/* A client registered: scopes already above ok start asking at once. */
-void reclaim_clients_changed(struct manager *m);
-
-/* io.pressured.Shrink: one round over the shrinkers the scope selects (optionally just one shrinker),
- * answering c when every job is done. nr_to_scan 0: count first and scan everything freeable. */
-int reclaim_shrink_now(struct manager *m, struct varlink_connection *c, enum scope_type type, int node_index,
-                       const char *cgroup, uint64_t nr_to_scan, struct shrinker *only);
-
-/* Apply an answer from a client. Returns 0, -ENOENT for an unknown (or already answered, or expired)
- * request, -EINVAL with *ret_reason for impossible values. */
-int reclaim_answer(struct shrink_client *cl, uint64_t request_id, const struct shrink_answer *a,
+/* Apply an answer from client cl. Returns 0, -ENOENT for a request that is unknown, not cl's, already
+ * answered or expired, -EINVAL with *ret_reason for impossible values. Refusals are counted on cl. */
+int reclaim_answer(struct reclaim *rc, struct shrink_client *cl, const struct shrink_answer *a,
                    const char **ret_reason);
 
-/* The client is going away: drop its requests and jobs. */
-void reclaim_client_gone(struct shrink_client *cl);
+/* io.pressured.Shrink: one round over the shrinkers the target selects (optionally just one shrinker).
+ * nr_to_scan 0: count first and scan everything freeable. */
+struct shrink_target {
+        enum scope_type type;
+        size_t node_index;  /* SCOPE_NODE */
+        const char *cgroup; /* SCOPE_CGROUP, normalised */
+        uint64_t nr_to_scan;
+        struct shrinker *only;
+};
+
+/* Two steps, so that the caller can hold the round before any job may finish: create, then start.
+ * transport->shrink_done(caller, ...) is called once the last job is done, possibly from within
+ * reclaim_shrink_start(); the round is freed after it. */
+int reclaim_shrink_new(struct reclaim *rc, void *caller, struct shrink_round **ret);
+void reclaim_shrink_start(struct shrink_round *r, const struct shrink_target *t);
+/* The caller went away: the round finishes without telling anyone. */
+void reclaim_shrink_detach(struct shrink_round *r);

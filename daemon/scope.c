@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "scope.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,15 +10,12 @@
 
 #include "log.h"
 #include "macro.h"
-#include "manager.h"
-#include "reclaim.h"
-#include "subscription.h"
 
-static struct scope *scope_alloc(struct manager *m, enum scope_type type) {
+static struct scope *scope_alloc(struct scope_env *env, enum scope_type type) {
         struct scope *s = calloc(1, sizeof(*s));
         if (!s)
                 return NULL;
-        s->manager = m;
+        s->env = env;
         s->type = type;
         s->trigger_fd = -EBADF;
         s->limit_bytes = UINT64_MAX;
@@ -27,7 +25,6 @@ static struct scope *scope_alloc(struct manager *m, enum scope_type type) {
 struct scope *scope_free(struct scope *s) {
         if (!s)
                 return NULL;
-        reclaim_scope_free(s);
         sd_event_source_disable_unref(s->trigger_source);
         if (s->trigger_fd >= 0)
                 close(s->trigger_fd);
@@ -40,17 +37,52 @@ struct scope *scope_free(struct scope *s) {
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct scope *, scope_free);
 
-static uint64_t now_usec(struct manager *m) {
+static uint64_t now_usec(const struct scope *s) {
         uint64_t t = 0;
-        (void) sd_event_now(m->event, CLOCK_MONOTONIC, &t);
+        (void) sd_event_now(s->env->event, CLOCK_MONOTONIC, &t);
         return t;
+}
+
+struct scope_id scope_get_id(const struct scope *s) {
+        return (struct scope_id){ .type = s->type, .node = s->type == SCOPE_NODE ? s->node : -1, .cgroup = s->cgroup };
+}
+
+void scope_snapshot(const struct scope *s, struct scope_snapshot *ret) {
+        const struct node_monitor *nm = s->env->nodes;
+
+        *ret = (struct scope_snapshot){
+                .id = scope_get_id(s),
+                .level = s->level.level,
+                .have_psi = s->type != SCOPE_NODE && s->have_psi,
+                .psi = s->psi,
+                .have_cgroup_memory = s->type == SCOPE_CGROUP && s->usage_bytes > 0,
+                .usage = s->usage_bytes,
+                .limit = s->limit_bytes,
+                .reclaim_target = s->reclaim_target,
+                .since = s->changed_usec,
+                .removed = s->gone,
+        };
+        if (s->type == SCOPE_NODE && nm) {
+                const struct node_sample *n = &nm->cur[s->node_index];
+                uint64_t page = (uint64_t) nm->page_size;
+                ret->have_node_memory = true;
+                ret->node = (struct node_memory){
+                        .total = n->mem_total_kb * 1024,
+                        .free = n->mem_free_kb * 1024,
+                        .watermark_min = n->min_pages * page,
+                        .watermark_low = n->low_pages * page,
+                        .watermark_high = n->high_pages * page,
+                        .numa_foreign = n->numa_foreign,
+                        .refault_anon = n->refault_anon,
+                        .refault_file = n->refault_file,
+                };
+        }
 }
 
 /* ---- reclaim target ---- */
 
 static void scope_update_target(struct scope *s) {
-        struct manager *m = s->manager;
-        struct node_monitor *nm = m->nodes;
+        const struct node_monitor *nm = s->env->nodes;
         uint64_t page = nm ? (uint64_t) nm->page_size : 4096;
         uint64_t size = 0, excess = 0;
 
@@ -72,10 +104,10 @@ static void scope_update_target(struct scope *s) {
 }
 
 static void scope_read_memory(struct scope *s) {
-        if (s->type != SCOPE_CGROUP || !s->manager->have_layout)
+        if (s->type != SCOPE_CGROUP || !s->env->layout)
                 return;
         uint64_t usage, limit;
-        if (cgroup_memory(&s->manager->layout, s->cgroup, &usage, &limit) >= 0) {
+        if (cgroup_memory(s->env->layout, s->cgroup, &usage, &limit) >= 0) {
                 s->usage_bytes = usage;
                 s->limit_bytes = limit;
         }
@@ -86,7 +118,7 @@ static void scope_read_memory(struct scope *s) {
 static void scope_apply(struct scope *s, enum level raw, uint64_t now) {
         enum level old = s->level.level;
 
-        if (!level_update(&s->level, raw, now, s->manager->config.hold_usec)) {
+        if (!level_update(&s->level, raw, now, s->env->config->hold_usec)) {
                 if (s->level.level != LEVEL_OK)
                         scope_update_target(s);
                 return;
@@ -96,21 +128,8 @@ static void scope_apply(struct scope *s, enum level raw, uint64_t now) {
         s->changed_usec = now;
         scope_update_target(s);
 
-        /* Subscribers first: they are what the latency of an event is measured by; logging can wait. */
-        subscription_scope_changed(s);
-        char f_level[32], f_prev[32], f_target[48];
-        snprintf(f_level, sizeof(f_level), "PRESSURED_LEVEL=%s", level_to_string(s->level.level));
-        snprintf(f_prev, sizeof(f_prev), "PRESSURED_PREVIOUS_LEVEL=%s", level_to_string(old));
-        snprintf(f_target, sizeof(f_target), "PRESSURED_RECLAIM_TARGET=%llu", (unsigned long long) s->reclaim_target);
-        const char *const fields[] = { f_level, f_prev, f_target, NULL };
-        log_struct(s->level.level > old ? LOG_NOTICE : LOG_INFO, PRESSURED_MESSAGE_LEVEL_CHANGE, s->name, fields,
-                   "%s: memory pressure %s -> %s (some avg10=%.2f full avg10=%.2f), reclaim target %llu bytes",
-                   s->name, level_to_string(old), level_to_string(s->level.level), s->psi.line[PSI_SOME].avg10,
-                   s->psi.line[PSI_FULL].avg10, (unsigned long long) s->reclaim_target);
-        if (s->type == SCOPE_SYSTEM)
-                manager_notify_status(s->manager);
-
-        reclaim_scope_changed(s);
+        if (s->env->events && s->env->events->level_changed)
+                s->env->events->level_changed(s, s->env->userdata);
 }
 
 bool scope_is_active(const struct scope *s, uint64_t now) {
@@ -121,7 +140,7 @@ bool scope_is_active(const struct scope *s, uint64_t now) {
         return s->triggered_usec > 0 && now - s->triggered_usec < s->trigger.window_usec + 1000000;
 }
 
-void scope_refresh_psi(struct scope *s) {
+static void scope_refresh_psi(struct scope *s) {
         struct psi_stats st;
 
         if (s->type == SCOPE_NODE || s->gone)
@@ -152,7 +171,7 @@ void scope_sample(struct scope *s, uint64_t now) {
                 return;
 
         level_samples_push(&s->samples, now, &s->psi);
-        enum level raw = level_from_samples(&s->samples, &s->manager->config.psi);
+        enum level raw = level_from_samples(&s->samples, &s->env->config->psi);
         /* The kernel said the low threshold was crossed within the last window; trust it until the
          * samples cover a window of their own. */
         if (raw < LEVEL_LOW && s->triggered_usec > 0 && now - s->triggered_usec <= s->trigger.window_usec)
@@ -168,8 +187,15 @@ void scope_sample(struct scope *s, uint64_t now) {
 
 void scope_update_node(struct scope *s, uint64_t now) {
         struct node_figures f;
-        node_monitor_figures(s->manager->nodes, s->node_index, &f);
-        scope_apply(s, level_from_node(&f, &s->manager->config.node), now);
+        if (!s->env->nodes)
+                return;
+        node_monitor_figures(s->env->nodes, s->node_index, &f);
+        scope_apply(s, level_from_node(&f, &s->env->config->node), now);
+}
+
+void scope_feed_level(struct scope *s, enum level raw, uint64_t now) {
+        if (!s->gone)
+                scope_apply(s, raw, now);
 }
 
 void scope_mark_gone(struct scope *s) {
@@ -182,8 +208,8 @@ void scope_mark_gone(struct scope *s) {
                 close(s->trigger_fd);
                 s->trigger_fd = -EBADF;
         }
-        reclaim_scope_free(s);
-        subscription_scope_gone(s);
+        if (s->env->events && s->env->events->gone)
+                s->env->events->gone(s, s->env->userdata);
 }
 
 /* ---- triggers ---- */
@@ -199,37 +225,49 @@ static int on_trigger(sd_event_source *src, int fd, uint32_t revents, void *user
                 return 0;
         }
         if (revents & EPOLLPRI) {
-                uint64_t now = now_usec(s->manager);
+                uint64_t now = now_usec(s);
                 log_debug("%s: PSI trigger fired.", s->name);
                 s->triggered_usec = now;
                 scope_sample(s, now);
-                manager_schedule_sampling(s->manager);
+                if (!s->gone && s->env->events && s->env->events->triggered)
+                        s->env->events->triggered(s, s->env->userdata);
         }
         return 0;
 }
 
+/* Say once which kind of windows the kernel takes from us. */
+static void scope_log_windows(struct scope_env *env, const struct psi_trigger *want, const struct psi_trigger *used) {
+        if (env->psi_logged)
+                return;
+        env->psi_logged = true;
+        if (env->psi_unprivileged)
+                log_notice("The kernel refused a PSI window of %llu ms (no CAP_SYS_RESOURCE?); using %s %llu ms per "
+                           "%llu ms windows instead, evaluated every 2 s.",
+                           (unsigned long long) (want->window_usec / 1000), psi_kind_to_string(used->kind),
+                           (unsigned long long) (used->stall_usec / 1000),
+                           (unsigned long long) (used->window_usec / 1000));
+        else
+                log_info("PSI triggers armed as configured: %s %llu ms per %llu ms window (the kernel accepts "
+                         "windows that are not multiples of 2 s from this process).",
+                         psi_kind_to_string(used->kind), (unsigned long long) (used->stall_usec / 1000),
+                         (unsigned long long) (used->window_usec / 1000));
+}
+
 static int scope_arm(struct scope *s) {
-        struct manager *m = s->manager;
-        const struct psi_trigger *want = &m->config.psi.t[LEVEL_LOW];
-        bool was_unpriv = m->psi_unprivileged;
+        struct scope_env *env = s->env;
+        const struct psi_trigger *want = &env->config->psi.t[LEVEL_LOW];
+        bool was_unpriv = env->psi_unprivileged;
         int r;
 
-        r = psi_trigger_open(s->pressure_path, want, &m->psi_unprivileged, &s->trigger);
+        r = psi_trigger_open(s->pressure_path, want, &env->psi_unprivileged, &s->trigger);
         if (r < 0)
                 return r;
         s->trigger_fd = r;
-        if (m->psi_unprivileged && !was_unpriv)
-                manager_note_window_adjust(m, want, &s->trigger);
-        else if (!m->psi_unprivileged && !m->window_adjust_logged) {
-                /* Say once which kind of windows the kernel takes from us. */
-                m->window_adjust_logged = true;
-                log_info("PSI triggers armed as configured: %s %llu ms per %llu ms window (the kernel accepts "
-                         "windows that are not multiples of 2 s from this process).",
-                         psi_kind_to_string(s->trigger.kind), (unsigned long long) (s->trigger.stall_usec / 1000),
-                         (unsigned long long) (s->trigger.window_usec / 1000));
-        }
+        if (env->psi_unprivileged && !was_unpriv)
+                env->psi_logged = false; /* the notice about refused windows outranks the earlier line */
+        scope_log_windows(env, want, &s->trigger);
 
-        r = sd_event_add_io(m->event, &s->trigger_source, s->trigger_fd, EPOLLPRI, on_trigger, s);
+        r = sd_event_add_io(env->event, &s->trigger_source, s->trigger_fd, EPOLLPRI, on_trigger, s);
         if (r < 0)
                 return r;
         (void) sd_event_source_set_description(s->trigger_source, "psi-trigger");
@@ -247,14 +285,14 @@ int scope_rearm(struct scope *s) {
         return scope_arm(s);
 }
 
-int scope_new_system(struct manager *m, struct scope **ret) {
-        _cleanup_(scope_freep) struct scope *s = scope_alloc(m, SCOPE_SYSTEM);
+int scope_new_system(struct scope_env *env, struct scope **ret) {
+        _cleanup_(scope_freep) struct scope *s = scope_alloc(env, SCOPE_SYSTEM);
         int r;
 
         if (!s || !(s->name = strdup("system")))
                 return -ENOMEM;
-        /* Always the live file: a trigger cannot be armed on a fixture. */
-        if (!(s->pressure_path = strdup("/proc/pressure/memory")))
+        /* Always a live file: a trigger cannot be armed on a fixture. */
+        if (!(s->pressure_path = strdup(env->system_pressure_path ? env->system_pressure_path : "/proc/pressure/memory")))
                 return -ENOMEM;
         r = scope_arm(s);
         if (r < 0)
@@ -263,12 +301,13 @@ int scope_new_system(struct manager *m, struct scope **ret) {
         return 0;
 }
 
-int scope_new_node(struct manager *m, size_t node_index, struct scope **ret) {
-        struct scope *s = scope_alloc(m, SCOPE_NODE);
+int scope_new_node(struct scope_env *env, size_t node_index, struct scope **ret) {
+        assert(env->nodes && node_index < env->nodes->n_nodes);
+        struct scope *s = scope_alloc(env, SCOPE_NODE);
         if (!s)
                 return -ENOMEM;
         s->node_index = node_index;
-        s->node = m->nodes->cur[node_index].id;
+        s->node = env->nodes->cur[node_index].id;
         if (asprintf(&s->name, "node:%d", s->node) < 0) {
                 s->name = NULL;
                 scope_free(s);
@@ -278,13 +317,15 @@ int scope_new_node(struct manager *m, size_t node_index, struct scope **ret) {
         return 0;
 }
 
-int scope_new_cgroup(struct manager *m, const char *cgroup, struct scope **ret) {
-        _cleanup_(scope_freep) struct scope *s = scope_alloc(m, SCOPE_CGROUP);
+int scope_new_cgroup(struct scope_env *env, const char *cgroup, struct scope **ret) {
+        if (!env->layout)
+                return -ENOENT;
+        _cleanup_(scope_freep) struct scope *s = scope_alloc(env, SCOPE_CGROUP);
         int r;
 
         if (!s || !(s->cgroup = strdup(cgroup)) || !(s->name = strdup(cgroup)))
                 return -ENOMEM;
-        r = cgroup_file_path(&m->layout, cgroup, "memory.pressure", &s->pressure_path);
+        r = cgroup_file_path(env->layout, cgroup, "memory.pressure", &s->pressure_path);
         if (r < 0)
                 return r;
         r = scope_arm(s);

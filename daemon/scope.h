@@ -1,31 +1,58 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* A watched scope: the whole system, one NUMA node, or one cgroup. PSI scopes (system, cgroup) hold a
+/* One watched scope: the whole system, one NUMA node, or one cgroup. PSI scopes (system, cgroup) hold a
  * kernel trigger that wakes the daemon; while above ok they are sampled to find their level and to see
- * them fall. Node scopes get their figures from the node monitor. A level change is passed on to every
- * watch (subscription) attached to the scope. */
+ * them fall. Node scopes get their figures from the node monitor. A scope decides its own level and
+ * reclaim target and reports what happened through the events its owner set (struct scope_events); it
+ * calls nothing above it. */
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
+#include "cgroup.h"
+#include "config.h"
 #include "level.h"
+#include "node_monitor.h"
+#include "protocol.h"
 #include "psi.h"
 #include "scope_id.h"
 
-struct manager;
-struct watch;
+struct scope;
+
+/* What a scope reports, to the registry that owns it. */
+struct scope_events {
+        void (*level_changed)(struct scope *s, void *userdata);
+        void (*gone)(struct scope *s, void *userdata);      /* the cgroup was removed */
+        void (*triggered)(struct scope *s, void *userdata); /* the kernel's trigger fired */
+};
+
+/* What every scope of one registry shares. */
+struct scope_env {
+        sd_event *event;
+        const struct config *config;
+        const struct cgroup_layout *layout; /* NULL: no cgroup v2 hierarchy */
+        const struct node_monitor *nodes;   /* NULL: no node figures */
+        const char *system_pressure_path;   /* /proc/pressure/memory */
+        bool psi_unprivileged;              /* the kernel wants 2 s window steps from us */
+        bool psi_logged;                    /* the kind of windows was logged */
+        const struct scope_events *events;
+        void *userdata;
+};
+
+/* Per-observer data hung on a scope (subscriptions' watch list, reclaim's episode...). */
+#define SCOPE_SLOTS_MAX 8
 
 struct scope {
-        struct manager *manager;
-        struct scope *prev, *next; /* the manager's cgroup scopes */
+        struct scope_env *env;
+        struct scope *prev, *next; /* the registry's cgroup scopes */
         enum scope_type type;
         int node;          /* SCOPE_NODE: the node's id */
         size_t node_index; /* SCOPE_NODE: index in the node monitor */
         char *cgroup;      /* SCOPE_CGROUP: the v2 path */
         char *name;        /* "system", "node:N" or the cgroup path: for logs */
-        unsigned n_refs;   /* watches; a configured cgroup holds one more */
+        unsigned n_refs;
 
         /* PSI scopes */
         char *pressure_path;
@@ -46,16 +73,19 @@ struct scope {
         uint64_t reclaim_target;
         bool gone;
 
-        struct watch *watches;
-        struct reclaim_episode *reclaim; /* rounds of client shrinkers while above ok */
+        void *slots[SCOPE_SLOTS_MAX];
 };
 
-/* The system scope (/proc/pressure/memory). Fails with a clear log when PSI is missing. */
-int scope_new_system(struct manager *m, struct scope **ret);
-int scope_new_node(struct manager *m, size_t node_index, struct scope **ret);
+/* The system scope, with its trigger armed. */
+int scope_new_system(struct scope_env *env, struct scope **ret);
+int scope_new_node(struct scope_env *env, size_t node_index, struct scope **ret);
 /* A cgroup scope with its trigger armed; -ENOENT when there is no such cgroup. */
-int scope_new_cgroup(struct manager *m, const char *cgroup, struct scope **ret);
+int scope_new_cgroup(struct scope_env *env, const char *cgroup, struct scope **ret);
 struct scope *scope_free(struct scope *s);
+
+struct scope_id scope_get_id(const struct scope *s);
+/* The scope as the protocol shows it. */
+void scope_snapshot(const struct scope *s, struct scope_snapshot *ret);
 
 /* Whether the scope needs sampling now (above ok, falling, or recently triggered). */
 bool scope_is_active(const struct scope *s, uint64_t now_usec);
@@ -64,13 +94,13 @@ bool scope_is_active(const struct scope *s, uint64_t now_usec);
 void scope_sample(struct scope *s, uint64_t now_usec);
 /* Re-evaluate a node scope from the node monitor's latest sample. */
 void scope_update_node(struct scope *s, uint64_t now_usec);
-/* Read the current PSI figures without changing the level. */
-void scope_refresh_psi(struct scope *s);
+/* Feed a level measured elsewhere, through hysteresis, as a sample would. */
+void scope_feed_level(struct scope *s, enum level raw, uint64_t now_usec);
 /* PSI and memory figures, for a status request. */
 void scope_refresh(struct scope *s);
 
 /* Arm the trigger again after the low threshold changed (configuration reload). */
 int scope_rearm(struct scope *s);
 
-/* The source went away (cgroup removed): tell the watches and stop watching. */
+/* The source went away (cgroup removed): stop watching and report it. */
 void scope_mark_gone(struct scope *s);

@@ -7,189 +7,209 @@
 
 #include "log.h"
 #include "macro.h"
-#include "manager.h"
+#include "params.h"
 #include "protocol.h"
-#include "reclaim.h"
-#include "shrinker.h"
-#include "subscription.h"
 
 #define ERROR_NO_SUCH_CGROUP "io.pressured.NoSuchCgroup"
 #define ERROR_NO_SUCH_NODE "io.pressured.NoSuchNode"
+#define ERROR_NO_SUCH_SHRINKER "io.pressured.NoSuchShrinker"
+#define ERROR_CGROUP_NOT_WATCHABLE "io.pressured.CgroupNotWatchable"
+#define ERROR_UNKNOWN_REQUEST "io.pressured.UnknownRequest"
+#define ERROR_INVALID_ANSWER "io.pressured.InvalidAnswer"
 
 /* Scopes named in one Subscribe call. */
 #define SUBSCRIBE_MAX_SCOPES 256
+#define SERVE_MAX_SHRINKERS 64
+#define SHRINKER_NAME_MAX 64
+
+struct service {
+        struct scope_registry *scopes;
+        struct subscriptions *subscriptions;
+        struct shrink_registry *shrinkers;
+        struct reclaim *reclaim;
+        const struct cgroup_layout *layout;
+};
+
+/* Parse params against table into out; on error reply InvalidParameter and return -EINVAL. */
+static int parse_params(struct varlink_connection *c, struct json_object *params, const struct param *table,
+                        void *out) {
+        const char *bad;
+        if (params_dispatch(params, table, out, &bad) < 0) {
+                (void) varlink_error_invalid_parameter(c, bad);
+                return -EINVAL;
+        }
+        return 0;
+}
+
+static const struct param no_params[] = { {} };
+
+static struct json_object *scope_state(const struct scope *s) {
+        struct scope_snapshot snap;
+        scope_snapshot(s, &snap);
+        return protocol_encode_scope_state(&snap);
+}
+
+static int reply_error_with(struct varlink_connection *c, const char *error, const char *key,
+                            struct json_object *value) {
+        struct json_object *p = json_object_new_object();
+        json_object_object_add(p, key, value);
+        return varlink_error(c, error, p);
+}
+
+/* ---- GetStatus ---- */
 
 static int method_get_status(struct varlink_connection *c, struct json_object *params, unsigned flags, void *userdata) {
-        static const char *const known[] = { NULL };
-        struct manager *m = userdata;
+        struct service *svc = userdata;
+        struct scope_registry *reg = svc->scopes;
         (void) flags;
 
-        if (varlink_check_fields(c, params, known) < 0)
+        if (parse_params(c, params, no_params, NULL) < 0)
                 return 0;
 
+        struct json_object *nodes = json_object_new_array(), *cgroups = json_object_new_array();
         struct json_object *p = json_object_new_object();
-        scope_refresh(m->system);
-        json_object_object_add(p, "system", protocol_scope_state(m->system));
-
-        struct json_object *nodes = json_object_new_array();
-        for (size_t i = 0; m->nodes && i < m->nodes->n_nodes; i++)
-                json_object_array_add(nodes, protocol_scope_state(m->node_scopes[i]));
-        json_object_object_add(p, "nodes", nodes);
-
-        struct json_object *cgroups = json_object_new_array();
-        for (struct scope *s = m->cgroups; s; s = s->next) {
-                scope_refresh(s);
-                if (!s->gone)
-                        json_object_array_add(cgroups, protocol_scope_state(s));
+        SCOPE_REGISTRY_FOREACH(s, reg) {
+                if (s->type != SCOPE_NODE)
+                        scope_refresh(s); /* PSI figures as of the call */
+                if (s->type == SCOPE_SYSTEM)
+                        json_object_object_add(p, "system", scope_state(s));
+                else if (s->type == SCOPE_NODE)
+                        json_object_array_add(nodes, scope_state(s));
+                else if (!s->gone)
+                        json_object_array_add(cgroups, scope_state(s));
         }
+        json_object_object_add(p, "nodes", nodes);
         json_object_object_add(p, "cgroups", cgroups);
         return varlink_reply(c, p);
 }
 
+/* ---- Subscribe ---- */
+
 static int reply_no_such_cgroup(struct varlink_connection *c, const char *path) {
-        struct json_object *p = json_object_new_object();
-        json_object_object_add(p, "cgroup", json_object_new_string(path));
-        return varlink_error(c, ERROR_NO_SUCH_CGROUP, p);
+        return reply_error_with(c, ERROR_NO_SUCH_CGROUP, "cgroup", json_object_new_string(path));
 }
 
 static int reply_no_such_node(struct varlink_connection *c, int node) {
+        return reply_error_with(c, ERROR_NO_SUCH_NODE, "node", json_object_new_int(node));
+}
+
+/* The reply for a scope that cannot be acquired. */
+static int reply_acquire_error(struct varlink_connection *c, const struct scope_id *id, int r) {
+        if (id->type == SCOPE_NODE)
+                return reply_no_such_node(c, id->node);
+        if (r == -EINVAL)
+                return varlink_error_invalid_parameter(c, "cgroup");
+        if (r == -ENOENT)
+                return reply_no_such_cgroup(c, id->cgroup);
+        log_warning_errno(r, "Failed to watch cgroup %s: %m", id->cgroup);
         struct json_object *p = json_object_new_object();
-        json_object_object_add(p, "node", json_object_new_int(node));
-        return varlink_error(c, ERROR_NO_SUCH_NODE, p);
+        json_object_object_add(p, "cgroup", json_object_new_string(id->cgroup));
+        json_object_object_add(p, "errno", json_object_new_int(-r));
+        return varlink_error(c, ERROR_CGROUP_NOT_WATCHABLE, p);
 }
 
-static void release_all(struct manager *m, struct scope **scopes, size_t n) {
+static void release_all(struct scope_registry *reg, struct scope **scopes, size_t n) {
         for (size_t i = 0; i < n; i++)
-                manager_release_scope(m, scopes[i]);
+                scope_registry_release(reg, scopes[i]);
 }
 
-static int method_subscribe(struct varlink_connection *c, struct json_object *params, unsigned flags, void *userdata) {
-        static const char *const known[] = { "scopes", "min_level", NULL };
-        struct manager *m = userdata;
-        struct json_object *v;
-        enum level min_level = LEVEL_LOW;
+/* Acquire every scope named, the same one once. On failure nothing stays acquired and the returned
+ * index says which reference failed. */
+static int acquire_scopes(struct scope_registry *reg, const struct scope_id *ids, size_t n_ids, struct scope **scopes,
+                          size_t *ret_n, size_t *ret_failed) {
         size_t n = 0;
-        int r;
-
-        if (varlink_check_fields(c, params, known) < 0)
-                return 0;
-
-        if (json_object_object_get_ex(params, "min_level", &v) && !json_object_is_type(v, json_type_null)) {
-                int l = json_object_is_type(v, json_type_string) ? level_from_string(json_object_get_string(v)) : -EINVAL;
-                if (l < 0)
-                        return varlink_error_invalid_parameter(c, "min_level");
-                min_level = MAX(l, LEVEL_LOW); /* ok is not a level one waits for */
-        }
-
-        struct json_object *list = NULL;
-        if (json_object_object_get_ex(params, "scopes", &v) && !json_object_is_type(v, json_type_null)) {
-                if (!json_object_is_type(v, json_type_array))
-                        return varlink_error_invalid_parameter(c, "scopes");
-                list = v;
-        }
-        size_t n_refs = list ? json_object_array_length(list) : 0;
-        if (n_refs > SUBSCRIBE_MAX_SCOPES)
-                return varlink_error_invalid_parameter(c, "scopes");
-
-        /* Check every reference before taking any: a bad one changes nothing. */
-        struct scope_ref refs[SUBSCRIBE_MAX_SCOPES];
-        for (size_t i = 0; i < n_refs; i++) {
-                const char *field;
-                if (protocol_parse_scope_ref(json_object_array_get_idx(list, i), &refs[i], &field) < 0)
-                        return varlink_error_invalid_parameter(c, field);
-        }
-
-        if (!(flags & VARLINK_CALL_MORE))
-                return varlink_error(c, VARLINK_ERROR_EXPECTED_MORE, NULL);
-
-        _cleanup_free_ struct scope **scopes = calloc(MAX(n_refs, 1u), sizeof(struct scope *));
-        if (!scopes)
-                return -ENOMEM;
-
-        if (n_refs == 0) {
-                m->system->n_refs++;
-                scopes[n++] = m->system;
-        }
-        for (size_t i = 0; i < n_refs; i++) {
-                struct scope *s = NULL;
-                bool dup = false;
-
-                switch (refs[i].type) {
-                case SCOPE_SYSTEM:
-                        m->system->n_refs++;
-                        s = m->system;
-                        break;
-                case SCOPE_NODE:
-                        r = manager_acquire_node(m, refs[i].node, &s);
-                        if (r < 0) {
-                                release_all(m, scopes, n);
-                                return reply_no_such_node(c, refs[i].node);
-                        }
-                        break;
-                case SCOPE_CGROUP:
-                        r = manager_acquire_cgroup(m, refs[i].cgroup, &s);
-                        if (r == -EINVAL) {
-                                release_all(m, scopes, n);
-                                return varlink_error_invalid_parameter(c, "cgroup");
-                        }
-                        if (r == -ENOENT) {
-                                release_all(m, scopes, n);
-                                return reply_no_such_cgroup(c, refs[i].cgroup);
-                        }
-                        if (r < 0) {
-                                release_all(m, scopes, n);
-                                log_warning_errno(r, "Failed to watch cgroup %s: %m", refs[i].cgroup);
-                                struct json_object *p = json_object_new_object();
-                                json_object_object_add(p, "cgroup", json_object_new_string(refs[i].cgroup));
-                                json_object_object_add(p, "errno", json_object_new_int(-r));
-                                return varlink_error(c, "io.pressured.CgroupNotWatchable", p);
-                        }
-                        break;
-                default:
-                        abort();
+        for (size_t i = 0; i < n_ids; i++) {
+                struct scope *s;
+                int r = scope_registry_acquire(reg, &ids[i], &s);
+                if (r < 0) {
+                        release_all(reg, scopes, n);
+                        *ret_failed = i;
+                        return r;
                 }
-                /* The same scope twice is one watch. */
+                bool dup = false;
                 for (size_t k = 0; k < n; k++)
-                        if (scopes[k] == s)
-                                dup = true;
+                        dup = dup || scopes[k] == s;
                 if (dup)
-                        manager_release_scope(m, s);
+                        scope_registry_release(reg, s);
                 else
                         scopes[n++] = s;
         }
-
-        return subscription_start(m, c, scopes, n, min_level);
+        *ret_n = n;
+        return 0;
 }
 
-/* ---- client shrinkers ---- */
+struct subscribe_params {
+        struct json_object *scopes;
+        int min_level;
+};
 
-#define SERVE_MAX_SHRINKERS 64
-#define SHRINKER_NAME_MAX 64
+static const struct param subscribe_table[] = {
+        { "min_level", PARAM_LEVEL, offsetof(struct subscribe_params, min_level) },
+        { "scopes", PARAM_ARRAY, offsetof(struct subscribe_params, scopes) },
+        {}
+};
 
-static bool get_uint(struct json_object *params, const char *key, uint64_t max, uint64_t *ret, bool *present) {
-        struct json_object *v;
-        *present = false;
-        if (!json_object_object_get_ex(params, key, &v) || json_object_is_type(v, json_type_null))
-                return true;
-        if (!json_object_is_type(v, json_type_int))
-                return false;
-        int64_t i = json_object_get_int64(v);
-        if (i < 0 || (uint64_t) i > max)
-                return false;
-        *ret = (uint64_t) i;
-        *present = true;
-        return true;
+static int method_subscribe(struct varlink_connection *c, struct json_object *params, unsigned flags, void *userdata) {
+        struct service *svc = userdata;
+        struct subscribe_params p = { .min_level = LEVEL_LOW };
+        struct scope_id ids[SUBSCRIBE_MAX_SCOPES] = { { .type = SCOPE_SYSTEM } };
+        size_t n_ids = 1, n, failed;
+
+        if (parse_params(c, params, subscribe_table, &p) < 0)
+                return 0;
+        if (p.scopes) {
+                n_ids = json_object_array_length(p.scopes);
+                if (n_ids > SUBSCRIBE_MAX_SCOPES)
+                        return varlink_error_invalid_parameter(c, "scopes");
+                /* Check every reference before taking any: a bad one changes nothing. */
+                for (size_t i = 0; i < n_ids; i++) {
+                        const char *field;
+                        if (protocol_decode_scope_ref(json_object_array_get_idx(p.scopes, i), &ids[i], &field) < 0)
+                                return varlink_error_invalid_parameter(c, field);
+                }
+                if (n_ids == 0) {
+                        ids[0] = (struct scope_id){ .type = SCOPE_SYSTEM };
+                        n_ids = 1;
+                }
+        }
+        if (!(flags & VARLINK_CALL_MORE))
+                return varlink_error(c, VARLINK_ERROR_EXPECTED_MORE, NULL);
+
+        _cleanup_free_ struct scope **scopes = calloc(n_ids, sizeof(struct scope *));
+        if (!scopes)
+                return -ENOMEM;
+        int r = acquire_scopes(svc->scopes, ids, n_ids, scopes, &n, &failed);
+        if (r < 0)
+                return reply_acquire_error(c, &ids[failed], r);
+        /* ok is not a level one waits for */
+        return subscription_start(svc->subscriptions, c, scopes, n, MAX(p.min_level, LEVEL_LOW));
 }
 
-static bool get_bool(struct json_object *params, const char *key, bool *ret) {
-        struct json_object *v;
-        if (!json_object_object_get_ex(params, key, &v) || json_object_is_type(v, json_type_null))
-                return true;
-        if (!json_object_is_type(v, json_type_boolean))
-                return false;
-        *ret = json_object_get_boolean(v);
-        return true;
-}
+/* ---- Serve ---- */
+
+struct spec_params {
+        const char *name;
+        bool numa_aware, memcg_aware;
+        int64_t seeks, batch;
+};
+
+static const struct param spec_table[] = {
+        { "name", PARAM_STRING, offsetof(struct spec_params, name), .mandatory = true },
+        { "numa_aware", PARAM_BOOL, offsetof(struct spec_params, numa_aware) },
+        { "memcg_aware", PARAM_BOOL, offsetof(struct spec_params, memcg_aware) },
+        { "seeks", PARAM_UINT, offsetof(struct spec_params, seeks), .max = 1000 },
+        { "batch", PARAM_UINT, offsetof(struct spec_params, batch), .min = 1, .max = 1 << 20 },
+        {}
+};
+
+struct serve_params {
+        struct json_object *shrinkers;
+};
+
+static const struct param serve_table[] = {
+        { "shrinkers", PARAM_ARRAY, offsetof(struct serve_params, shrinkers), .mandatory = true },
+        {}
+};
 
 static bool name_ok(const char *s) {
         size_t n = strlen(s);
@@ -201,208 +221,262 @@ static bool name_ok(const char *s) {
         return true;
 }
 
+/* Parse the shrinker specs of a Serve call; on error the reply is sent and -EINVAL returned. */
+static int parse_specs(struct varlink_connection *c, struct json_object *list, struct shrinker_spec *specs,
+                       size_t *ret_n) {
+        size_t n = json_object_array_length(list);
+        if (n == 0 || n > SERVE_MAX_SHRINKERS) {
+                (void) varlink_error_invalid_parameter(c, "shrinkers");
+                return -EINVAL;
+        }
+        for (size_t i = 0; i < n; i++) {
+                struct json_object *o = json_object_array_get_idx(list, i);
+                struct spec_params p = { .seeks = SHRINK_DEFAULT_SEEKS, .batch = SHRINK_DEFAULT_BATCH };
+
+                if (!json_object_is_type(o, json_type_object)) {
+                        (void) varlink_error_invalid_parameter(c, "shrinkers");
+                        return -EINVAL;
+                }
+                if (parse_params(c, o, spec_table, &p) < 0)
+                        return -EINVAL;
+                if (!name_ok(p.name)) {
+                        (void) varlink_error_invalid_parameter(c, "name");
+                        return -EINVAL;
+                }
+                specs[i] = (struct shrinker_spec){
+                        .name = p.name,
+                        .flags = (p.numa_aware ? SHRINKER_NUMA_AWARE : 0) | (p.memcg_aware ? SHRINKER_MEMCG_AWARE : 0),
+                        .seeks = (unsigned) p.seeks,
+                        .batch = (unsigned) p.batch,
+                };
+        }
+        *ret_n = n;
+        return 0;
+}
+
 static void serve_free(void *data) {
         shrink_client_free(data);
 }
 
 static int method_serve(struct varlink_connection *c, struct json_object *params, unsigned flags, void *userdata) {
-        static const char *const known[] = { "shrinkers", NULL };
-        static const char *const spec_known[] = { "name", "numa_aware", "memcg_aware", "seeks", "batch", NULL };
-        struct manager *m = userdata;
+        struct service *svc = userdata;
         struct shrinker_spec specs[SERVE_MAX_SHRINKERS];
-        struct json_object *list;
-        int r;
+        struct serve_params p = {};
+        struct shrink_client *cl;
+        size_t n;
 
-        if (varlink_check_fields(c, params, known) < 0)
+        if (parse_params(c, params, serve_table, &p) < 0 || parse_specs(c, p.shrinkers, specs, &n) < 0)
                 return 0;
-        if (!json_object_object_get_ex(params, "shrinkers", &list) || !json_object_is_type(list, json_type_array) ||
-            json_object_array_length(list) == 0 || json_object_array_length(list) > SERVE_MAX_SHRINKERS)
-                return varlink_error_invalid_parameter(c, "shrinkers");
-
-        size_t n = json_object_array_length(list);
-        for (size_t i = 0; i < n; i++) {
-                struct json_object *o = json_object_array_get_idx(list, i), *v;
-                bool numa = false, memcg = false, present;
-                uint64_t seeks = SHRINK_DEFAULT_SEEKS, batch = SHRINK_DEFAULT_BATCH;
-
-                if (!json_object_is_type(o, json_type_object))
-                        return varlink_error_invalid_parameter(c, "shrinkers");
-                if (varlink_check_fields(c, o, spec_known) < 0)
-                        return 0;
-                if (!json_object_object_get_ex(o, "name", &v) || !json_object_is_type(v, json_type_string) ||
-                    !name_ok(json_object_get_string(v)))
-                        return varlink_error_invalid_parameter(c, "name");
-                if (!get_bool(o, "numa_aware", &numa))
-                        return varlink_error_invalid_parameter(c, "numa_aware");
-                if (!get_bool(o, "memcg_aware", &memcg))
-                        return varlink_error_invalid_parameter(c, "memcg_aware");
-                if (!get_uint(o, "seeks", 1000, &seeks, &present))
-                        return varlink_error_invalid_parameter(c, "seeks");
-                if (!get_uint(o, "batch", 1u << 20, &batch, &present) || (present && batch == 0))
-                        return varlink_error_invalid_parameter(c, "batch");
-                specs[i] = (struct shrinker_spec){
-                        .name = json_object_get_string(v),
-                        .flags = (numa ? SHRINKER_NUMA_AWARE : 0) | (memcg ? SHRINKER_MEMCG_AWARE : 0),
-                        .seeks = (unsigned) seeks,
-                        .batch = (unsigned) batch,
-                };
-        }
         if (!(flags & VARLINK_CALL_MORE))
                 return varlink_error(c, VARLINK_ERROR_EXPECTED_MORE, NULL);
 
-        struct shrink_client *cl;
-        r = shrink_client_new(m, c, specs, n, &cl);
+        const struct ucred *peer = varlink_connection_peer(c);
+        int r = shrink_client_new(svc->shrinkers, peer->pid, peer->uid, c, specs, n, &cl);
         if (r < 0) {
-                log_warning_errno(r, "Cannot register shrinkers of pid %d: %m", (int) varlink_connection_peer(c)->pid);
+                log_warning_errno(r, "Cannot register shrinkers of pid %d: %m", (int) peer->pid);
                 return varlink_error(c, VARLINK_ERROR_PERMISSION_DENIED, NULL);
         }
         varlink_connection_set_call_data(c, cl, serve_free);
 
-        struct json_object *p = json_object_new_object(), *reg = json_object_new_object(),
-                           *ids = json_object_new_array();
-        json_object_object_add(reg, "token", json_object_new_string(cl->token));
-        for (size_t i = 0; i < cl->n_shrinkers; i++) {
-                struct json_object *o = json_object_new_object();
-                json_object_object_add(o, "id", json_object_new_int64((int64_t) cl->shrinkers[i]->id));
-                json_object_object_add(o, "name", json_object_new_string(cl->shrinkers[i]->name));
-                json_object_array_add(ids, o);
-        }
-        json_object_object_add(reg, "shrinkers", ids);
-        json_object_object_add(p, "registered", reg);
-        r = varlink_notify(c, p);
-        reclaim_clients_changed(m);
+        struct shrinker_ref refs[SERVE_MAX_SHRINKERS];
+        for (size_t i = 0; i < cl->n_shrinkers; i++)
+                refs[i] = (struct shrinker_ref){ .id = cl->shrinkers[i]->id, .name = cl->shrinkers[i]->name };
+        const struct shrink_registration g = { .token = cl->token, .n_shrinkers = cl->n_shrinkers, .shrinkers = refs };
+        struct json_object *reply = json_object_new_object();
+        json_object_object_add(reply, "registered", protocol_encode_registration(&g));
+        r = varlink_notify(c, reply);
+        shrink_client_start(cl);
         return r;
 }
 
+/* The client's process exited: close its serving connection, which unregisters it. */
+static void on_client_exit(struct shrink_client *cl, void *userdata) {
+        (void) userdata;
+        varlink_connection_close(cl->owner);
+}
+
+/* ---- Answer ---- */
+
+struct answer_params {
+        const char *token;
+        struct shrink_answer a;
+};
+
+static const struct param answer_table[] = {
+        { "token", PARAM_STRING, offsetof(struct answer_params, token), .mandatory = true },
+        { "request", PARAM_UINT, offsetof(struct answer_params, a.request), .mandatory = true },
+        { "count", PARAM_UINT, offsetof(struct answer_params, a.count) },
+        { "bytes", PARAM_UINT, offsetof(struct answer_params, a.bytes) },
+        { "freed", PARAM_UINT, offsetof(struct answer_params, a.freed) },
+        { "scanned", PARAM_UINT, offsetof(struct answer_params, a.scanned) },
+        { "empty", PARAM_BOOL, offsetof(struct answer_params, a.empty) },
+        { "stop", PARAM_BOOL, offsetof(struct answer_params, a.stop) },
+        {}
+};
+
+/* The token alone is not enough: the answer must come from the process that registered. */
+static struct shrink_client *answer_client(struct service *svc, struct varlink_connection *c, const char *token) {
+        struct shrink_client *cl = token ? shrink_client_by_token(svc->shrinkers, token) : NULL;
+        const struct ucred *peer = varlink_connection_peer(c);
+        return cl && peer->uid == cl->uid && peer->pid == cl->pid ? cl : NULL;
+}
+
 static int method_answer(struct varlink_connection *c, struct json_object *params, unsigned flags, void *userdata) {
-        static const char *const known[] = { "token", "request", "count", "bytes", "empty", "freed", "scanned", "stop", NULL };
-        struct manager *m = userdata;
-        struct json_object *v;
+        struct service *svc = userdata;
+        struct answer_params p = { .a = { .request = -1, .count = -1, .bytes = -1, .freed = -1, .scanned = -1 } };
+        const char *bad, *reason = NULL;
         (void) flags;
 
-        if (varlink_check_fields(c, params, known) < 0)
-                return 0;
-        if (!json_object_object_get_ex(params, "token", &v) || !json_object_is_type(v, json_type_string))
-                return varlink_error_invalid_parameter(c, "token");
-        struct shrink_client *cl = shrink_client_by_token(m, json_object_get_string(v));
-        const struct ucred *peer = varlink_connection_peer(c);
-        /* The token alone is not enough: the answer must come from the process that registered. */
-        if (!cl || peer->uid != cl->uid || peer->pid != cl->pid)
+        int r = params_dispatch(params, answer_table, &p, &bad);
+        /* An unknown parameter, or no token: nothing to count it against. */
+        if (r < 0 && !p.token)
+                return varlink_error_invalid_parameter(c, bad);
+        struct shrink_client *cl = answer_client(svc, c, p.token);
+        if (!cl)
                 return varlink_error(c, VARLINK_ERROR_PERMISSION_DENIED, NULL);
-
-        uint64_t request = 0, count = 0, bytes = 0, freed = 0, scanned = 0;
-        bool has_request, has_count, has_bytes, has_freed, has_scanned, empty = false, stop = false;
-        const char *bad = NULL;
-        if (!get_uint(params, "request", UINT64_MAX >> 1, &request, &has_request) || !has_request)
-                bad = "request";
-        else if (!get_uint(params, "count", INT64_MAX, &count, &has_count))
-                bad = "count";
-        else if (!get_uint(params, "bytes", INT64_MAX, &bytes, &has_bytes))
-                bad = "bytes";
-        else if (!get_uint(params, "freed", INT64_MAX, &freed, &has_freed))
-                bad = "freed";
-        else if (!get_uint(params, "scanned", INT64_MAX, &scanned, &has_scanned))
-                bad = "scanned";
-        else if (!get_bool(params, "empty", &empty))
-                bad = "empty";
-        else if (!get_bool(params, "stop", &stop))
-                bad = "stop";
-        if (bad) {
+        if (r < 0) {
                 cl->rejected++;
                 return varlink_error_invalid_parameter(c, bad);
         }
 
-        struct shrink_answer a = {
-                .count = has_count ? (int64_t) count : -1,
-                .bytes = has_bytes ? (int64_t) bytes : -1,
-                .freed = has_freed ? (int64_t) freed : -1,
-                .scanned = has_scanned ? (int64_t) scanned : -1,
-                .empty = empty,
-                .stop = stop,
-        };
-        const char *reason = NULL;
-        int r = reclaim_answer(cl, request, &a, &reason);
-        if (r == -ENOENT) {
-                struct json_object *p = json_object_new_object();
-                json_object_object_add(p, "request", json_object_new_int64((int64_t) request));
-                return varlink_error(c, "io.pressured.UnknownRequest", p);
-        }
-        if (r == -EINVAL) {
-                struct json_object *p = json_object_new_object();
-                json_object_object_add(p, "reason", json_object_new_string(reason));
-                return varlink_error(c, "io.pressured.InvalidAnswer", p);
-        }
+        r = reclaim_answer(svc->reclaim, cl, &p.a, &reason);
+        if (r == -ENOENT)
+                return reply_error_with(c, ERROR_UNKNOWN_REQUEST, "request", json_object_new_int64(p.a.request));
+        if (r == -EINVAL)
+                return reply_error_with(c, ERROR_INVALID_ANSWER, "reason", json_object_new_string(reason));
         return varlink_reply(c, NULL);
 }
 
+/* ---- ListShrinkers ---- */
+
 static int method_list_shrinkers(struct varlink_connection *c, struct json_object *params, unsigned flags,
                                  void *userdata) {
-        static const char *const known[] = { NULL };
-        struct manager *m = userdata;
+        struct service *svc = userdata;
         (void) flags;
 
-        if (varlink_check_fields(c, params, known) < 0)
+        if (parse_params(c, params, no_params, NULL) < 0)
                 return 0;
         struct json_object *list = json_object_new_array();
-        for (struct shrink_client *cl = m->shrink_clients; cl; cl = cl->next)
-                for (size_t i = 0; i < cl->n_shrinkers; i++)
-                        json_object_array_add(list, protocol_shrinker_info(cl->shrinkers[i]));
+        for (struct shrink_client *cl = svc->shrinkers->clients; cl; cl = cl->next)
+                for (size_t i = 0; i < cl->n_shrinkers; i++) {
+                        struct shrinker_info_snapshot info;
+                        if (shrinker_info(cl->shrinkers[i], &info) < 0) {
+                                json_object_put(list);
+                                return -ENOMEM;
+                        }
+                        json_object_array_add(list, protocol_encode_shrinker_info(&info));
+                        free(info.nodes);
+                }
         struct json_object *p = json_object_new_object();
         json_object_object_add(p, "shrinkers", list);
         return varlink_reply(c, p);
 }
 
+/* ---- Shrink ---- */
+
+struct shrink_params {
+        struct json_object *scope;
+        int64_t nr_to_scan, shrinker;
+};
+
+static const struct param shrink_table[] = {
+        { "scope", PARAM_OBJECT, offsetof(struct shrink_params, scope) },
+        { "nr_to_scan", PARAM_UINT, offsetof(struct shrink_params, nr_to_scan), .min = 1 },
+        { "shrinker", PARAM_UINT, offsetof(struct shrink_params, shrinker) },
+        {}
+};
+
+/* Where a Shrink goes: node index or normalised cgroup. On error the reply is sent and <0 returned. */
+static int shrink_resolve_scope(struct service *svc, struct varlink_connection *c, const struct scope_id *id,
+                                struct shrink_target *t, char **ret_cgroup) {
+        t->type = id->type;
+        if (id->type == SCOPE_NODE) {
+                struct scope *s = scope_registry_find_node(svc->scopes, id->node);
+                if (!s) {
+                        (void) reply_no_such_node(c, id->node);
+                        return -ENXIO;
+                }
+                t->node_index = s->node_index;
+        } else if (id->type == SCOPE_CGROUP) {
+                if (cgroup_path_normalize(id->cgroup, ret_cgroup) < 0) {
+                        (void) varlink_error_invalid_parameter(c, "cgroup");
+                        return -EINVAL;
+                }
+                if (!svc->layout || cgroup_check(svc->layout, *ret_cgroup) < 0) {
+                        (void) reply_no_such_cgroup(c, id->cgroup);
+                        return -ENOENT;
+                }
+                t->cgroup = *ret_cgroup;
+        }
+        return 0;
+}
+
+static void shrink_call_free(void *round) {
+        reclaim_shrink_detach(round);
+}
+
 static int method_shrink(struct varlink_connection *c, struct json_object *params, unsigned flags, void *userdata) {
-        static const char *const known[] = { "scope", "nr_to_scan", "shrinker", NULL };
-        struct manager *m = userdata;
-        struct scope_ref ref = { .type = SCOPE_SYSTEM };
-        struct json_object *v;
-        uint64_t nr = 0, id = 0;
-        bool has_nr, has_id;
-        int node_index = 0;
+        struct service *svc = userdata;
+        struct shrink_params p = { .nr_to_scan = 0, .shrinker = -1 };
+        struct scope_id id = { .type = SCOPE_SYSTEM };
+        struct shrink_target t = {};
+        _cleanup_free_ char *cgroup = NULL;
         (void) flags;
 
-        if (varlink_check_fields(c, params, known) < 0)
+        if (parse_params(c, params, shrink_table, &p) < 0)
                 return 0;
-        if (json_object_object_get_ex(params, "scope", &v) && !json_object_is_type(v, json_type_null)) {
+        if (p.scope) {
                 const char *field;
-                if (protocol_parse_scope_ref(v, &ref, &field) < 0)
+                if (protocol_decode_scope_ref(p.scope, &id, &field) < 0)
                         return varlink_error_invalid_parameter(c, field);
         }
-        if (!get_uint(params, "nr_to_scan", INT64_MAX, &nr, &has_nr) || (has_nr && nr == 0))
-                return varlink_error_invalid_parameter(c, "nr_to_scan");
-        if (!get_uint(params, "shrinker", INT64_MAX, &id, &has_id))
-                return varlink_error_invalid_parameter(c, "shrinker");
-
-        struct shrinker *only = NULL;
-        if (has_id) {
-                only = shrinker_by_id(m, id);
-                if (!only) {
-                        struct json_object *p = json_object_new_object();
-                        json_object_object_add(p, "shrinker", json_object_new_int64((int64_t) id));
-                        return varlink_error(c, "io.pressured.NoSuchShrinker", p);
-                }
+        if (p.shrinker >= 0) {
+                t.only = shrinker_by_id(svc->shrinkers, (uint64_t) p.shrinker);
+                if (!t.only)
+                        return reply_error_with(c, ERROR_NO_SUCH_SHRINKER, "shrinker", json_object_new_int64(p.shrinker));
         }
         /* Like writing to shrinker debugfs: root, or the owner of the one shrinker named. */
         uid_t uid = varlink_connection_peer(c)->uid;
-        if (uid != 0 && (!only || only->client->uid != uid))
+        if (uid != 0 && (!t.only || t.only->client->uid != uid))
                 return varlink_error(c, VARLINK_ERROR_PERMISSION_DENIED, NULL);
+        if (shrink_resolve_scope(svc, c, &id, &t, &cgroup) < 0)
+                return 0;
+        t.nr_to_scan = (uint64_t) p.nr_to_scan;
 
-        _cleanup_free_ char *cgroup = NULL;
-        if (ref.type == SCOPE_NODE) {
-                struct scope *s;
-                if (manager_acquire_node(m, ref.node, &s) < 0)
-                        return reply_no_such_node(c, ref.node);
-                node_index = (int) s->node_index;
-                manager_release_scope(m, s);
-        } else if (ref.type == SCOPE_CGROUP) {
-                if (cgroup_path_normalize(ref.cgroup, &cgroup) < 0)
-                        return varlink_error_invalid_parameter(c, "cgroup");
-                if (!m->have_layout || cgroup_check(&m->layout, cgroup) < 0)
-                        return reply_no_such_cgroup(c, ref.cgroup);
-        }
-        return reclaim_shrink_now(m, c, ref.type, node_index, cgroup, nr, only);
+        struct shrink_round *round;
+        int r = reclaim_shrink_new(svc->reclaim, c, &round);
+        if (r < 0)
+                return r;
+        /* Held by the call: if the caller goes first, the round finishes without it. */
+        varlink_connection_set_call_data(c, round, shrink_call_free);
+        reclaim_shrink_start(round, &t);
+        return 0;
 }
+
+/* ---- reclaim's transport ---- */
+
+static int transport_send_request(struct shrink_client *cl, const struct shrink_request_snapshot *q, void *userdata) {
+        (void) userdata;
+        struct json_object *p = json_object_new_object();
+        json_object_object_add(p, "request", protocol_encode_shrink_request(q));
+        return varlink_notify(cl->owner, p);
+}
+
+static void transport_shrink_done(void *caller, const struct shrink_result *results, size_t n, void *userdata) {
+        (void) userdata;
+        struct json_object *list = json_object_new_array(), *p = json_object_new_object();
+        for (size_t i = 0; i < n; i++)
+                json_object_array_add(list, protocol_encode_shrink_result(&results[i]));
+        json_object_object_add(p, "results", list);
+        (void) varlink_reply(caller, p);
+}
+
+const struct reclaim_transport service_reclaim_transport = {
+        .send_request = transport_send_request,
+        .shrink_done = transport_shrink_done,
+};
+
+/* ---- the interface ---- */
 
 static const struct varlink_method pressured_methods[] = {
         { "Answer", method_answer },
@@ -423,3 +497,29 @@ const struct varlink_interface service_interfaces[] = {
 };
 
 const size_t service_n_interfaces = ELEMENTSOF(service_interfaces);
+
+int service_new(struct scope_registry *scopes, struct subscriptions *subscriptions, struct shrink_registry *shrinkers,
+                const struct cgroup_layout *layout, struct service **ret) {
+        struct service *svc = calloc(1, sizeof(*svc));
+        if (!svc)
+                return -ENOMEM;
+        *svc = (struct service){
+                .scopes = scopes,
+                .subscriptions = subscriptions,
+                .shrinkers = shrinkers,
+                .layout = layout,
+        };
+        shrinkers->on_exit = on_client_exit;
+        shrinkers->exit_userdata = svc;
+        *ret = svc;
+        return 0;
+}
+
+struct service *service_free(struct service *svc) {
+        free(svc);
+        return NULL;
+}
+
+void service_set_reclaim(struct service *svc, struct reclaim *rc) {
+        svc->reclaim = rc;
+}

@@ -13,9 +13,6 @@
 #include "cgroup.h"
 #include "log.h"
 #include "macro.h"
-#include "manager.h"
-#include "reclaim.h"
-#include "varlink.h"
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
@@ -60,18 +57,21 @@ static void shrinker_free(struct shrinker *sh) {
 /* The process exited: its connection may linger (inherited by a child), its shrinkers must not. */
 static int on_pidfd(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         struct shrink_client *cl = userdata;
+        struct shrink_registry *reg = cl->registry;
         (void) s;
         (void) fd;
         (void) revents;
         log_debug("Shrinker client pid %d exited.", (int) cl->pid);
-        varlink_connection_close(cl->conn);
+        cl->pidfd_source = sd_event_source_disable_unref(cl->pidfd_source);
+        if (reg->on_exit)
+                reg->on_exit(cl, reg->exit_userdata);
         return 0;
 }
 
 /* Everything a client holds; also for one that was never fully set up. */
 static void client_destroy(struct shrink_client *cl) {
         for (size_t i = 0; i < cl->n_watched; i++)
-                manager_release_scope(cl->manager, cl->watched[i]);
+                scope_registry_release(cl->registry->scopes, cl->watched[i]);
         free(cl->watched);
         for (size_t i = 0; i < cl->n_shrinkers; i++)
                 shrinker_free(cl->shrinkers[i]);
@@ -81,6 +81,51 @@ static void client_destroy(struct shrink_client *cl) {
                 close(cl->pidfd);
         free(cl->cgroup);
         free(cl);
+}
+
+/* Pin the process first, then read its cgroup, then check the pin still holds: the cgroup we read
+ * belongs to the process that owns the connection, not to a recycled pid. */
+static int client_pin(struct shrink_client *cl) {
+        int r = pidfd_open(cl->pid);
+        if (r < 0)
+                return r;
+        cl->pidfd = r;
+        r = cgroup_pid_get_path(cl->pid, &cl->cgroup);
+        if (r < 0)
+                return r;
+        if (!pidfd_alive(cl->pidfd))
+                return -ESRCH;
+        r = sd_event_add_io(cl->registry->event, &cl->pidfd_source, cl->pidfd, EPOLLIN, on_pidfd, cl);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_description(cl->pidfd_source, "shrinker-client-pidfd");
+        return 0;
+}
+
+static int client_add_shrinkers(struct shrink_client *cl, const struct shrinker_spec *specs, size_t n) {
+        size_t n_nodes = shrink_registry_n_nodes(cl->registry);
+
+        cl->shrinkers = calloc(MAX(n, 1u), sizeof(struct shrinker *));
+        if (!cl->shrinkers)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                struct shrinker *sh = calloc(1, sizeof(*sh));
+                if (!sh)
+                        return -ENOMEM;
+                cl->shrinkers[cl->n_shrinkers++] = sh;
+                sh->client = cl;
+                sh->flags = specs[i].flags;
+                sh->seeks = specs[i].seeks;
+                sh->batch = specs[i].batch;
+                sh->n_nodes = (sh->flags & SHRINKER_NUMA_AWARE) ? n_nodes : 1;
+                sh->name = strdup(specs[i].name);
+                sh->last_count = calloc(sh->n_nodes, sizeof(uint64_t));
+                sh->last_bytes = calloc(sh->n_nodes, sizeof(uint64_t));
+                sh->deferred = calloc(sh->n_nodes, sizeof(uint64_t));
+                if (!sh->name || !sh->last_count || !sh->last_bytes || !sh->deferred)
+                        return -ENOMEM;
+        }
+        return 0;
 }
 
 /* A limit on the client's cgroup or on any ancestor makes reclaim in that cgroup: watch them all, so
@@ -102,8 +147,9 @@ static void watch_ancestors(struct shrink_client *cl) {
 
         _cleanup_free_ char *path = strdup(cl->cgroup);
         while (path && !streq(path, "/") && *path) {
+                struct scope_id id = { .type = SCOPE_CGROUP, .cgroup = path };
                 struct scope *s;
-                int r = manager_acquire_cgroup(cl->manager, path, &s);
+                int r = scope_registry_acquire(cl->registry->scopes, &id, &s);
                 if (r >= 0)
                         cl->watched[cl->n_watched++] = s;
                 else
@@ -115,118 +161,182 @@ static void watch_ancestors(struct shrink_client *cl) {
         }
 }
 
-int shrink_client_new(struct manager *m, struct varlink_connection *c, const struct shrinker_spec *specs, size_t n,
-                      struct shrink_client **ret) {
-        const struct ucred *peer = varlink_connection_peer(c);
+/* Ids and token go into the tables last: a client is findable only when complete. */
+static int client_index(struct shrink_client *cl) {
+        struct shrink_registry *reg = cl->registry;
+        size_t i;
         int r;
 
-        if (peer->pid <= 0)
-                return -ESRCH;
+        for (i = 0; i < cl->n_shrinkers; i++) {
+                cl->shrinkers[i]->id = ++reg->last_shrinker_id;
+                r = hashmap_put_u64(reg->by_id, cl->shrinkers[i]->id, cl->shrinkers[i]);
+                if (r < 0)
+                        goto fail;
+        }
+        /* 128 random bits cannot collide in practice; if they do, the client fails rather than shadows. */
+        r = hashmap_put_string(reg->by_token, cl->token, cl);
+        if (r >= 0)
+                return 0;
+fail:
+        while (i > 0)
+                hashmap_remove_u64(reg->by_id, cl->shrinkers[--i]->id);
+        return r;
+}
 
+int shrink_client_new(struct shrink_registry *reg, pid_t pid, uid_t uid, void *owner,
+                      const struct shrinker_spec *specs, size_t n, struct shrink_client **ret) {
+        int r;
+
+        if (pid <= 0)
+                return -ESRCH;
         struct shrink_client *cl = calloc(1, sizeof(*cl));
         if (!cl)
                 return -ENOMEM;
-        cl->manager = m;
-        cl->conn = c;
-        cl->pid = peer->pid;
-        cl->uid = peer->uid;
+        cl->registry = reg;
+        cl->owner = owner;
+        cl->pid = pid;
+        cl->uid = uid;
         cl->pidfd = -EBADF;
 
-        /* Pin the process first, then read its cgroup, then check the pin still holds: the cgroup we read
-         * belongs to the process that owns the connection, not to a recycled pid. */
-        r = pidfd_open(cl->pid);
-        if (r < 0)
-                goto fail;
-        cl->pidfd = r;
-        r = cgroup_pid_get_path(cl->pid, &cl->cgroup);
-        if (r < 0)
-                goto fail;
-        if (!pidfd_alive(cl->pidfd)) {
-                r = -ESRCH;
-                goto fail;
+        r = client_pin(cl);
+        if (r >= 0)
+                r = make_token(cl->token);
+        if (r >= 0)
+                r = client_add_shrinkers(cl, specs, n);
+        if (r >= 0)
+                r = client_index(cl);
+        if (r < 0) {
+                client_destroy(cl);
+                return r;
         }
-        r = make_token(cl->token);
-        if (r < 0)
-                goto fail;
-        r = sd_event_add_io(m->event, &cl->pidfd_source, cl->pidfd, EPOLLIN, on_pidfd, cl);
-        if (r < 0)
-                goto fail;
-        (void) sd_event_source_set_description(cl->pidfd_source, "shrinker-client-pidfd");
-
-        size_t n_nodes = m->nodes ? m->nodes->n_nodes : 1;
-        cl->shrinkers = calloc(MAX(n, 1u), sizeof(struct shrinker *));
-        if (!cl->shrinkers) {
-                r = -ENOMEM;
-                goto fail;
-        }
-        for (size_t i = 0; i < n; i++) {
-                struct shrinker *sh = calloc(1, sizeof(*sh));
-                if (!sh) {
-                        r = -ENOMEM;
-                        goto fail;
-                }
-                cl->shrinkers[cl->n_shrinkers++] = sh;
-                sh->client = cl;
-                sh->id = ++m->last_shrinker_id;
-                sh->flags = specs[i].flags;
-                sh->seeks = specs[i].seeks;
-                sh->batch = specs[i].batch;
-                sh->n_nodes = (sh->flags & SHRINKER_NUMA_AWARE) ? n_nodes : 1;
-                sh->name = strdup(specs[i].name);
-                sh->last_count = calloc(sh->n_nodes, sizeof(uint64_t));
-                sh->last_bytes = calloc(sh->n_nodes, sizeof(uint64_t));
-                sh->deferred = calloc(sh->n_nodes, sizeof(uint64_t));
-                if (!sh->name || !sh->last_count || !sh->last_bytes || !sh->deferred) {
-                        r = -ENOMEM;
-                        goto fail;
-                }
-        }
-
         watch_ancestors(cl);
 
-        cl->next = m->shrink_clients;
+        cl->next = reg->clients;
         if (cl->next)
                 cl->next->prev = cl;
-        m->shrink_clients = cl;
+        reg->clients = cl;
+        reg->n_clients++;
         log_info("pid %d (uid %u, cgroup %s) registered %zu shrinker%s.", (int) cl->pid, (unsigned) cl->uid,
                  cl->cgroup, n, n == 1 ? "" : "s");
         *ret = cl;
         return 0;
+}
 
-fail:
-        client_destroy(cl);
-        return r;
+void shrink_client_start(struct shrink_client *cl) {
+        struct shrink_registry *reg = cl->registry;
+        for (size_t i = 0; i < reg->n_observers; i++)
+                if (reg->observers[i].ops->client_added)
+                        reg->observers[i].ops->client_added(cl, reg->observers[i].userdata);
 }
 
 void shrink_client_free(struct shrink_client *cl) {
         if (!cl)
                 return;
-        struct manager *m = cl->manager;
+        struct shrink_registry *reg = cl->registry;
 
-        cl->dead = true;
-        reclaim_client_gone(cl);
+        /* Out of the tables first: nothing an observer does can find it again. */
+        hashmap_remove_string(reg->by_token, cl->token);
+        for (size_t i = 0; i < cl->n_shrinkers; i++)
+                hashmap_remove_u64(reg->by_id, cl->shrinkers[i]->id);
         if (cl->prev)
                 cl->prev->next = cl->next;
-        else if (m->shrink_clients == cl)
-                m->shrink_clients = cl->next;
+        else
+                reg->clients = cl->next;
         if (cl->next)
                 cl->next->prev = cl->prev;
+        reg->n_clients--;
+        for (size_t i = 0; i < reg->n_observers; i++)
+                if (reg->observers[i].ops->client_removed)
+                        reg->observers[i].ops->client_removed(cl, reg->observers[i].userdata);
 
         log_info("pid %d unregistered %zu shrinker%s.", (int) cl->pid, cl->n_shrinkers, cl->n_shrinkers == 1 ? "" : "s");
         client_destroy(cl);
 }
 
-struct shrink_client *shrink_client_by_token(struct manager *m, const char *token) {
-        for (struct shrink_client *cl = m->shrink_clients; cl; cl = cl->next)
-                if (!cl->dead && streq(cl->token, token))
-                        return cl;
+struct shrink_client *shrink_client_by_token(const struct shrink_registry *reg, const char *token) {
+        return hashmap_get_string(reg->by_token, token);
+}
+
+struct shrinker *shrinker_by_id(const struct shrink_registry *reg, uint64_t id) {
+        return hashmap_get_u64(reg->by_id, id);
+}
+
+size_t shrink_registry_n_nodes(const struct shrink_registry *reg) {
+        return reg->nodes ? reg->nodes->n_nodes : 1;
+}
+
+int shrink_registry_node_id(const struct shrink_registry *reg, size_t node_index) {
+        return reg->nodes && node_index < reg->nodes->n_nodes ? reg->nodes->cur[node_index].id : 0;
+}
+
+int shrinker_info(const struct shrinker *sh, struct shrinker_info_snapshot *ret) {
+        const struct shrink_client *cl = sh->client;
+        struct shrinker_node_figures *nodes = calloc(MAX(sh->n_nodes, 1u), sizeof(*nodes));
+        if (!nodes)
+                return -ENOMEM;
+        for (size_t i = 0; i < sh->n_nodes; i++)
+                nodes[i] = (struct shrinker_node_figures){
+                        .node = shrink_registry_node_id(cl->registry, i),
+                        .objects = sh->last_count[i],
+                        .bytes = sh->last_bytes[i],
+                        .deferred = sh->deferred[i],
+                };
+        *ret = (struct shrinker_info_snapshot){
+                .id = sh->id,
+                .name = sh->name,
+                .pid = cl->pid,
+                .uid = cl->uid,
+                .cgroup = cl->cgroup,
+                .flags = sh->flags,
+                .seeks = sh->seeks,
+                .batch = sh->batch,
+                .n_nodes = sh->n_nodes,
+                .nodes = nodes,
+                .stats = sh->stats,
+                .rejected_answers = cl->rejected,
+                .quarantined = sh->health.quarantined,
+        };
+        return 0;
+}
+
+int shrink_registry_new(sd_event *event, struct scope_registry *scopes, const struct node_monitor *nodes,
+                        struct shrink_registry **ret) {
+        struct shrink_registry *reg = calloc(1, sizeof(*reg));
+        int r;
+
+        if (!reg)
+                return -ENOMEM;
+        reg->event = event;
+        reg->scopes = scopes;
+        reg->nodes = nodes;
+        r = hashmap_new(HASHMAP_KEY_STRING, &reg->by_token);
+        if (r >= 0)
+                r = hashmap_new(HASHMAP_KEY_U64, &reg->by_id);
+        if (r < 0) {
+                shrink_registry_free(reg);
+                return r;
+        }
+        *ret = reg;
+        return 0;
+}
+
+struct shrink_registry *shrink_registry_free(struct shrink_registry *reg) {
+        if (!reg)
+                return NULL;
+        while (reg->clients)
+                shrink_client_free(reg->clients);
+        hashmap_free(reg->by_token);
+        hashmap_free(reg->by_id);
+        free(reg);
         return NULL;
 }
 
-struct shrinker *shrinker_by_id(struct manager *m, uint64_t id) {
-        for (struct shrink_client *cl = m->shrink_clients; cl; cl = cl->next)
-                for (size_t i = 0; i < cl->n_shrinkers; i++)
-                        if (cl->shrinkers[i]->id == id)
-                                return cl->shrinkers[i];
-        return NULL;
+int shrink_registry_add_observer(struct shrink_registry *reg, const struct shrink_registry_observer *ops,
+                                 void *userdata) {
+        if (reg->n_observers >= SHRINK_REGISTRY_OBSERVERS_MAX)
+                return -ENOSPC;
+        reg->observers[reg->n_observers].ops = ops;
+        reg->observers[reg->n_observers].userdata = userdata;
+        reg->n_observers++;
+        return 0;
 }

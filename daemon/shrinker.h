@@ -2,27 +2,24 @@
 #pragma once
 
 /* The registry of client shrinkers. A client is one serving connection (a streaming io.pressured.Serve
- * call); who it is comes from the connection (SO_PEERCRED), held with a pidfd so that a recycled pid can
- * never be mistaken for it, never from the message. Closing the connection or the process exiting
- * removes the client and its shrinkers at once. */
+ * call); who it is comes from the connection's peer credentials, held with a pidfd so that a recycled
+ * pid can never be mistaken for it, never from the message. The registry knows the client's connection
+ * only as an opaque owner pointer: when the process exits it tells the owner (who closes the
+ * connection), and whoever removes a client tells the observers (client_added/client_removed). Tokens and
+ * shrinker ids are looked up in hash tables. */
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
+#include "hashmap.h"
+#include "node_monitor.h"
+#include "protocol.h"
+#include "scope_registry.h"
 #include "shrink_policy.h"
 
-struct manager;
-struct varlink_connection;
-struct shrink_request;
-struct shrink_job;
-
-struct shrinker_stats {
-        uint64_t calls, scanned, freed, bytes_freed;
-        uint64_t timeouts, stops, empty;
-        uint64_t last_latency_usec, worst_latency_usec;
-};
+struct shrink_client;
 
 struct shrinker {
         struct shrink_client *client;
@@ -39,15 +36,12 @@ struct shrinker {
 
         struct shrinker_stats stats;
         struct shrink_health health;
-
-        /* Work queued for this shrinker: one request in flight at a time, jobs run in order. */
-        struct shrink_job *jobs_head, *jobs_tail;
 };
 
 struct shrink_client {
-        struct manager *manager;
+        struct shrink_registry *registry;
         struct shrink_client *prev, *next;
-        struct varlink_connection *conn; /* the serving connection */
+        void *owner; /* the serving connection, to whoever registered the client */
         pid_t pid;
         uid_t uid;
         int pidfd;
@@ -57,11 +51,42 @@ struct shrink_client {
         uint64_t rejected; /* answers refused: unknown, duplicate, impossible */
         struct shrinker **shrinkers;
         size_t n_shrinkers;
-        struct shrink_request *requests; /* in flight */
         struct scope **watched; /* its cgroup and the ancestors, watched for MEMCG_AWARE shrinkers */
         size_t n_watched;
-        bool dead;
 };
+
+struct shrink_registry_observer {
+        void (*client_added)(struct shrink_client *cl, void *userdata);
+        void (*client_removed)(struct shrink_client *cl, void *userdata); /* its shrinkers still there */
+};
+
+#define SHRINK_REGISTRY_OBSERVERS_MAX 4
+
+struct shrink_registry {
+        sd_event *event;
+        struct scope_registry *scopes;
+        const struct node_monitor *nodes; /* NULL: one node */
+        struct shrink_client *clients;    /* list, newest first */
+        size_t n_clients;
+        struct hashmap *by_token, *by_id;
+        uint64_t last_shrinker_id;
+        /* The client's process exited: its connection may linger (inherited by a child); the owner
+         * should close it, which unregisters the client. */
+        void (*on_exit)(struct shrink_client *cl, void *userdata);
+        void *exit_userdata;
+        struct {
+                const struct shrink_registry_observer *ops;
+                void *userdata;
+        } observers[SHRINK_REGISTRY_OBSERVERS_MAX];
+        size_t n_observers;
+};
+
+int shrink_registry_new(sd_event *event, struct scope_registry *scopes, const struct node_monitor *nodes,
+                        struct shrink_registry **ret);
+/* Every client must have been freed. */
+struct shrink_registry *shrink_registry_free(struct shrink_registry *reg);
+int shrink_registry_add_observer(struct shrink_registry *reg, const struct shrink_registry_observer *ops,
+                                 void *userdata);
 
 struct shrinker_spec {
         const char *name;
@@ -69,14 +94,25 @@ struct shrinker_spec {
         unsigned seeks, batch;
 };
 
-/* Register the client behind connection c (the caller has validated the specs). */
-int shrink_client_new(struct manager *m, struct varlink_connection *c, const struct shrinker_spec *specs,
-                      size_t n, struct shrink_client **ret);
-/* Unregister: cancels its requests and jobs; the shrinkers are gone when this returns. */
+/* Register process pid (of uid, as the kernel vouched for it) with its shrinkers (the caller has
+ * validated the specs). -ESRCH when the process cannot be pinned. */
+int shrink_client_new(struct shrink_registry *reg, pid_t pid, uid_t uid, void *owner,
+                      const struct shrinker_spec *specs, size_t n, struct shrink_client **ret);
+/* Tell the observers that the client is there (reclaim may send it requests at once). Separate from
+ * shrink_client_new() so that the owner can first tell the client its token and ids. */
+void shrink_client_start(struct shrink_client *cl);
+/* Unregister: observers drop its work; the shrinkers are gone when this returns. */
 void shrink_client_free(struct shrink_client *cl);
 
-struct shrink_client *shrink_client_by_token(struct manager *m, const char *token);
-struct shrinker *shrinker_by_id(struct manager *m, uint64_t id);
+struct shrink_client *shrink_client_by_token(const struct shrink_registry *reg, const char *token);
+struct shrinker *shrinker_by_id(const struct shrink_registry *reg, uint64_t id);
+
+/* The shrinker as ListShrinkers shows it; ret->nodes is allocated, free() it. */
+int shrinker_info(const struct shrinker *sh, struct shrinker_info_snapshot *ret);
+
+/* The node id of node index i (0 without node figures). */
+int shrink_registry_node_id(const struct shrink_registry *reg, size_t node_index);
+size_t shrink_registry_n_nodes(const struct shrink_registry *reg);
 
 /* Index into a shrinker's per-node arrays for node index i of the node monitor. */
 static inline size_t shrinker_node_slot(const struct shrinker *s, size_t node_index) {

@@ -6,35 +6,54 @@
 
 #include "log.h"
 #include "macro.h"
-#include "manager.h"
 #include "protocol.h"
-#include "scope.h"
 #include "varlink.h"
 
 #define ERROR_SCOPE_REMOVED "io.pressured.ScopeRemoved"
 
+struct subscriptions {
+        struct scope_registry *registry;
+        int slot; /* on each scope: the head of its watch list */
+};
+
+struct subscription;
+
+struct watch {
+        struct subscription *sub;
+        struct scope *scope; /* NULL once the scope is gone */
+        struct watch *scope_prev, *scope_next;
+        enum level last_sent; /* what this subscriber was last told */
+        unsigned coalesced;   /* changes folded into the pending one */
+        bool pending;
+};
+
 struct subscription {
-        struct manager *manager;
+        struct subscriptions *subs;
         struct varlink_connection *conn;
         enum level min_level;
         size_t n_watches, n_live;
         struct watch watches[];
 };
 
+static struct watch **scope_watches(const struct subscriptions *subs, struct scope *s) {
+        return (struct watch **) &s->slots[subs->slot];
+}
+
 static void watch_detach(struct watch *w) {
         struct scope *s = w->scope;
         if (!s)
                 return;
+        struct subscriptions *subs = w->sub->subs;
         if (w->scope_prev)
                 w->scope_prev->scope_next = w->scope_next;
         else
-                s->watches = w->scope_next;
+                *scope_watches(subs, s) = w->scope_next;
         if (w->scope_next)
                 w->scope_next->scope_prev = w->scope_prev;
         w->scope = NULL;
         w->scope_prev = w->scope_next = NULL;
         w->sub->n_live--;
-        manager_release_scope(w->sub->manager, s);
+        scope_registry_release(subs->registry, s);
 }
 
 static void subscription_free(void *p) {
@@ -46,11 +65,18 @@ static void subscription_free(void *p) {
         free(sub);
 }
 
-static int watch_send(struct watch *w) {
+static struct json_object *level_change_params(const struct scope *s, enum level previous, unsigned coalesced) {
+        struct scope_snapshot snap;
         struct json_object *p = json_object_new_object();
-        json_object_object_add(p, "event", protocol_level_change(w->scope, w->last_sent, w->coalesced));
+        scope_snapshot(s, &snap);
+        json_object_object_add(p, "event", protocol_encode_level_change(&snap, previous, coalesced));
+        return p;
+}
+
+static int watch_send(struct watch *w) {
+        struct json_object *p = level_change_params(w->scope, w->last_sent, w->coalesced);
         w->last_sent = w->scope->level.level;
-        w->pending = 0;
+        w->pending = false;
         w->coalesced = 0;
         return varlink_notify(w->sub->conn, p);
 }
@@ -61,6 +87,10 @@ static bool watch_wants(const struct watch *w) {
         return s->level.level >= w->sub->min_level || s->previous >= w->sub->min_level;
 }
 
+static bool watch_backlogged(const struct watch *w) {
+        return varlink_connection_queued(w->sub->conn) >= SUBSCRIPTION_QUEUE_LIMIT;
+}
+
 static void watch_changed(struct watch *w) {
         if (!watch_wants(w))
                 return;
@@ -68,8 +98,8 @@ static void watch_changed(struct watch *w) {
                 w->coalesced++;
                 return;
         }
-        if (varlink_connection_queued(w->sub->conn) >= SUBSCRIPTION_QUEUE_LIMIT) {
-                w->pending = 1;
+        if (watch_backlogged(w)) {
+                w->pending = true;
                 return;
         }
         (void) watch_send(w);
@@ -85,72 +115,113 @@ static void on_drain(struct varlink_connection *c, void *data) {
                 struct watch *w = &sub->watches[i];
                 if (!w->pending || !w->scope)
                         continue;
-                if (varlink_connection_queued(sub->conn) >= SUBSCRIPTION_QUEUE_LIMIT)
+                if (watch_backlogged(w))
                         return;
                 (void) watch_send(w);
         }
 }
 
-void subscription_scope_changed(struct scope *s) {
-        /* One event text per "previous level": most subscribers share it, so encode it once, not once per
-         * subscriber (10,000 subscribers of one scope is a case we measure). */
-        struct json_object *cached[_LEVEL_MAX] = {};
-        const char *text[_LEVEL_MAX] = {};
-        size_t len[_LEVEL_MAX] = {};
+/* One event text per "previous level": most subscribers share it, so encode it once, not once per
+ * subscriber (10,000 subscribers of one scope is a case we measure). */
+struct event_cache {
+        struct json_object *params[_LEVEL_MAX];
+        const char *text[_LEVEL_MAX];
+        size_t len[_LEVEL_MAX];
+};
 
-        for (struct watch *w = s->watches, *next; w; w = next) {
+static void event_cache_get(struct event_cache *c, const struct scope *s, enum level prev, const char **ret_text,
+                            size_t *ret_len) {
+        if (!c->text[prev]) {
+                c->params[prev] = level_change_params(s, prev, 0);
+                c->text[prev] = json_object_to_json_string_length(
+                        c->params[prev], JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &c->len[prev]);
+        }
+        *ret_text = c->text[prev];
+        *ret_len = c->len[prev];
+}
+
+static void event_cache_done(struct event_cache *c) {
+        for (int l = 0; l < _LEVEL_MAX; l++)
+                json_object_put(c->params[l]);
+}
+
+static void on_level_changed(struct scope *s, void *userdata) {
+        struct subscriptions *subs = userdata;
+        struct event_cache cache = {};
+
+        for (struct watch *w = *scope_watches(subs, s), *next; w; w = next) {
                 next = w->scope_next;
+                /* The shared text fits only a subscriber that is up to date and reading. */
                 if (!watch_wants(w) || w->pending || w->coalesced > 0 || w->last_sent >= _LEVEL_MAX ||
-                    varlink_connection_queued(w->sub->conn) >= SUBSCRIPTION_QUEUE_LIMIT) {
+                    watch_backlogged(w)) {
                         watch_changed(w);
                         continue;
                 }
-                enum level prev = w->last_sent;
-                if (!text[prev]) {
-                        cached[prev] = json_object_new_object();
-                        json_object_object_add(cached[prev], "event", protocol_level_change(s, prev, 0));
-                        text[prev] = json_object_to_json_string_length(
-                                cached[prev], JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len[prev]);
-                }
+                const char *text;
+                size_t len;
+                event_cache_get(&cache, s, w->last_sent, &text, &len);
                 w->last_sent = s->level.level;
-                (void) varlink_notify_serialized(w->sub->conn, text[prev], len[prev]);
+                (void) varlink_notify_serialized(w->sub->conn, text, len);
         }
-        for (int l = 0; l < _LEVEL_MAX; l++)
-                json_object_put(cached[l]);
+        event_cache_done(&cache);
 }
 
-void subscription_scope_gone(struct scope *s) {
-        /* Hold a reference so that detaching the last watch does not free the scope under us. */
-        s->n_refs++;
-        for (struct watch *w = s->watches, *next; w; w = next) {
+static void on_gone(struct scope *s, void *userdata) {
+        struct subscriptions *subs = userdata;
+
+        for (struct watch *w = *scope_watches(subs, s), *next; w; w = next) {
                 next = w->scope_next;
                 struct subscription *sub = w->sub;
 
                 if (sub->n_live > 1) {
                         /* Others remain: one last event for this scope, never held back. */
-                        struct json_object *p = json_object_new_object();
-                        json_object_object_add(p, "event", protocol_level_change(s, w->last_sent, w->coalesced));
-                        (void) varlink_notify(sub->conn, p);
+                        (void) varlink_notify(sub->conn, level_change_params(s, w->last_sent, w->coalesced));
                         watch_detach(w);
                 } else {
                         /* Nothing left to watch: end the call; this frees the subscription. */
+                        struct scope_id id = scope_get_id(s);
                         struct json_object *p = json_object_new_object();
-                        json_object_object_add(p, "scope", protocol_scope_ref(s));
+                        json_object_object_add(p, "scope", protocol_encode_scope_ref(&id));
                         (void) varlink_error(sub->conn, ERROR_SCOPE_REMOVED, p);
                 }
         }
-        manager_release_scope(s->manager, s);
 }
 
-int subscription_start(struct manager *m, struct varlink_connection *c, struct scope **scopes, size_t n_scopes,
-                       enum level min_level) {
+static const struct scope_observer observer = {
+        .level_changed = on_level_changed,
+        .gone = on_gone,
+};
+
+int subscriptions_new(struct scope_registry *reg, struct subscriptions **ret) {
+        struct subscriptions *subs = calloc(1, sizeof(*subs));
+        if (!subs)
+                return -ENOMEM;
+        subs->registry = reg;
+        subs->slot = scope_registry_add_observer(reg, &observer, subs);
+        if (subs->slot < 0) {
+                int r = subs->slot;
+                free(subs);
+                return r;
+        }
+        *ret = subs;
+        return 0;
+}
+
+struct subscriptions *subscriptions_free(struct subscriptions *subs) {
+        /* Subscriptions themselves belong to their connections, which are gone by now. */
+        free(subs);
+        return NULL;
+}
+
+int subscription_start(struct subscriptions *subs, struct varlink_connection *c, struct scope **scopes,
+                       size_t n_scopes, enum level min_level) {
         struct subscription *sub = calloc(1, sizeof(*sub) + n_scopes * sizeof(struct watch));
         if (!sub) {
                 for (size_t i = 0; i < n_scopes; i++)
-                        manager_release_scope(m, scopes[i]);
+                        scope_registry_release(subs->registry, scopes[i]);
                 return -ENOMEM;
         }
-        sub->manager = m;
+        sub->subs = subs;
         sub->conn = c;
         sub->min_level = min_level;
         sub->n_watches = sub->n_live = n_scopes;
@@ -159,14 +230,18 @@ int subscription_start(struct manager *m, struct varlink_connection *c, struct s
         for (size_t i = 0; i < n_scopes; i++) {
                 struct watch *w = &sub->watches[i];
                 struct scope *s = scopes[i];
+                struct watch **head = scope_watches(subs, s);
+                struct scope_snapshot snap;
+
                 w->sub = sub;
                 w->scope = s;
                 w->last_sent = s->level.level;
-                w->scope_next = s->watches;
-                if (s->watches)
-                        s->watches->scope_prev = w;
-                s->watches = w;
-                json_object_array_add(states, protocol_scope_state(s));
+                w->scope_next = *head;
+                if (*head)
+                        (*head)->scope_prev = w;
+                *head = w;
+                scope_snapshot(s, &snap);
+                json_object_array_add(states, protocol_encode_scope_state(&snap));
         }
         varlink_connection_set_call_data(c, sub, subscription_free);
         varlink_connection_set_drain_handler(c, on_drain);
@@ -176,18 +251,11 @@ int subscription_start(struct manager *m, struct varlink_connection *c, struct s
         return varlink_notify(c, p);
 }
 
-static void shutdown_scope(struct scope *s) {
-        /* Ending a call frees its subscription and detaches its watches: always take the first. */
-        while (s && s->watches) {
-                struct subscription *sub = s->watches->sub;
-                (void) varlink_error(sub->conn, "io.pressured.ShuttingDown", NULL);
+void subscriptions_shutdown(struct subscriptions *subs) {
+        SCOPE_REGISTRY_FOREACH(s, subs->registry) {
+                struct watch **head = scope_watches(subs, s);
+                /* Ending a call frees its subscription and detaches its watches: always take the first. */
+                while (*head)
+                        (void) varlink_error((*head)->sub->conn, "io.pressured.ShuttingDown", NULL);
         }
-}
-
-void subscription_shutdown_all(struct manager *m) {
-        shutdown_scope(m->system);
-        for (size_t i = 0; m->nodes && i < m->nodes->n_nodes; i++)
-                shutdown_scope(m->node_scopes[i]);
-        for (struct scope *s = m->cgroups; s; s = s->next)
-                shutdown_scope(s);
 }

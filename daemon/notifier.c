@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+#include "notifier.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <systemd/sd-daemon.h>
+
+#include "log.h"
+#include "macro.h"
+
+struct notifier {
+        struct scope_registry *registry;
+        size_t (*n_clients)(void *userdata);
+        void *userdata;
+};
+
+void notifier_status(struct notifier *n) {
+        size_t cgroups = n->registry->n_cgroups, clients = n->n_clients ? n->n_clients(n->userdata) : 0;
+        (void) sd_notifyf(0, "STATUS=Watching memory pressure; system level %s, %zu cgroup%s watched, %zu client%s.",
+                          level_to_string(n->registry->system->level.level), cgroups, cgroups == 1 ? "" : "s",
+                          clients, clients == 1 ? "" : "s");
+}
+
+static void on_level_changed(struct scope *s, void *userdata) {
+        struct notifier *n = userdata;
+        char f_level[32], f_prev[32], f_target[48];
+
+        snprintf(f_level, sizeof(f_level), "PRESSURED_LEVEL=%s", level_to_string(s->level.level));
+        snprintf(f_prev, sizeof(f_prev), "PRESSURED_PREVIOUS_LEVEL=%s", level_to_string(s->previous));
+        snprintf(f_target, sizeof(f_target), "PRESSURED_RECLAIM_TARGET=%llu", (unsigned long long) s->reclaim_target);
+        const char *const fields[] = { f_level, f_prev, f_target, NULL };
+        log_struct(s->level.level > s->previous ? LOG_NOTICE : LOG_INFO, PRESSURED_MESSAGE_LEVEL_CHANGE, s->name,
+                   fields, "%s: memory pressure %s -> %s (some avg10=%.2f full avg10=%.2f), reclaim target %llu bytes",
+                   s->name, level_to_string(s->previous), level_to_string(s->level.level),
+                   s->psi.line[PSI_SOME].avg10, s->psi.line[PSI_FULL].avg10, (unsigned long long) s->reclaim_target);
+        if (s->type == SCOPE_SYSTEM)
+                notifier_status(n);
+}
+
+static const struct scope_observer observer = {
+        .level_changed = on_level_changed,
+};
+
+int notifier_new(struct scope_registry *reg, size_t (*n_clients)(void *userdata), void *userdata,
+                 struct notifier **ret) {
+        struct notifier *n = calloc(1, sizeof(*n));
+        if (!n)
+                return -ENOMEM;
+        *n = (struct notifier){ .registry = reg, .n_clients = n_clients, .userdata = userdata };
+        int r = scope_registry_add_observer(reg, &observer, n);
+        if (r < 0) {
+                free(n);
+                return r;
+        }
+        *ret = n;
+        return 0;
+}
+
+struct notifier *notifier_free(struct notifier *n) {
+        free(n);
+        return NULL;
+}

@@ -1,0 +1,277 @@
+/* SPDX-License-Identifier: MIT */
+#include "scope_registry.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "macro.h"
+
+/* ---- what scopes report, passed on in observer order ---- */
+
+static void on_level_changed(struct scope *s, void *userdata) {
+        struct scope_registry *reg = userdata;
+        for (size_t i = 0; i < reg->n_observers; i++)
+                if (reg->observers[i].ops->level_changed)
+                        reg->observers[i].ops->level_changed(s, reg->observers[i].userdata);
+}
+
+static void on_gone(struct scope *s, void *userdata) {
+        struct scope_registry *reg = userdata;
+
+        hashmap_remove_string(reg->by_cgroup, s->cgroup);
+        /* Observers let go of the scope as they are told: keep it alive until all are. */
+        scope_ref(s);
+        for (size_t i = 0; i < reg->n_observers; i++)
+                if (reg->observers[i].ops->gone)
+                        reg->observers[i].ops->gone(s, reg->observers[i].userdata);
+        scope_registry_release(reg, s);
+}
+
+static void on_triggered(struct scope *s, void *userdata) {
+        struct scope_registry *reg = userdata;
+        for (size_t i = 0; i < reg->n_observers; i++)
+                if (reg->observers[i].ops->became_active)
+                        reg->observers[i].ops->became_active(s, reg->observers[i].userdata);
+}
+
+static const struct scope_events registry_events = {
+        .level_changed = on_level_changed,
+        .gone = on_gone,
+        .triggered = on_triggered,
+};
+
+static void registry_free_scope(struct scope_registry *reg, struct scope *s) {
+        if (!s)
+                return;
+        for (size_t i = 0; i < reg->n_observers; i++)
+                if (reg->observers[i].ops->freed)
+                        reg->observers[i].ops->freed(s, reg->observers[i].userdata);
+        scope_free(s);
+}
+
+/* ---- life cycle ---- */
+
+/* Scopes are freed from the loop, never inside the call that dropped the last reference: a trigger's
+ * POLLERR or a status read may find a cgroup gone while someone up the stack still holds the scope. */
+static int on_gc(sd_event_source *src, void *userdata) {
+        struct scope_registry *reg = userdata;
+        (void) src;
+
+        for (struct scope *s = reg->cgroups, *next; s; s = next) {
+                next = s->next;
+                if (s->n_refs > 0)
+                        continue;
+                if (s->prev)
+                        s->prev->next = s->next;
+                else
+                        reg->cgroups = s->next;
+                if (s->next)
+                        s->next->prev = s->prev;
+                reg->n_cgroups--;
+                if (!s->gone)
+                        hashmap_remove_string(reg->by_cgroup, s->cgroup);
+                log_debug("No longer watching cgroup %s.", s->name);
+                registry_free_scope(reg, s);
+        }
+        return 0;
+}
+
+int scope_registry_new(sd_event *event, const struct config *config, const struct cgroup_layout *layout,
+                       const struct node_monitor *nodes, struct scope_registry **ret) {
+        struct scope_registry *reg = calloc(1, sizeof(*reg));
+        int r;
+
+        if (!reg)
+                return -ENOMEM;
+        reg->env = (struct scope_env){
+                .event = event,
+                .config = config,
+                .layout = layout,
+                .nodes = nodes,
+                .events = &registry_events,
+                .userdata = reg,
+        };
+        r = hashmap_new(HASHMAP_KEY_STRING, &reg->by_cgroup);
+        if (r >= 0)
+                r = sd_event_add_defer(event, &reg->gc_source, on_gc, reg);
+        if (r < 0) {
+                scope_registry_free(reg);
+                return r;
+        }
+        (void) sd_event_source_set_enabled(reg->gc_source, SD_EVENT_OFF);
+        (void) sd_event_source_set_description(reg->gc_source, "scope-gc");
+        *ret = reg;
+        return 0;
+}
+
+struct scope_registry *scope_registry_free(struct scope_registry *reg) {
+        if (!reg)
+                return NULL;
+        while (reg->cgroups) {
+                struct scope *s = reg->cgroups;
+                reg->cgroups = s->next;
+                registry_free_scope(reg, s);
+        }
+        for (size_t i = 0; i < reg->n_nodes; i++)
+                registry_free_scope(reg, reg->nodes[i]);
+        free(reg->nodes);
+        registry_free_scope(reg, reg->system);
+        free(reg->configured);
+        hashmap_free(reg->by_cgroup);
+        sd_event_source_disable_unref(reg->gc_source);
+        free(reg);
+        return NULL;
+}
+
+int scope_registry_add_observer(struct scope_registry *reg, const struct scope_observer *ops, void *userdata) {
+        if (reg->n_observers >= SCOPE_SLOTS_MAX)
+                return -ENOSPC;
+        reg->observers[reg->n_observers].ops = ops;
+        reg->observers[reg->n_observers].userdata = userdata;
+        return (int) reg->n_observers++;
+}
+
+int scope_registry_start(struct scope_registry *reg) {
+        const struct node_monitor *nm = reg->env.nodes;
+        int r;
+
+        assert(!reg->system);
+        r = scope_new_system(&reg->env, &reg->system);
+        if (r < 0)
+                return r;
+        reg->system->n_refs = 1; /* for as long as the registry lives */
+
+        if (!nm)
+                return 0;
+        reg->nodes = calloc(MAX(nm->n_nodes, 1u), sizeof(struct scope *));
+        if (!reg->nodes)
+                return -ENOMEM;
+        for (; reg->n_nodes < nm->n_nodes; reg->n_nodes++) {
+                r = scope_new_node(&reg->env, reg->n_nodes, &reg->nodes[reg->n_nodes]);
+                if (r < 0)
+                        return r;
+                reg->nodes[reg->n_nodes]->n_refs = 1;
+        }
+        return 0;
+}
+
+/* ---- references ---- */
+
+struct scope *scope_ref(struct scope *s) {
+        s->n_refs++;
+        return s;
+}
+
+void scope_registry_release(struct scope_registry *reg, struct scope *s) {
+        if (!s)
+                return;
+        assert(s->n_refs > 0);
+        if (--s->n_refs == 0 && s->type == SCOPE_CGROUP)
+                (void) sd_event_source_set_enabled(reg->gc_source, SD_EVENT_ONESHOT);
+}
+
+struct scope *scope_registry_find_node(const struct scope_registry *reg, int node) {
+        for (size_t i = 0; i < reg->n_nodes; i++)
+                if (reg->nodes[i]->node == node)
+                        return reg->nodes[i];
+        return NULL;
+}
+
+static int acquire_cgroup(struct scope_registry *reg, const char *path, struct scope **ret) {
+        _cleanup_free_ char *p = NULL;
+        struct scope *s;
+        int r;
+
+        r = cgroup_path_normalize(path, &p);
+        if (r < 0)
+                return r;
+        s = hashmap_get_string(reg->by_cgroup, p);
+        if (s) {
+                *ret = scope_ref(s);
+                return 0;
+        }
+
+        r = scope_new_cgroup(&reg->env, p, &s);
+        if (r < 0)
+                return r;
+        r = hashmap_put_string(reg->by_cgroup, s->cgroup, s);
+        if (r < 0) {
+                scope_free(s);
+                return r;
+        }
+        s->n_refs = 1;
+        s->next = reg->cgroups;
+        if (s->next)
+                s->next->prev = s;
+        reg->cgroups = s;
+        reg->n_cgroups++;
+        log_debug("Watching cgroup %s.", p);
+        *ret = s;
+        return 0;
+}
+
+int scope_registry_acquire(struct scope_registry *reg, const struct scope_id *id, struct scope **ret) {
+        struct scope *s;
+
+        switch (id->type) {
+        case SCOPE_SYSTEM:
+                *ret = scope_ref(reg->system);
+                return 0;
+        case SCOPE_NODE:
+                s = scope_registry_find_node(reg, id->node);
+                if (!s)
+                        return -ENXIO;
+                *ret = scope_ref(s);
+                return 0;
+        case SCOPE_CGROUP:
+                return acquire_cgroup(reg, id->cgroup, ret);
+        default:
+                return -EINVAL;
+        }
+}
+
+void scope_registry_watch_configured(struct scope_registry *reg) {
+        const struct config *c = reg->env.config;
+        struct scope **list = calloc(MAX(c->n_cgroups, 1u), sizeof(struct scope *));
+        size_t n = 0;
+
+        if (!list) {
+                log_oom();
+                return;
+        }
+        for (size_t i = 0; i < c->n_cgroups; i++) {
+                struct scope_id id = { .type = SCOPE_CGROUP, .cgroup = c->cgroups[i] };
+                int r = scope_registry_acquire(reg, &id, &list[n]);
+                if (r < 0)
+                        log_warning_errno(r, "Cannot watch configured cgroup %s, ignoring: %m", c->cgroups[i]);
+                else
+                        n++;
+        }
+        for (size_t i = 0; i < reg->n_configured; i++)
+                scope_registry_release(reg, reg->configured[i]);
+        free(reg->configured);
+        reg->configured = list;
+        reg->n_configured = n;
+}
+
+/* ---- iteration ---- */
+
+struct scope *scope_registry_next(const struct scope_registry *reg, const struct scope *prev) {
+        if (!prev)
+                return reg->system;
+        if (prev->type == SCOPE_CGROUP)
+                return prev->next;
+        size_t i = prev->type == SCOPE_NODE ? prev->node_index + 1 : 0;
+        return i < reg->n_nodes ? reg->nodes[i] : reg->cgroups;
+}
+
+void scope_registry_rearm(struct scope_registry *reg) {
+        SCOPE_REGISTRY_FOREACH(s, reg) {
+                int r = scope_rearm(s);
+                if (r < 0)
+                        log_warning_errno(r, "Failed to re-arm the trigger of %s: %m", s->name);
+        }
+}
