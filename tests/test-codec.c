@@ -1,0 +1,252 @@
+/* SPDX-License-Identifier: MIT */
+/* The protocol codec against docs/protocol.md: every snapshot the page shows, in every recorded reply,
+ * decodes, and encodes again to exactly the text the page shows. Hand-built snapshots check the
+ * decoded values, and malformed objects are refused. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "protocol.h"
+#include "test-util.h"
+
+static char *read_docs(void) {
+        const char *root = getenv("PRESSURED_SOURCE_ROOT");
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/docs/protocol.md", root ? root : "..");
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return NULL;
+        char *text = calloc(1, 1 << 20);
+        size_t n = text ? fread(text, 1, (1 << 20) - 1, f) : 0;
+        fclose(f);
+        if (text)
+                text[n] = 0;
+        return text;
+}
+
+static const char *plain(struct json_object *o) {
+        return json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+}
+
+/* Compare an encoding with the documented object, then free it. */
+static void check_same(struct json_object *encoded, struct json_object *documented) {
+        CU_ASSERT_STRING_EQUAL(plain(encoded), plain(documented));
+        json_object_put(encoded);
+}
+
+enum kind { STATE, CHANGE, REQUEST, RESULT, REGISTRATION, INFO, _KIND_MAX };
+static unsigned seen[_KIND_MAX];
+
+static void round_trip(enum kind k, struct json_object *o) {
+        seen[k]++;
+        switch (k) {
+        case STATE: {
+                struct scope_snapshot s;
+                CU_ASSERT_EQUAL_FATAL(protocol_decode_scope_state(o, &s), 0);
+                check_same(protocol_encode_scope_state(&s), o);
+                break;
+        }
+        case CHANGE: {
+                struct scope_snapshot s;
+                enum level prev;
+                unsigned coalesced;
+                CU_ASSERT_EQUAL_FATAL(protocol_decode_level_change(o, &s, &prev, &coalesced), 0);
+                check_same(protocol_encode_level_change(&s, prev, coalesced), o);
+                break;
+        }
+        case REQUEST: {
+                struct shrink_request_snapshot q;
+                CU_ASSERT_EQUAL_FATAL(protocol_decode_shrink_request(o, &q), 0);
+                check_same(protocol_encode_shrink_request(&q), o);
+                break;
+        }
+        case RESULT: {
+                struct shrink_result r;
+                CU_ASSERT_EQUAL_FATAL(protocol_decode_shrink_result(o, &r), 0);
+                check_same(protocol_encode_shrink_result(&r), o);
+                break;
+        }
+        case REGISTRATION: {
+                struct shrink_registration g;
+                CU_ASSERT_EQUAL_FATAL(protocol_decode_registration(o, &g), 0);
+                check_same(protocol_encode_registration(&g), o);
+                free(g.shrinkers);
+                break;
+        }
+        case INFO: {
+                struct shrinker_info_snapshot i;
+                CU_ASSERT_EQUAL_FATAL(protocol_decode_shrinker_info(o, &i), 0);
+                check_same(protocol_encode_shrinker_info(&i), o);
+                free(i.nodes);
+                break;
+        }
+        default:
+                abort();
+        }
+}
+
+static void each(enum kind k, struct json_object *list) {
+        for (size_t i = 0; list && i < json_object_array_length(list); i++)
+                round_trip(k, json_object_array_get_idx(list, i));
+}
+
+static void check_reply(struct json_object *msg) {
+        struct json_object *p, *v;
+        if (!json_object_object_get_ex(msg, "parameters", &p) || !json_object_is_type(p, json_type_object))
+                return;
+        if (json_object_object_get_ex(msg, "error", &v))
+                return;
+        if (json_object_object_get_ex(p, "system", &v))
+                round_trip(STATE, v);
+        if (json_object_object_get_ex(p, "nodes", &v))
+                each(STATE, v);
+        if (json_object_object_get_ex(p, "cgroups", &v))
+                each(STATE, v);
+        if (json_object_object_get_ex(p, "state", &v))
+                each(STATE, v);
+        if (json_object_object_get_ex(p, "event", &v))
+                round_trip(CHANGE, v);
+        if (json_object_object_get_ex(p, "request", &v) && json_object_is_type(v, json_type_object))
+                round_trip(REQUEST, v);
+        if (json_object_object_get_ex(p, "results", &v))
+                each(RESULT, v);
+        if (json_object_object_get_ex(p, "registered", &v))
+                round_trip(REGISTRATION, v);
+        if (json_object_object_get_ex(p, "shrinkers", &v))
+                each(INFO, v);
+}
+
+/* Every reply line of the page: "<- {...}", "S<- {...}". */
+static void test_documented_replies(void) {
+        char *docs = read_docs();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(docs);
+        for (char *line = strtok(docs, "\n"); line; line = strtok(NULL, "\n")) {
+                char *arrow = strstr(line, "<- {");
+                if (!arrow || arrow - line > 2)
+                        continue;
+                struct json_object *msg = json_tokener_parse(arrow + 3);
+                CU_ASSERT_PTR_NOT_NULL(msg);
+                check_reply(msg);
+                json_object_put(msg);
+        }
+        free(docs);
+        CU_ASSERT(seen[STATE] >= 3);
+        CU_ASSERT(seen[CHANGE] >= 2);
+        CU_ASSERT(seen[REQUEST] >= 1);
+        CU_ASSERT(seen[RESULT] >= 1);
+        CU_ASSERT(seen[REGISTRATION] >= 1);
+        CU_ASSERT(seen[INFO] >= 1);
+}
+
+/* Decoded values are the documented ones; a hand-built snapshot encodes to the documented text. */
+static void test_values(void) {
+        const char *text = "{\"scope\":{\"type\":\"cgroup\",\"cgroup\":\"/a\"},\"previous\":\"ok\",\"level\":\"low\","
+                           "\"pressure\":{\"some\":{\"avg10\":6.70,\"avg60\":1.21,\"avg300\":0.25,\"total\":762464}},"
+                           "\"cgroup_memory\":{\"usage\":16375808,\"limit\":16777216},\"reclaim_target\":167772,"
+                           "\"timestamp\":2216556267,\"coalesced\":3,\"removed\":true}";
+        struct json_object *o = json_tokener_parse(text);
+        struct scope_snapshot s;
+        enum level prev;
+        unsigned coalesced;
+
+        CU_ASSERT_EQUAL_FATAL(protocol_decode_level_change(o, &s, &prev, &coalesced), 0);
+        CU_ASSERT_EQUAL(s.id.type, SCOPE_CGROUP);
+        CU_ASSERT_STRING_EQUAL(s.id.cgroup, "/a");
+        CU_ASSERT_EQUAL(prev, LEVEL_OK);
+        CU_ASSERT_EQUAL(s.level, LEVEL_LOW);
+        CU_ASSERT_TRUE(s.have_psi);
+        CU_ASSERT_FALSE(s.psi.has_full);
+        CU_ASSERT_DOUBLE_EQUAL(s.psi.line[PSI_SOME].avg10, 6.70, 1e-9);
+        CU_ASSERT_EQUAL(s.psi.line[PSI_SOME].total, 762464u);
+        CU_ASSERT_FALSE(s.have_node_memory);
+        CU_ASSERT_TRUE(s.have_cgroup_memory);
+        CU_ASSERT_EQUAL(s.usage, 16375808u);
+        CU_ASSERT_EQUAL(s.limit, 16777216u);
+        CU_ASSERT_EQUAL(s.reclaim_target, 167772u);
+        CU_ASSERT_EQUAL(s.since, 2216556267u);
+        CU_ASSERT_EQUAL(coalesced, 3u);
+        CU_ASSERT_TRUE(s.removed);
+        json_object_put(o);
+
+        const struct shrink_request_snapshot q = {
+                .id = 1, .shrinker = 2, .op = SHRINK_OP_SCAN, .node = 0, .cgroup = "/", .nr_to_scan = 5,
+                .priority = 0, .deadline = 3260996274,
+        };
+        o = protocol_encode_shrink_request(&q);
+        CU_ASSERT_STRING_EQUAL(plain(o), "{\"id\":1,\"shrinker\":2,\"op\":\"scan\",\"node\":0,\"cgroup\":\"/\","
+                                         "\"nr_to_scan\":5,\"priority\":0,\"deadline\":3260996274}");
+        json_object_put(o);
+        /* A count has no nr_to_scan. */
+        struct shrink_request_snapshot count = q;
+        count.op = SHRINK_OP_COUNT;
+        o = protocol_encode_shrink_request(&count);
+        CU_ASSERT_PTR_NULL(strstr(plain(o), "nr_to_scan"));
+        struct shrink_request_snapshot back;
+        CU_ASSERT_EQUAL(protocol_decode_shrink_request(o, &back), 0);
+        CU_ASSERT_EQUAL(back.op, SHRINK_OP_COUNT);
+        json_object_put(o);
+
+        /* A scope with no limit has no limit on the wire, and decodes back to "none". */
+        struct scope_snapshot c = {
+                .id = { .type = SCOPE_CGROUP, .cgroup = "/b" }, .have_cgroup_memory = true, .usage = 5,
+                .limit = UINT64_MAX,
+        };
+        o = protocol_encode_scope_state(&c);
+        CU_ASSERT_STRING_EQUAL(plain(o), "{\"scope\":{\"type\":\"cgroup\",\"cgroup\":\"/b\"},\"level\":\"ok\","
+                                         "\"cgroup_memory\":{\"usage\":5},\"reclaim_target\":0,\"since\":0}");
+        CU_ASSERT_EQUAL(protocol_decode_scope_state(o, &s), 0);
+        CU_ASSERT_EQUAL(s.limit, UINT64_MAX);
+        json_object_put(o);
+}
+
+static int decode_state_text(const char *text) {
+        struct json_object *o = json_tokener_parse(text);
+        struct scope_snapshot s;
+        int r = o ? protocol_decode_scope_state(o, &s) : -EINVAL;
+        json_object_put(o);
+        return r;
+}
+
+static int decode_ref_text(const char *text, const char **field) {
+        struct json_object *o = json_tokener_parse(text);
+        struct scope_id id;
+        int r = protocol_decode_scope_ref(o, &id, field);
+        json_object_put(o);
+        return r;
+}
+
+static void test_malformed(void) {
+        const char *field;
+        CU_ASSERT_EQUAL(decode_state_text("[]"), -EINVAL);
+        CU_ASSERT_EQUAL(decode_state_text("{\"level\":\"ok\",\"reclaim_target\":0,\"since\":0}"), -EINVAL);
+        CU_ASSERT_EQUAL(decode_state_text("{\"scope\":{\"type\":\"system\"},\"level\":\"loud\",\"reclaim_target\":0,\"since\":0}"),
+                        -EINVAL);
+        CU_ASSERT_EQUAL(decode_state_text("{\"scope\":{\"type\":\"system\"},\"level\":\"ok\",\"reclaim_target\":-1,\"since\":0}"),
+                        -EINVAL);
+        CU_ASSERT_EQUAL(decode_state_text("{\"scope\":{\"type\":\"system\"},\"level\":\"ok\",\"pressure\":{},"
+                                          "\"reclaim_target\":0,\"since\":0}"),
+                        -EINVAL);
+        CU_ASSERT_EQUAL(decode_state_text("{\"scope\":{\"type\":\"system\"},\"level\":\"ok\",\"reclaim_target\":0,\"since\":0}"), 0);
+
+        CU_ASSERT_EQUAL(decode_ref_text("{\"type\":\"node\"}", &field), -EINVAL);
+        CU_ASSERT_STRING_EQUAL(field, "node");
+        CU_ASSERT_EQUAL(decode_ref_text("{\"type\":\"system\",\"cgroup\":\"/x\"}", &field), -EINVAL);
+        CU_ASSERT_STRING_EQUAL(field, "cgroup");
+        CU_ASSERT_EQUAL(decode_ref_text("{\"type\":\"node\",\"node\":-1}", &field), -EINVAL);
+        CU_ASSERT_STRING_EQUAL(field, "node");
+        CU_ASSERT_EQUAL(decode_ref_text("{\"type\":3}", &field), -EINVAL);
+        CU_ASSERT_STRING_EQUAL(field, "type");
+        CU_ASSERT_EQUAL(decode_ref_text("{\"type\":\"system\",\"x\":1}", &field), -EINVAL);
+        CU_ASSERT_EQUAL(decode_ref_text("\"system\"", &field), -EINVAL);
+        CU_ASSERT_EQUAL(decode_ref_text("{\"type\":\"node\",\"node\":1}", &field), 0);
+}
+
+int main(void) {
+        static const struct test_case cases[] = {
+                { "documented replies encode as shown and decode back", test_documented_replies },
+                { "decoded values", test_values },
+                { "malformed objects are refused", test_malformed },
+                {},
+        };
+        return test_run("codec", cases, NULL);
+}

@@ -1,0 +1,382 @@
+/* SPDX-License-Identifier: MIT */
+/* Reclaim rounds against a fake transport: no socket, no daemon. The scopes are real (the system scope
+ * arms a PSI trigger that cannot fire: full stall for the whole of a 2 s window), the node scopes read
+ * the two-node fixture, levels are fed to them by hand, and the clients are this process, pinned with
+ * its own pid. What the transport is asked to send is recorded and answered by the test. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "macro.h"
+#include "node_monitor.h"
+#include "reclaim.h"
+#include "scope_registry.h"
+#include "shrinker.h"
+#include "test-util.h"
+
+#define MAX_SENT 4096
+
+struct sent {
+        struct shrink_client *client;
+        struct shrink_request_snapshot q;
+        char cgroup[256];
+        bool answered;
+};
+
+static struct {
+        sd_event *event;
+        struct config config;
+        struct node_monitor *nodes;
+        struct scope_registry *scopes;
+        struct shrink_registry *shrinkers;
+        struct reclaim *reclaim;
+        struct sent sent[MAX_SENT];
+        size_t n_sent;
+        unsigned n_done;
+        void *done_caller;
+        struct shrink_result results[16];
+        size_t n_results;
+} f;
+
+static int fake_send(struct shrink_client *cl, const struct shrink_request_snapshot *q, void *userdata) {
+        (void) userdata;
+        CU_ASSERT_FATAL(f.n_sent < MAX_SENT);
+        struct sent *s = &f.sent[f.n_sent++];
+        *s = (struct sent){ .client = cl, .q = *q };
+        snprintf(s->cgroup, sizeof(s->cgroup), "%s", q->cgroup);
+        s->q.cgroup = s->cgroup;
+        return 0;
+}
+
+static void fake_done(void *caller, const struct shrink_result *results, size_t n, void *userdata) {
+        (void) userdata;
+        f.n_done++;
+        f.done_caller = caller;
+        f.n_results = MIN(n, ELEMENTSOF(f.results));
+        memcpy(f.results, results, f.n_results * sizeof(*results)); /* strings not kept */
+}
+
+static const struct reclaim_transport fake_transport = {
+        .send_request = fake_send,
+        .shrink_done = fake_done,
+};
+
+static uint64_t now(void) {
+        uint64_t t;
+        sd_event_now(f.event, CLOCK_MONOTONIC, &t);
+        return t;
+}
+
+static void setup(void) {
+        memset(&f, 0, sizeof(f));
+        config_init(&f.config);
+        /* A trigger that cannot fire, so that only the levels fed by the test count. */
+        f.config.psi.t[LEVEL_LOW] = (struct psi_trigger){ .kind = PSI_FULL, .stall_usec = 2000000, .window_usec = 2000000 };
+        f.config.hold_usec = 0;
+        f.config.round_interval_usec = 1000;
+        f.config.request_timeout_usec = 50000;
+        f.config.quarantine_after = 2;
+
+        CU_ASSERT_EQUAL_FATAL(sd_event_new(&f.event), 0);
+        CU_ASSERT_EQUAL_FATAL(node_monitor_new(test_fixture("sysfs-2node"), &f.nodes), 0);
+        CU_ASSERT_EQUAL_FATAL(node_monitor_sample(f.nodes, 1), 0);
+        CU_ASSERT_EQUAL_FATAL(scope_registry_new(f.event, &f.config, NULL, f.nodes, &f.scopes), 0);
+        CU_ASSERT_EQUAL_FATAL(shrink_registry_new(f.event, f.scopes, f.nodes, &f.shrinkers), 0);
+        CU_ASSERT_EQUAL_FATAL(reclaim_new(f.event, &f.config, f.scopes, f.shrinkers, &fake_transport, NULL, &f.reclaim), 0);
+        CU_ASSERT_EQUAL_FATAL(scope_registry_start(f.scopes), 0);
+        CU_ASSERT_EQUAL_FATAL(f.scopes->n_nodes, 2u);
+}
+
+static void teardown(void) {
+        while (f.shrinkers->clients)
+                shrink_client_free(f.shrinkers->clients);
+        scope_registry_free(f.scopes);
+        reclaim_free(f.reclaim);
+        shrink_registry_free(f.shrinkers);
+        node_monitor_free(f.nodes);
+        config_done(&f.config);
+        sd_event_unref(f.event);
+}
+
+static struct shrink_client *client(const char *name, unsigned flags, unsigned batch) {
+        const struct shrinker_spec spec = { .name = name, .flags = flags, .seeks = 2, .batch = batch };
+        struct shrink_client *cl;
+        CU_ASSERT_EQUAL_FATAL(shrink_client_new(f.shrinkers, getpid(), getuid(), (void *) name, &spec, 1, &cl), 0);
+        shrink_client_start(cl);
+        return cl;
+}
+
+/* Run the loop until `pending` requests wait for an answer (or a safety deadline passes). */
+static size_t n_pending(void) {
+        size_t n = 0;
+        for (size_t i = 0; i < f.n_sent; i++)
+                n += !f.sent[i].answered;
+        return n;
+}
+
+#define RUN_UNTIL(cond)                                                                                    \
+        do {                                                                                               \
+                uint64_t _end_ = test_now_ms() + 5000;                                                     \
+                while (!(cond) && test_now_ms() < _end_)                                                   \
+                        (void) sd_event_run(f.event, 10000);                                               \
+        } while (0)
+
+/* The newest unanswered request to client cl, or NULL. */
+static struct sent *pending_for(struct shrink_client *cl) {
+        for (size_t i = f.n_sent; i > 0; i--)
+                if (f.sent[i - 1].client == cl && !f.sent[i - 1].answered)
+                        return &f.sent[i - 1];
+        return NULL;
+}
+
+/* The requests to cl are gone (expired, or cl went away): nobody answers them. */
+static void forget(struct shrink_client *cl) {
+        for (size_t i = 0; i < f.n_sent; i++)
+                if (f.sent[i].client == cl)
+                        f.sent[i].answered = true;
+}
+
+static int answer(struct sent *s, struct shrink_answer a) {
+        const char *reason = NULL;
+        a.request = (int64_t) s->q.id;
+        int r = reclaim_answer(f.reclaim, s->client, &a, &reason);
+        if (r == 0)
+                s->answered = true;
+        return r;
+}
+
+#define COUNT(n) ((struct shrink_answer){ .count = (n), .bytes = (int64_t) (n) * 1000, .freed = -1, .scanned = -1 })
+#define FREED(n) ((struct shrink_answer){ .count = -1, .bytes = -1, .freed = (n), .scanned = -1 })
+#define STOP ((struct shrink_answer){ .count = -1, .bytes = -1, .freed = -1, .scanned = -1, .stop = true })
+
+static struct scope *node1(void) {
+        return f.scopes->nodes[1];
+}
+
+/* A round asks every shrinker in scope at once, at the level's priority; one that is still above ok
+ * after a round asks again two priority steps lower. */
+static void test_round_requests_and_priorities(void) {
+        setup();
+        struct shrink_client *a = client("a", SHRINKER_NUMA_AWARE, 100), *b = client("b", SHRINKER_NUMA_AWARE, 100);
+        struct shrink_client *plain = client("plain", 0, 100); /* not NUMA_AWARE: a node does not ask it */
+
+        scope_feed_level(node1(), LEVEL_MEDIUM, now());
+        CU_ASSERT_TRUE(node1()->reclaim_target > 0);
+        /* Both counts are out before anyone answered: nobody waits on a client. */
+        CU_ASSERT_EQUAL(f.n_sent, 2u);
+        struct sent *qa = pending_for(a), *qb = pending_for(b);
+        CU_ASSERT_FATAL(qa && qb);
+        CU_ASSERT_PTR_NULL(pending_for(plain));
+        CU_ASSERT_EQUAL(qa->q.op, SHRINK_OP_COUNT);
+        CU_ASSERT_EQUAL(qa->q.priority, f.config.priorities.at[LEVEL_MEDIUM]);
+        CU_ASSERT_EQUAL(qa->q.node, 1);
+        CU_ASSERT_STRING_EQUAL(qa->q.cgroup, "/");
+        CU_ASSERT_NOT_EQUAL(qa->q.id, qb->q.id);
+
+        /* a has 100000 objects: at priority 6 and seeks 2 that is (100000 >> 6) * 4 / 2 = 3124 to scan, in
+         * batches of 100; the 24 left over are deferred. b skips this round. */
+        CU_ASSERT_EQUAL(answer(qa, COUNT(100000)), 0);
+        CU_ASSERT_EQUAL(answer(qb, COUNT(0)), 0);
+        uint64_t scanned = 0;
+        struct sent *s;
+        while ((s = pending_for(a)) && s->q.op == SHRINK_OP_SCAN) {
+                CU_ASSERT_EQUAL(s->q.nr_to_scan, 100u);
+                scanned += s->q.nr_to_scan;
+                CU_ASSERT_EQUAL(answer(s, FREED((int64_t) s->q.nr_to_scan)), 0);
+        }
+        CU_ASSERT_EQUAL(scanned, 3100u);
+        struct shrinker *sh = a->shrinkers[0];
+        CU_ASSERT_EQUAL(sh->deferred[1], 24u);
+        CU_ASSERT_EQUAL(sh->stats.freed, 3100u);
+        CU_ASSERT_EQUAL(sh->stats.bytes_freed, 3100u * 1000);
+
+        /* 3.1 MB is far from node 1's target: the next round asks again, at priority 4. */
+        RUN_UNTIL(n_pending() == 2);
+        CU_ASSERT_EQUAL(n_pending(), 2u);
+        CU_ASSERT_EQUAL(pending_for(a)->q.priority, f.config.priorities.at[LEVEL_MEDIUM] - 2);
+        CU_ASSERT_EQUAL(pending_for(b)->q.priority, f.config.priorities.at[LEVEL_MEDIUM] - 2);
+        teardown();
+}
+
+/* A client that does not answer holds up only itself: the others' rounds go on, its requests time out
+ * and after quarantine_after timeouts in a row it is only probed with counts. */
+static void test_slow_client(void) {
+        setup();
+        struct shrink_client *slow = client("slow", SHRINKER_NUMA_AWARE, 100), *b = client("b", SHRINKER_NUMA_AWARE, 100);
+
+        scope_feed_level(node1(), LEVEL_CRITICAL, now());
+        CU_ASSERT_FATAL(pending_for(slow) && pending_for(b));
+        /* b's count and scans go through while slow's count is still out. */
+        CU_ASSERT_EQUAL(answer(pending_for(b), COUNT(1000)), 0);
+        CU_ASSERT_EQUAL(pending_for(b)->q.op, SHRINK_OP_SCAN);
+        CU_ASSERT_EQUAL(answer(pending_for(b), STOP), 0);
+        CU_ASSERT_PTR_NULL(pending_for(b));
+        CU_ASSERT_PTR_NOT_NULL(pending_for(slow));
+
+        struct shrinker *sh = slow->shrinkers[0];
+        RUN_UNTIL(sh->stats.timeouts >= 2);
+        CU_ASSERT_EQUAL(sh->stats.timeouts, 2u);
+        CU_ASSERT_TRUE(sh->health.quarantined);
+        /* Quarantined: a count to see whether it answers again, and no scan after it. */
+        forget(slow); /* expired */
+        RUN_UNTIL(pending_for(slow));
+        struct sent *probe = pending_for(slow);
+        CU_ASSERT_FATAL(probe != NULL);
+        CU_ASSERT_EQUAL(probe->q.op, SHRINK_OP_COUNT);
+        CU_ASSERT_EQUAL(answer(probe, COUNT(1000)), 0);
+        CU_ASSERT_FALSE(sh->health.quarantined);
+        CU_ASSERT_PTR_NULL(pending_for(slow));
+        teardown();
+}
+
+/* Impossible answers are refused and change nothing; unknown, foreign and repeated ones are refused. */
+static void test_client_that_lies(void) {
+        setup();
+        struct shrink_client *liar = client("liar", SHRINKER_NUMA_AWARE, 100), *b = client("b", SHRINKER_NUMA_AWARE, 100);
+        const char *reason = NULL;
+
+        scope_feed_level(node1(), LEVEL_MEDIUM, now());
+        struct sent *q = pending_for(liar), *qb = pending_for(b);
+        CU_ASSERT_FATAL(q && qb);
+
+        /* A count answered as a scan, and a count missing. */
+        CU_ASSERT_EQUAL(answer(q, FREED(5)), -EINVAL);
+        CU_ASSERT_EQUAL(answer(q, ((struct shrink_answer){ .count = -1, .bytes = 5, .freed = -1, .scanned = -1 })), -EINVAL);
+        /* b's request is not the liar's to answer. */
+        struct shrink_answer foreign = COUNT(5);
+        foreign.request = (int64_t) qb->q.id;
+        CU_ASSERT_EQUAL(reclaim_answer(f.reclaim, liar, &foreign, &reason), -ENOENT);
+        struct shrink_answer unknown = COUNT(5);
+        unknown.request = 999999;
+        CU_ASSERT_EQUAL(reclaim_answer(f.reclaim, liar, &unknown, &reason), -ENOENT);
+        CU_ASSERT_EQUAL(liar->rejected, 4u);
+        CU_ASSERT_EQUAL(b->rejected, 0u);
+
+        /* The request still stands: a true answer is taken. */
+        CU_ASSERT_EQUAL(answer(q, COUNT(100000)), 0);
+        struct sent *scan = pending_for(liar);
+        CU_ASSERT_FATAL(scan && scan->q.op == SHRINK_OP_SCAN);
+        /* Answered once: again is unknown. */
+        struct shrink_answer again = COUNT(1);
+        again.request = (int64_t) q->q.id;
+        CU_ASSERT_EQUAL(reclaim_answer(f.reclaim, liar, &again, &reason), -ENOENT);
+        /* More freed than twice what was asked is impossible. */
+        const char *why = NULL;
+        struct shrink_answer big = FREED(201);
+        big.request = (int64_t) scan->q.id;
+        CU_ASSERT_EQUAL(reclaim_answer(f.reclaim, liar, &big, &why), -EINVAL);
+        CU_ASSERT_STRING_EQUAL(why, "freed exceeds twice nr_to_scan");
+        CU_ASSERT_EQUAL(liar->shrinkers[0]->stats.freed, 0u);
+        CU_ASSERT_EQUAL(answer(scan, FREED(100)), 0);
+        CU_ASSERT_EQUAL(liar->shrinkers[0]->stats.freed, 100u);
+        teardown();
+}
+
+/* A client that goes away mid-round: its requests are dropped, the round still ends, and the next round
+ * asks only who is left. */
+static void test_client_gone_mid_round(void) {
+        setup();
+        struct shrink_client *gone = client("gone", SHRINKER_NUMA_AWARE, 100), *b = client("b", SHRINKER_NUMA_AWARE, 100);
+
+        scope_feed_level(node1(), LEVEL_MEDIUM, now());
+        struct sent *qg = pending_for(gone);
+        CU_ASSERT_FATAL(qg && pending_for(b));
+        CU_ASSERT_EQUAL(answer(qg, COUNT(100000)), 0);
+        CU_ASSERT_PTR_NOT_NULL(pending_for(gone)); /* a scan is out */
+        uint64_t scan_id = pending_for(gone)->q.id;
+        shrink_client_free(gone);
+        forget(gone);
+
+        /* The dropped request is unknown to anyone now. */
+        const char *reason;
+        struct shrink_answer late = FREED(10);
+        late.request = (int64_t) scan_id;
+        CU_ASSERT_EQUAL(reclaim_answer(f.reclaim, b, &late, &reason), -ENOENT);
+
+        size_t before = f.n_sent;
+        CU_ASSERT_EQUAL(answer(pending_for(b), COUNT(0)), 0);
+        RUN_UNTIL(f.n_sent > before);
+        CU_ASSERT_EQUAL(f.n_sent, before + 1);
+        CU_ASSERT_PTR_NOT_NULL(pending_for(b));
+        teardown();
+}
+
+/* An explicit Shrink: results for the caller; a caller that left gets nothing and the round still ends. */
+static void test_explicit_shrink(void) {
+        setup();
+        struct shrink_client *a = client("a", SHRINKER_NUMA_AWARE, 100);
+        int caller = 0;
+
+        /* Without nr_to_scan: count, then scan everything counted, on both nodes for the system. */
+        struct shrink_round *r;
+        CU_ASSERT_EQUAL_FATAL(reclaim_shrink_new(f.reclaim, &caller, &r), 0);
+        reclaim_shrink_start(r, &(struct shrink_target){ .type = SCOPE_SYSTEM });
+        struct sent *s = pending_for(a);
+        CU_ASSERT_FATAL(s && s->q.op == SHRINK_OP_COUNT);
+        CU_ASSERT_EQUAL(s->q.node, 0);
+        CU_ASSERT_EQUAL(s->q.priority, 0);
+        CU_ASSERT_EQUAL(answer(s, COUNT(150)), 0);
+        while ((s = pending_for(a)) && s->q.op == SHRINK_OP_SCAN)
+                CU_ASSERT_EQUAL(answer(s, FREED((int64_t) s->q.nr_to_scan)), 0);
+        /* node 1's job follows node 0's: one request in flight per shrinker */
+        CU_ASSERT_FATAL(s && s->q.node == 1);
+        CU_ASSERT_EQUAL(f.n_done, 0u);
+        CU_ASSERT_EQUAL(answer(s, ((struct shrink_answer){ .count = -1, .bytes = -1, .freed = -1, .scanned = -1, .empty = true })), 0);
+        CU_ASSERT_EQUAL(f.n_done, 1u);
+        CU_ASSERT_PTR_EQUAL(f.done_caller, &caller);
+        CU_ASSERT_EQUAL_FATAL(f.n_results, 2u);
+        CU_ASSERT_EQUAL(f.results[0].node, 0);
+        CU_ASSERT_EQUAL(f.results[0].freed, 150u);
+        CU_ASSERT_EQUAL(f.results[0].bytes_freed, 150u * 1000);
+        CU_ASSERT_EQUAL(f.results[1].node, 1);
+        CU_ASSERT_TRUE(f.results[1].empty);
+
+        /* With nr_to_scan, on one node: scans of at most a batch, no count; the caller leaves midway. */
+        CU_ASSERT_EQUAL_FATAL(reclaim_shrink_new(f.reclaim, &caller, &r), 0);
+        reclaim_shrink_start(r, &(struct shrink_target){ .type = SCOPE_NODE, .node_index = 1, .nr_to_scan = 250 });
+        s = pending_for(a);
+        CU_ASSERT_FATAL(s && s->q.op == SHRINK_OP_SCAN);
+        CU_ASSERT_EQUAL(s->q.nr_to_scan, 100u);
+        reclaim_shrink_detach(r);
+        CU_ASSERT_EQUAL(answer(s, FREED(100)), 0);
+        s = pending_for(a);
+        CU_ASSERT_FATAL(s != NULL);
+        CU_ASSERT_EQUAL(s->q.nr_to_scan, 100u);
+        CU_ASSERT_EQUAL(answer(s, FREED(100)), 0);
+        s = pending_for(a);
+        CU_ASSERT_FATAL(s != NULL);
+        CU_ASSERT_EQUAL(s->q.nr_to_scan, 50u);
+        CU_ASSERT_EQUAL(answer(s, FREED(50)), 0);
+        CU_ASSERT_PTR_NULL(pending_for(a));
+        CU_ASSERT_EQUAL(f.n_done, 1u); /* nobody told */
+
+        /* A Shrink whose only shrinker goes away ends with its (empty-handed) result. */
+        CU_ASSERT_EQUAL_FATAL(reclaim_shrink_new(f.reclaim, &caller, &r), 0);
+        reclaim_shrink_start(r, &(struct shrink_target){ .type = SCOPE_NODE, .node_index = 0 });
+        CU_ASSERT_PTR_NOT_NULL(pending_for(a));
+        shrink_client_free(a);
+        CU_ASSERT_EQUAL(f.n_done, 2u);
+        CU_ASSERT_EQUAL(f.n_results, 1u);
+        CU_ASSERT_EQUAL(f.results[0].freed, 0u);
+
+        /* Nobody to ask: done at once. */
+        CU_ASSERT_EQUAL_FATAL(reclaim_shrink_new(f.reclaim, &caller, &r), 0);
+        reclaim_shrink_start(r, &(struct shrink_target){ .type = SCOPE_SYSTEM });
+        CU_ASSERT_EQUAL(f.n_done, 3u);
+        CU_ASSERT_EQUAL(f.n_results, 0u);
+        teardown();
+}
+
+int main(void) {
+        static const struct test_case cases[] = {
+                { "a round's requests and priorities", test_round_requests_and_priorities },
+                { "a slow client", test_slow_client },
+                { "a client that lies", test_client_that_lies },
+                { "a client that goes away mid-round", test_client_gone_mid_round },
+                { "an explicit Shrink, and one whose caller leaves", test_explicit_shrink },
+                {},
+        };
+        return test_run("reclaim", cases, test_need_root_psi());
+}
