@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,112 +121,153 @@ static int set_string(char **field, const char *value) {
         return 0;
 }
 
-int config_set(struct config *c, const char *key, const char *value, char **ret_error) {
+/* ---- keys: one parser per kind of value, one table row per key ---- */
+
+struct config_key;
+typedef int (*config_parser)(struct config *c, const struct config_key *k, const char *value, char **ret_error);
+
+struct config_key {
+        const char *name;
+        config_parser parse;
+        size_t offset;           /* of the field in struct config */
+        uint64_t min, max;       /* where the parser takes a range */
+        const char *range;       /* the range as the error message says it */
+};
+
+#define FIELD(c, k, type) ((type *) ((char *) (c) + (k)->offset))
+
+static int parse_socket(struct config *c, const struct config_key *k, const char *value, char **ret_error) {
+        return value[0] == '/' ? set_string(FIELD(c, k, char *), value)
+                               : fail(ret_error, -EINVAL, "socket must be an absolute path");
+}
+
+static int parse_size(struct config *c, const struct config_key *k, const char *value, char **ret_error) {
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(value, &end, 10);
+        if (errno || *end || end == value || v < k->min || v > k->max)
+                return fail(ret_error, -EINVAL, "%s must be %s bytes", k->name, k->range);
+        *FIELD(c, k, size_t) = (size_t) v;
+        return 0;
+}
+
+/* A duration that must fall in a range, said as "expected a duration of ...". */
+static int parse_bounded_duration(struct config *c, const struct config_key *k, const char *value, char **ret_error) {
         uint64_t u;
-        int r;
+        if (config_parse_duration(value, &u) < 0 || u < k->min || u > k->max)
+                return fail(ret_error, -EINVAL, "%s: expected a duration of %s, got \"%s\"", k->name, k->range, value);
+        *FIELD(c, k, uint64_t) = u;
+        return 0;
+}
 
-        if (streq(key, "socket"))
-                return value[0] == '/' ? set_string(&c->socket_path, value)
-                                       : fail(ret_error, -EINVAL, "socket must be an absolute path");
-        if (streq(key, "max_message_size")) {
-                char *end;
-                errno = 0;
-                unsigned long long v = strtoull(value, &end, 10);
-                if (errno || *end || v < 1024 || v > 16u * 1024 * 1024)
-                        return fail(ret_error, -EINVAL, "max_message_size must be 1024..16777216 bytes");
-                c->max_message_size = (size_t) v;
-                return 0;
-        }
-        if (streq(key, "round_interval") || streq(key, "request_timeout")) {
-                if (config_parse_duration(value, &u) < 0 || u < 1000 || u > 600000000)
-                        return fail(ret_error, -EINVAL, "%s: expected a duration of 1ms..10min, got \"%s\"", key, value);
-                if (streq(key, "round_interval"))
-                        c->round_interval_usec = u;
-                else
-                        c->request_timeout_usec = u;
-                return 0;
-        }
-        if (streq(key, "quarantine_after")) {
-                char *end;
-                errno = 0;
-                unsigned long v = strtoul(value, &end, 10);
-                if (errno || *end || end == value || v < 1 || v > 1000)
-                        return fail(ret_error, -EINVAL, "quarantine_after must be 1..1000");
-                c->quarantine_after = (unsigned) v;
-                return 0;
-        }
-        if (streq(key, "priority_low") || streq(key, "priority_medium") || streq(key, "priority_critical")) {
-                char *end;
-                errno = 0;
-                long v = strtol(value, &end, 10);
-                if (errno || *end || end == value || v < 0 || v > SHRINK_PRIORITY_MAX)
-                        return fail(ret_error, -EINVAL, "%s must be 0..%d", key, SHRINK_PRIORITY_MAX);
-                c->priorities.at[level_from_string(key + strlen("priority_"))] = (int) v;
-                return 0;
-        }
-        if (streq(key, "sample_interval") || streq(key, "node_interval") || streq(key, "hold")) {
-                if (config_parse_duration(value, &u) < 0)
-                        return fail(ret_error, -EINVAL, "%s: invalid duration \"%s\" (e.g. 500ms, 2s)", key, value);
-                if (streq(key, "sample_interval")) {
-                        if (u < 10000 || u > 60000000)
-                                return fail(ret_error, -ERANGE, "sample_interval must be 10ms..60s");
-                        c->sample_interval_usec = u;
-                } else if (streq(key, "node_interval"))
-                        c->node_interval_usec = u;
-                else
-                        c->hold_usec = u;
-                return 0;
-        }
-        for (int l = LEVEL_LOW; l < _LEVEL_MAX; l++)
-                if (streq(key, level_to_string(l))) {
-                        r = config_parse_threshold(value, &c->psi.t[l]);
-                        if (r < 0)
-                                return fail(ret_error, r,
-                                            "%s: expected \"some|full STALL WINDOW\" with 0 < STALL <= WINDOW <= 10s, got \"%s\"",
-                                            key, value);
-                        return 0;
-                }
-        if (streq(key, "node_low_factor") || streq(key, "node_medium_factor") || streq(key, "node_critical_factor")) {
-                double d;
-                if (parse_factor(value, &d) < 0)
-                        return fail(ret_error, -EINVAL, "%s: expected a number 0..100, got \"%s\"", key, value);
-                if (streq(key, "node_low_factor"))
-                        c->node.low_factor = d;
-                else if (streq(key, "node_medium_factor"))
-                        c->node.medium_factor = d;
-                else
-                        c->node.critical_factor = d;
-                return 0;
-        }
-        if (streq(key, "lock_memory")) {
-                int b;
-                if (parse_bool(value, &b) < 0)
-                        return fail(ret_error, -EINVAL, "%s: expected yes or no, got \"%s\"", key, value);
-                c->lock_memory = b;
-                return 0;
-        }
-        if (streq(key, "node_foreign_raises")) {
-                int b;
-                if (parse_bool(value, &b) < 0)
-                        return fail(ret_error, -EINVAL, "%s: expected yes or no, got \"%s\"", key, value);
-                c->node.foreign_raises = b;
-                return 0;
-        }
-        if (streq(key, "cgroup")) {
-                if (value[0] != '/')
-                        return fail(ret_error, -EINVAL, "cgroup must be an absolute cgroup v2 path");
-                char **a = realloc(c->cgroups, (c->n_cgroups + 1) * sizeof(char *));
-                if (!a)
-                        return -ENOMEM;
-                c->cgroups = a;
-                if (!(a[c->n_cgroups] = strdup(value)))
-                        return -ENOMEM;
-                c->n_cgroups++;
-                return 0;
-        }
-        if (streq(key, "sysfs_root"))
-                return set_string(&c->sysfs_root, streq(value, "/") ? "" : value);
+/* A duration; a range, when there is one, is checked apart so that the error says which is wrong. */
+static int parse_duration(struct config *c, const struct config_key *k, const char *value, char **ret_error) {
+        uint64_t u;
+        if (config_parse_duration(value, &u) < 0)
+                return fail(ret_error, -EINVAL, "%s: invalid duration \"%s\" (e.g. 500ms, 2s)", k->name, value);
+        if (k->range && (u < k->min || u > k->max))
+                return fail(ret_error, -ERANGE, "%s must be %s", k->name, k->range);
+        *FIELD(c, k, uint64_t) = u;
+        return 0;
+}
 
+static int parse_number(const struct config_key *k, const char *value, char **ret_error, long *ret) {
+        char *end;
+        errno = 0;
+        long v = strtol(value, &end, 10);
+        if (errno || *end || end == value || v < (long) k->min || v > (long) k->max)
+                return fail(ret_error, -EINVAL, "%s must be %s", k->name, k->range);
+        *ret = v;
+        return 0;
+}
+
+static int parse_unsigned(struct config *c, const struct config_key *k, const char *value, char **ret_error) {
+        long v;
+        int r = parse_number(k, value, ret_error, &v);
+        if (r >= 0)
+                *FIELD(c, k, unsigned) = (unsigned) v;
+        return r;
+}
+
+static int parse_int(struct config *c, const struct config_key *k, const char *value, char **ret_error) {
+        long v;
+        int r = parse_number(k, value, ret_error, &v);
+        if (r >= 0)
+                *FIELD(c, k, int) = (int) v;
+        return r;
+}
+
+static int parse_threshold_key(struct config *c, const struct config_key *k, const char *value, char **ret_error) {
+        int r = config_parse_threshold(value, FIELD(c, k, struct psi_trigger));
+        if (r < 0)
+                return fail(ret_error, r, "%s: expected \"some|full STALL WINDOW\" with 0 < STALL <= WINDOW <= 10s, got \"%s\"",
+                            k->name, value);
+        return 0;
+}
+
+static int parse_factor_key(struct config *c, const struct config_key *k, const char *value, char **ret_error) {
+        if (parse_factor(value, FIELD(c, k, double)) < 0)
+                return fail(ret_error, -EINVAL, "%s: expected a number 0..100, got \"%s\"", k->name, value);
+        return 0;
+}
+
+static int parse_bool_key(struct config *c, const struct config_key *k, const char *value, char **ret_error) {
+        int b;
+        if (parse_bool(value, &b) < 0)
+                return fail(ret_error, -EINVAL, "%s: expected yes or no, got \"%s\"", k->name, value);
+        *FIELD(c, k, bool) = b;
+        return 0;
+}
+
+static int parse_cgroup(struct config *c, const struct config_key *k, const char *value, char **ret_error) {
+        (void) k;
+        if (value[0] != '/')
+                return fail(ret_error, -EINVAL, "cgroup must be an absolute cgroup v2 path");
+        char **a = realloc(c->cgroups, (c->n_cgroups + 1) * sizeof(char *));
+        if (!a)
+                return -ENOMEM;
+        c->cgroups = a;
+        if (!(a[c->n_cgroups] = strdup(value)))
+                return -ENOMEM;
+        c->n_cgroups++;
+        return 0;
+}
+
+static int parse_sysfs_root(struct config *c, const struct config_key *k, const char *value, char **ret_error) {
+        (void) ret_error;
+        return set_string(FIELD(c, k, char *), streq(value, "/") ? "" : value);
+}
+
+#define AT(field) offsetof(struct config, field)
+
+static const struct config_key config_keys[] = {
+        { "socket", parse_socket, AT(socket_path) },
+        { "max_message_size", parse_size, AT(max_message_size), 1024, 16u * 1024 * 1024, "1024..16777216" },
+        { "round_interval", parse_bounded_duration, AT(round_interval_usec), 1000, 600000000, "1ms..10min" },
+        { "request_timeout", parse_bounded_duration, AT(request_timeout_usec), 1000, 600000000, "1ms..10min" },
+        { "quarantine_after", parse_unsigned, AT(quarantine_after), 1, 1000, "1..1000" },
+        { "priority_low", parse_int, AT(priorities.at[LEVEL_LOW]), 0, SHRINK_PRIORITY_MAX, "0..12" },
+        { "priority_medium", parse_int, AT(priorities.at[LEVEL_MEDIUM]), 0, SHRINK_PRIORITY_MAX, "0..12" },
+        { "priority_critical", parse_int, AT(priorities.at[LEVEL_CRITICAL]), 0, SHRINK_PRIORITY_MAX, "0..12" },
+        { "sample_interval", parse_duration, AT(sample_interval_usec), 10000, 60000000, "10ms..60s" },
+        { "node_interval", parse_duration, AT(node_interval_usec) },
+        { "hold", parse_duration, AT(hold_usec) },
+        { "low", parse_threshold_key, AT(psi.t[LEVEL_LOW]) },
+        { "medium", parse_threshold_key, AT(psi.t[LEVEL_MEDIUM]) },
+        { "critical", parse_threshold_key, AT(psi.t[LEVEL_CRITICAL]) },
+        { "node_low_factor", parse_factor_key, AT(node.low_factor) },
+        { "node_medium_factor", parse_factor_key, AT(node.medium_factor) },
+        { "node_critical_factor", parse_factor_key, AT(node.critical_factor) },
+        { "lock_memory", parse_bool_key, AT(lock_memory) },
+        { "node_foreign_raises", parse_bool_key, AT(node.foreign_raises) },
+        { "cgroup", parse_cgroup },
+        { "sysfs_root", parse_sysfs_root, AT(sysfs_root) },
+};
+
+int config_set(struct config *c, const char *key, const char *value, char **ret_error) {
+        for (size_t i = 0; i < ELEMENTSOF(config_keys); i++)
+                if (streq(key, config_keys[i].name))
+                        return config_keys[i].parse(c, &config_keys[i], value, ret_error);
         return fail(ret_error, -ENOKEY, "unknown key \"%s\"", key);
 }
 

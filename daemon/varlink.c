@@ -343,30 +343,39 @@ static int dispatch_method(struct varlink_connection *c, const char *method, str
 }
 
 /* Parse one message and run it. Returns 0, or a negative errno when the connection must go. */
-static int process_message(struct varlink_connection *c, const char *text, size_t len) {
+/* One whole JSON object, nothing after it; NULL otherwise. */
+static struct json_object *parse_object(const char *text, size_t len, const char **ret_bad) {
         struct json_tokener *tok = json_tokener_new_ex(64);
-        if (!tok)
-                return -ENOMEM;
+        if (!tok) {
+                *ret_bad = NULL;
+                return NULL;
+        }
         struct json_object *msg = json_tokener_parse_ex(tok, text, (int) len);
         enum json_tokener_error jerr = json_tokener_get_error(tok);
         size_t end = json_tokener_get_parse_end(tok);
         json_tokener_free(tok);
 
-        if (!msg || jerr != json_tokener_success || end != len) {
-                json_object_put(msg);
-                protocol_violation(c, "message is not valid JSON");
-                return 0;
+        *ret_bad = "message is not valid JSON";
+        if (msg && jerr == json_tokener_success && end == len) {
+                if (json_object_is_type(msg, json_type_object))
+                        return msg;
+                *ret_bad = "message is not a JSON object";
         }
-        if (!json_object_is_type(msg, json_type_object)) {
-                json_object_put(msg);
-                protocol_violation(c, "message is not a JSON object");
-                return 0;
-        }
+        json_object_put(msg);
+        return NULL;
+}
 
-        const char *method = NULL;
-        struct json_object *params = NULL;
-        unsigned flags = 0, n_flags = 0;
-        bool upgrade = false;
+struct call {
+        const char *method;
+        struct json_object *params;
+        unsigned flags;
+        bool upgrade;
+};
+
+/* The call's envelope: method, parameters and at most one flag. Returns what is wrong, or NULL. */
+static const char *parse_call(struct json_object *msg, struct call *ret) {
+        struct call call = {};
+        unsigned n_flags = 0;
         const char *bad = NULL;
 
         json_object_object_foreach(msg, key, val) {
@@ -374,12 +383,12 @@ static int process_message(struct varlink_connection *c, const char *text, size_
                         if (!json_object_is_type(val, json_type_string))
                                 bad = "\"method\" is not a string";
                         else
-                                method = json_object_get_string(val);
+                                call.method = json_object_get_string(val);
                 } else if (streq(key, "parameters")) {
                         if (val && !json_object_is_type(val, json_type_object))
                                 bad = "\"parameters\" is not an object";
                         else
-                                params = val;
+                                call.params = val;
                 } else if (streq(key, "more") || streq(key, "oneway") || streq(key, "upgrade")) {
                         if (!json_object_is_type(val, json_type_boolean)) {
                                 bad = "a call flag is not a boolean";
@@ -389,18 +398,31 @@ static int process_message(struct varlink_connection *c, const char *text, size_
                                 continue;
                         n_flags++;
                         if (streq(key, "more"))
-                                flags |= VARLINK_CALL_MORE;
+                                call.flags |= VARLINK_CALL_MORE;
                         else if (streq(key, "oneway"))
-                                flags |= VARLINK_CALL_ONEWAY;
+                                call.flags |= VARLINK_CALL_ONEWAY;
                         else
-                                upgrade = true;
+                                call.upgrade = true;
                 } else
                         bad = "unknown field in call";
         }
-        if (!bad && !method)
+        if (!bad && !call.method)
                 bad = "call has no method";
         if (!bad && n_flags > 1)
                 bad = "more than one of more, oneway and upgrade";
+        *ret = call;
+        return bad;
+}
+
+static int process_message(struct varlink_connection *c, const char *text, size_t len) {
+        const char *bad;
+        struct call call;
+
+        struct json_object *msg = parse_object(text, len, &bad);
+        if (!msg && !bad)
+                return -ENOMEM;
+        if (msg)
+                bad = parse_call(msg, &call);
         if (bad) {
                 json_object_put(msg);
                 protocol_violation(c, bad);
@@ -409,19 +431,19 @@ static int process_message(struct varlink_connection *c, const char *text, size_
 
         /* Absent, null and {} parameters are the same. */
         struct json_object *empty = NULL;
-        if (!params)
-                params = empty = json_object_new_object();
+        if (!call.params)
+                call.params = empty = json_object_new_object();
 
         c->in_call = true;
-        c->call_flags = flags;
-        int r = dispatch_method(c, method, params, flags, upgrade);
+        c->call_flags = call.flags;
+        int r = dispatch_method(c, call.method, call.params, call.flags, call.upgrade);
         json_object_put(empty);
         json_object_put(msg);
 
         if (r < 0 && c->in_call)
                 return r;
         /* A oneway call is over once its method ran, whatever it did. */
-        if (c->in_call && (flags & VARLINK_CALL_ONEWAY) && !c->call_data)
+        if (c->in_call && (call.flags & VARLINK_CALL_ONEWAY) && !c->call_data)
                 call_end(c);
         return 0;
 }

@@ -55,7 +55,8 @@ static void fake_done(void *caller, const struct shrink_result *results, size_t 
         f.n_done++;
         f.done_caller = caller;
         f.n_results = MIN(n, ELEMENTSOF(f.results));
-        memcpy(f.results, results, f.n_results * sizeof(*results)); /* strings not kept */
+        if (f.n_results > 0)
+                memcpy(f.results, results, f.n_results * sizeof(*results)); /* strings not kept */
 }
 
 static const struct reclaim_transport fake_transport = {

@@ -344,7 +344,14 @@ static int parse_number(const char *s, long long min, long long max, long long *
         return 0;
 }
 
-int main(int argc, char *argv[]) {
+static int usage(const char *message) {
+        fprintf(stderr, "pressurectl: %s\n", message);
+        return EXIT_USAGE;
+}
+
+/* Options into the arg_* globals. Returns 0 to go on, -1 after --help (nothing more to do), or
+ * EXIT_USAGE. */
+static int parse_argv(int argc, char *argv[]) {
         enum { ARG_CGROUP = 0x100, ARG_NODE, ARG_NR, ARG_SHRINKER };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
@@ -364,7 +371,7 @@ int main(int argc, char *argv[]) {
                 switch (c) {
                 case 'h':
                         help();
-                        return EXIT_OK;
+                        return -1;
                 case 'j':
                         arg_json = 1;
                         break;
@@ -373,62 +380,55 @@ int main(int argc, char *argv[]) {
                         break;
                 case 'l':
                         l = pressure_level_from_string(optarg);
-                        if (l <= PRESSURE_LEVEL_OK) {
-                                fprintf(stderr, "pressurectl: --min-level takes low, medium or critical\n");
-                                return EXIT_USAGE;
-                        }
+                        if (l <= PRESSURE_LEVEL_OK)
+                                return usage("--min-level takes low, medium or critical");
                         arg_min_level = l;
                         break;
                 case ARG_CGROUP:
                         arg_cgroup = optarg;
                         break;
                 case ARG_NODE:
-                        if (parse_number(optarg, 0, INT_MAX, &v) < 0) {
-                                fprintf(stderr, "pressurectl: --node takes a node number\n");
-                                return EXIT_USAGE;
-                        }
+                        if (parse_number(optarg, 0, INT_MAX, &v) < 0)
+                                return usage("--node takes a node number");
                         arg_node = (long) v;
                         break;
                 case ARG_NR:
-                        if (parse_number(optarg, 1, INT64_MAX, &v) < 0) {
-                                fprintf(stderr, "pressurectl: --nr takes a positive number\n");
-                                return EXIT_USAGE;
-                        }
+                        if (parse_number(optarg, 1, INT64_MAX, &v) < 0)
+                                return usage("--nr takes a positive number");
                         arg_nr = v;
                         break;
                 case ARG_SHRINKER:
-                        if (parse_number(optarg, 1, INT64_MAX, &v) < 0) {
-                                fprintf(stderr, "pressurectl: --shrinker takes a shrinker id\n");
-                                return EXIT_USAGE;
-                        }
+                        if (parse_number(optarg, 1, INT64_MAX, &v) < 0)
+                                return usage("--shrinker takes a shrinker id");
                         arg_shrinker = v;
                         break;
                 default:
                         return EXIT_USAGE;
                 }
+        return 0;
+}
 
-        if (optind >= argc) {
-                fprintf(stderr, "pressurectl: missing command (status, watch, shrinkers, shrink); see --help\n");
+static int run_command(const char *cmd, char **args) {
+        if (strcmp(cmd, "watch") == 0)
+                return cmd_watch(*args ? args : NULL);
+        if (strcmp(cmd, "status") != 0 && strcmp(cmd, "shrinkers") != 0 && strcmp(cmd, "shrink") != 0) {
+                fprintf(stderr, "pressurectl: unknown command \"%s\"; see --help\n", cmd);
                 return EXIT_USAGE;
         }
-        const char *cmd = argv[optind++];
-        if (strcmp(cmd, "status") == 0) {
-                if (optind < argc) {
-                        fprintf(stderr, "pressurectl: status takes no arguments\n");
-                        return EXIT_USAGE;
-                }
+        if (*args) {
+                fprintf(stderr, "pressurectl: %s takes no arguments\n", cmd);
+                return EXIT_USAGE;
+        }
+        if (strcmp(cmd, "status") == 0)
                 return cmd_status();
-        }
-        if (strcmp(cmd, "watch") == 0)
-                return cmd_watch(optind < argc ? argv + optind : NULL);
-        if (strcmp(cmd, "shrinkers") == 0 || strcmp(cmd, "shrink") == 0) {
-                if (optind < argc) {
-                        fprintf(stderr, "pressurectl: %s takes no arguments\n", cmd);
-                        return EXIT_USAGE;
-                }
-                return strcmp(cmd, "shrinkers") == 0 ? cmd_shrinkers() : cmd_shrink();
-        }
+        return strcmp(cmd, "shrinkers") == 0 ? cmd_shrinkers() : cmd_shrink();
+}
 
-        fprintf(stderr, "pressurectl: unknown command \"%s\"; see --help\n", cmd);
-        return EXIT_USAGE;
+int main(int argc, char *argv[]) {
+        int r = parse_argv(argc, argv);
+        if (r != 0)
+                return r < 0 ? EXIT_OK : r;
+        if (optind >= argc)
+                return usage("missing command (status, watch, shrinkers, shrink); see --help");
+        return run_command(argv[optind], argv + optind + 1);
 }
