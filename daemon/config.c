@@ -21,6 +21,7 @@ void config_init(struct config *c) {
                 .round_interval_usec = 250000,
                 .request_timeout_usec = 1000000,
                 .quarantine_after = 3,
+                .empty_backoff_usec = 10000000,
                 .lock_memory = true,
         };
         shrink_priorities_default(&c->priorities);
@@ -245,6 +246,7 @@ static const struct config_key config_keys[] = {
         { "max_message_size", parse_size, AT(max_message_size), 1024, 16u * 1024 * 1024, "1024..16777216" },
         { "round_interval", parse_bounded_duration, AT(round_interval_usec), 1000, 600000000, "1ms..10min" },
         { "request_timeout", parse_bounded_duration, AT(request_timeout_usec), 1000, 600000000, "1ms..10min" },
+        { "empty_backoff", parse_bounded_duration, AT(empty_backoff_usec), 0, 3600000000ULL, "0..1h" },
         { "quarantine_after", parse_unsigned, AT(quarantine_after), 1, 1000, "1..1000" },
         { "priority_low", parse_int, AT(priorities.at[LEVEL_LOW]), 0, SHRINK_PRIORITY_MAX, "0..12" },
         { "priority_medium", parse_int, AT(priorities.at[LEVEL_MEDIUM]), 0, SHRINK_PRIORITY_MAX, "0..12" },

@@ -16,7 +16,7 @@ static const struct param *find(const struct param *table, const char *name) {
 
 static int dispatch_one(const struct param *p, struct json_object *v, void *field) {
         switch (p->type) {
-        case PARAM_UINT: {
+        case PARAM_INT: {
                 int64_t max = p->max > 0 ? p->max : INT64_MAX;
                 if (!json_object_is_type(v, json_type_int))
                         return -EINVAL;

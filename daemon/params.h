@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 enum param_type {
-        PARAM_UINT,   /* int64_t: an integer in [min, max] (max 0: INT64_MAX) */
+        PARAM_INT,    /* int64_t: an integer in [min, max] (max 0: INT64_MAX) */
         PARAM_BOOL,   /* bool */
         PARAM_STRING, /* const char *, pointing into the JSON */
         PARAM_ARRAY,  /* struct json_object * */

@@ -399,6 +399,7 @@ struct json_object *protocol_encode_shrink_result(const struct shrink_result *r)
         add_true(o, "timed_out", r->timed_out);
         add_true(o, "empty", r->empty);
         add_true(o, "quarantined", r->quarantined);
+        add_true(o, "rejected", r->rejected);
         return o;
 }
 
@@ -417,6 +418,7 @@ int protocol_decode_shrink_result(struct json_object *o, struct shrink_result *r
         TRY(get_bool(o, "timed_out", &r.timed_out));
         TRY(get_bool(o, "empty", &r.empty));
         TRY(get_bool(o, "quarantined", &r.quarantined));
+        TRY(get_bool(o, "rejected", &r.rejected));
         *ret = r;
         return 0;
 }
@@ -511,7 +513,7 @@ struct json_object *protocol_encode_shrinker_info(const struct shrinker_info_sna
         add_u64(o, "stops", st->stops);
         add_u64(o, "last_latency_usec", st->last_latency_usec);
         add_u64(o, "worst_latency_usec", st->worst_latency_usec);
-        add_u64(o, "rejected_answers", i->rejected_answers);
+        add_u64(o, "rejected_answers", st->rejected);
         add_string(o, "state", i->quarantined ? "quarantined" : "active");
         return o;
 }
@@ -569,7 +571,7 @@ int protocol_decode_shrinker_info(struct json_object *o, struct shrinker_info_sn
         TRY(get_u64(o, "stops", true, &st->stops));
         TRY(get_u64(o, "last_latency_usec", true, &st->last_latency_usec));
         TRY(get_u64(o, "worst_latency_usec", true, &st->worst_latency_usec));
-        TRY(get_u64(o, "rejected_answers", true, &i.rejected_answers));
+        TRY(get_u64(o, "rejected_answers", true, &st->rejected));
         TRY(get_string(o, "state", true, &state));
         if (pid < 0 || seeks < 0 || batch < 0 || uid > UINT32_MAX)
                 return -EINVAL;

@@ -56,7 +56,7 @@ struct shrink_result {
         int node;
         const char *cgroup;
         uint64_t scanned, freed, bytes_freed;
-        bool stopped, timed_out, empty, quarantined;
+        bool stopped, timed_out, empty, quarantined, rejected;
 };
 
 struct shrinker_ref {
@@ -74,6 +74,7 @@ struct shrink_registration {
 struct shrinker_stats {
         uint64_t calls, scanned, freed, bytes_freed;
         uint64_t timeouts, stops, empty;
+        uint64_t rejected; /* answers to its requests refused as impossible */
         uint64_t last_latency_usec, worst_latency_usec;
 };
 
@@ -93,8 +94,7 @@ struct shrinker_info_snapshot {
         unsigned seeks, batch;
         size_t n_nodes;
         struct shrinker_node_figures *nodes;
-        struct shrinker_stats stats; /* `empty` is not on the wire */
-        uint64_t rejected_answers;
+        struct shrinker_stats stats; /* `empty` is not on the wire; `rejected` is rejected_answers */
         bool quarantined;
 };
 

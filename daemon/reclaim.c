@@ -57,7 +57,7 @@ struct shrink_job {
         struct shrink_plan plan;
         uint64_t freeable, bytes_per_object_x1000;
         uint64_t freed, scanned, bytes_freed;
-        bool stopped, timed_out, empty, started;
+        bool stopped, timed_out, empty, started, answered, rejected;
         struct shrink_request *req;
 };
 
@@ -226,6 +226,11 @@ static void job_finish(struct shrink_job *j) {
 
         if (!j->explicit_nr && !j->probe_only && j->freeable > 0)
                 sh->deferred[shrinker_node_slot(sh, j->node_index)] = shrink_plan_finish(&j->plan);
+        /* Health is judged per job: one that met every deadline clears the count of misses (and a
+         * quarantine); answering counts in time while every scan times out does not. */
+        if (j->answered && !j->timed_out && !j->rejected && shrink_health_answer(&sh->health))
+                log_info("Shrinker %s (id %llu) of pid %d answers again: out of quarantine.", sh->name,
+                         (unsigned long long) sh->id, (int) sh->client->pid);
         /* Jobs finish in queue order: this is the head. */
         job_retire(j);
         if (qu->head && !qu->head->started)
@@ -281,22 +286,29 @@ static struct shrink_job *job_new(struct shrink_round *r, struct shrinker *sh, s
 
 /* ---- answers ---- */
 
-/* Everything is checked before anything changes: a refused answer leaves the request as it was. */
+static bool given(int64_t v) {
+        return v != SHRINK_ANSWER_ABSENT;
+}
+
+/* Everything is checked before anything changes. */
 static const char *answer_check(const struct shrink_request *q, const struct shrink_answer *a) {
+        if ((given(a->count) && a->count < 0) || (given(a->bytes) && a->bytes < 0) ||
+            (given(a->freed) && a->freed < 0) || (given(a->scanned) && a->scanned < 0))
+                return "negative numbers";
         if (q->op == SHRINK_OP_COUNT) {
-                if (a->freed >= 0 || a->scanned >= 0 || a->stop)
+                if (given(a->freed) || given(a->scanned) || a->stop)
                         return "a count request is answered with count, bytes or empty";
-                if (a->count < 0 && !a->empty)
+                if (!given(a->count) && !a->empty)
                         return "count missing";
                 return NULL;
         }
-        if (a->count >= 0 || a->empty)
+        if (given(a->count) || a->empty)
                 return "a scan request is answered with freed, scanned, bytes or stop";
-        if (!a->stop && a->freed < 0)
+        if (!a->stop && !given(a->freed))
                 return "freed missing";
-        if (a->freed >= 0 && (uint64_t) a->freed > 2 * q->nr_to_scan)
+        if (given(a->freed) && (uint64_t) a->freed > 2 * q->nr_to_scan)
                 return "freed exceeds twice nr_to_scan";
-        if (a->scanned >= 0 && (uint64_t) a->scanned > 2 * q->nr_to_scan)
+        if (given(a->scanned) && (uint64_t) a->scanned > 2 * q->nr_to_scan)
                 return "scanned exceeds twice nr_to_scan";
         return NULL;
 }
@@ -308,9 +320,11 @@ static void job_counted(struct shrink_job *j, const struct shrink_answer *a) {
         uint64_t count = a->empty ? 0 : (uint64_t) a->count;
 
         sh->last_count[slot] = count;
-        sh->last_bytes[slot] = a->bytes >= 0 ? (uint64_t) a->bytes : 0;
+        sh->last_bytes[slot] = given(a->bytes) ? (uint64_t) a->bytes : 0;
         if (a->empty) {
+                /* As the kernel skips a memcg's shrinker with no objects, rounds skip it for a while. */
                 sh->stats.empty++;
+                sh->empty_until[slot] = now_usec(j->round->rc) + j->round->rc->config->empty_backoff_usec;
                 j->empty = true;
         }
         /* 0 means "skip me this time", EMPTY "nothing here": either way nothing to scan now. */
@@ -341,8 +355,8 @@ static void job_scanned(struct shrink_job *j, const struct shrink_answer *a, uin
                 return;
         }
         uint64_t freed = (uint64_t) a->freed;
-        uint64_t scanned = a->scanned >= 0 ? (uint64_t) a->scanned : nr_to_scan;
-        uint64_t bytes = a->bytes >= 0 ? (uint64_t) a->bytes : freed * j->bytes_per_object_x1000 / 1000;
+        uint64_t scanned = given(a->scanned) ? (uint64_t) a->scanned : nr_to_scan;
+        uint64_t bytes = given(a->bytes) ? (uint64_t) a->bytes : freed * j->bytes_per_object_x1000 / 1000;
         sh->stats.freed += freed;
         sh->stats.scanned += scanned;
         sh->stats.bytes_freed += bytes;
@@ -353,8 +367,9 @@ static void job_scanned(struct shrink_job *j, const struct shrink_answer *a, uin
                 j->explicit_left = scanned >= j->explicit_left ? 0 : j->explicit_left - scanned;
         else
                 shrink_plan_scanned(&j->plan, scanned);
-        /* A shrinker that scans nothing cannot make progress: do not spin on it. */
-        if (scanned == 0) {
+        /* A shrinker that scans nothing cannot make progress: do not spin on it. Nor, when an operator
+         * asked for a number, on one that frees nothing. */
+        if (scanned == 0 || (j->explicit_nr && freed == 0)) {
                 job_finish(j);
                 return;
         }
@@ -370,24 +385,26 @@ int reclaim_answer(struct reclaim *rc, struct shrink_client *cl, const struct sh
                 cl->rejected++;
                 return -ENOENT;
         }
+        struct shrink_job *j = q->job;
+        struct shrinker *sh = j->shrinker;
         const char *bad = answer_check(q, a);
         if (bad) {
-                cl->rejected++;
+                /* The request is over: the shrinker said something, just nothing usable. */
+                sh->stats.rejected++;
+                j->rejected = true;
+                request_free(q);
+                job_finish(j);
                 *ret_reason = bad;
                 return -EINVAL;
         }
 
-        struct shrink_job *j = q->job;
-        struct shrinker *sh = j->shrinker;
         uint64_t latency = now_usec(rc) - q->sent_usec;
         enum shrink_op op = q->op;
         uint64_t nr_to_scan = q->nr_to_scan;
 
         sh->stats.last_latency_usec = latency;
         sh->stats.worst_latency_usec = MAX(sh->stats.worst_latency_usec, latency);
-        if (shrink_health_answer(&sh->health))
-                log_info("Shrinker %s (id %llu) of pid %d answers again: out of quarantine.", sh->name,
-                         (unsigned long long) sh->id, (int) cl->pid);
+        j->answered = true;
         request_free(q);
 
         if (op == SHRINK_OP_COUNT)
@@ -448,6 +465,7 @@ static void round_add_result(struct shrink_round *r, const struct shrink_job *j)
                 .timed_out = j->timed_out,
                 .empty = j->empty,
                 .quarantined = j->probe_only,
+                .rejected = j->rejected,
         };
 }
 
@@ -468,7 +486,10 @@ static void round_add_shrinker(struct shrink_round *r, struct shrinker *sh, enum
         size_t first = type == SCOPE_NODE ? node_index : 0;
         size_t last = type == SCOPE_NODE ? node_index : all_nodes ? n_nodes - 1 : 0;
 
+        uint64_t now = now_usec(r->rc);
         for (size_t k = first; k <= last; k++) {
+                if (!r->explicit && now < sh->empty_until[shrinker_node_slot(sh, k)])
+                        continue; /* said EMPTY a moment ago */
                 struct shrink_job *j = job_new(r, sh, k, cgroup, priority);
                 if (!j) {
                         log_oom();

@@ -35,7 +35,9 @@ int reclaim_new(sd_event *event, const struct config *config, struct scope_regis
                 struct reclaim **ret);
 struct reclaim *reclaim_free(struct reclaim *rc);
 
-/* An answer from a client. Fields not given are -1. */
+/* An answer from a client, numbers as the client sent them (negative ones are refused here, not by the
+ * parser, so that they count as impossible answers). Fields not given are SHRINK_ANSWER_ABSENT. */
+#define SHRINK_ANSWER_ABSENT INT64_MIN
 struct shrink_answer {
         int64_t request; /* the request's id */
         int64_t count, bytes, freed, scanned;
@@ -43,7 +45,8 @@ struct shrink_answer {
 };
 
 /* Apply an answer from client cl. Returns 0, -ENOENT for a request that is unknown, not cl's, already
- * answered or expired, -EINVAL with *ret_reason for impossible values. Refusals are counted on cl. */
+ * answered or expired (counted on cl), -EINVAL with *ret_reason for impossible values: that ends the
+ * request's job as if it had answered stop, and is counted on its shrinker, not as a timeout. */
 int reclaim_answer(struct reclaim *rc, struct shrink_client *cl, const struct shrink_answer *a,
                    const char **ret_reason);
 

@@ -197,8 +197,8 @@ static const struct param spec_table[] = {
         { "name", PARAM_STRING, offsetof(struct spec_params, name), .mandatory = true },
         { "numa_aware", PARAM_BOOL, offsetof(struct spec_params, numa_aware) },
         { "memcg_aware", PARAM_BOOL, offsetof(struct spec_params, memcg_aware) },
-        { "seeks", PARAM_UINT, offsetof(struct spec_params, seeks), .max = 1000 },
-        { "batch", PARAM_UINT, offsetof(struct spec_params, batch), .min = 1, .max = 1 << 20 },
+        { "seeks", PARAM_INT, offsetof(struct spec_params, seeks), .max = 1000 },
+        { "batch", PARAM_INT, offsetof(struct spec_params, batch), .min = 1, .max = 1 << 20 },
         {}
 };
 
@@ -304,11 +304,12 @@ struct answer_params {
 
 static const struct param answer_table[] = {
         { "token", PARAM_STRING, offsetof(struct answer_params, token), .mandatory = true },
-        { "request", PARAM_UINT, offsetof(struct answer_params, a.request), .mandatory = true },
-        { "count", PARAM_UINT, offsetof(struct answer_params, a.count) },
-        { "bytes", PARAM_UINT, offsetof(struct answer_params, a.bytes) },
-        { "freed", PARAM_UINT, offsetof(struct answer_params, a.freed) },
-        { "scanned", PARAM_UINT, offsetof(struct answer_params, a.scanned) },
+        { "request", PARAM_INT, offsetof(struct answer_params, a.request), .mandatory = true },
+        /* Any integer: a negative one is an impossible answer (InvalidAnswer), not a malformed call. */
+        { "count", PARAM_INT, offsetof(struct answer_params, a.count), .min = INT64_MIN + 1 },
+        { "bytes", PARAM_INT, offsetof(struct answer_params, a.bytes), .min = INT64_MIN + 1 },
+        { "freed", PARAM_INT, offsetof(struct answer_params, a.freed), .min = INT64_MIN + 1 },
+        { "scanned", PARAM_INT, offsetof(struct answer_params, a.scanned), .min = INT64_MIN + 1 },
         { "empty", PARAM_BOOL, offsetof(struct answer_params, a.empty) },
         { "stop", PARAM_BOOL, offsetof(struct answer_params, a.stop) },
         {}
@@ -323,7 +324,15 @@ static struct shrink_client *answer_client(struct service *svc, struct varlink_c
 
 static int method_answer(struct varlink_connection *c, struct json_object *params, unsigned flags, void *userdata) {
         struct service *svc = userdata;
-        struct answer_params p = { .a = { .request = -1, .count = -1, .bytes = -1, .freed = -1, .scanned = -1 } };
+        struct answer_params p = {
+                .a = {
+                        .request = -1,
+                        .count = SHRINK_ANSWER_ABSENT,
+                        .bytes = SHRINK_ANSWER_ABSENT,
+                        .freed = SHRINK_ANSWER_ABSENT,
+                        .scanned = SHRINK_ANSWER_ABSENT,
+                },
+        };
         const char *bad, *reason = NULL;
         (void) flags;
 
@@ -381,8 +390,8 @@ struct shrink_params {
 
 static const struct param shrink_table[] = {
         { "scope", PARAM_OBJECT, offsetof(struct shrink_params, scope) },
-        { "nr_to_scan", PARAM_UINT, offsetof(struct shrink_params, nr_to_scan), .min = 1 },
-        { "shrinker", PARAM_UINT, offsetof(struct shrink_params, shrinker) },
+        { "nr_to_scan", PARAM_INT, offsetof(struct shrink_params, nr_to_scan), .min = 1 },
+        { "shrinker", PARAM_INT, offsetof(struct shrink_params, shrinker) },
         {}
 };
 

@@ -51,6 +51,7 @@ static void shrinker_free(struct shrinker *sh) {
         free(sh->last_count);
         free(sh->last_bytes);
         free(sh->deferred);
+        free(sh->empty_until);
         free(sh);
 }
 
@@ -122,7 +123,8 @@ static int client_add_shrinkers(struct shrink_client *cl, const struct shrinker_
                 sh->last_count = calloc(sh->n_nodes, sizeof(uint64_t));
                 sh->last_bytes = calloc(sh->n_nodes, sizeof(uint64_t));
                 sh->deferred = calloc(sh->n_nodes, sizeof(uint64_t));
-                if (!sh->name || !sh->last_count || !sh->last_bytes || !sh->deferred)
+                sh->empty_until = calloc(sh->n_nodes, sizeof(uint64_t));
+                if (!sh->name || !sh->last_count || !sh->last_bytes || !sh->deferred || !sh->empty_until)
                         return -ENOMEM;
         }
         return 0;
@@ -293,7 +295,6 @@ int shrinker_info(const struct shrinker *sh, struct shrinker_info_snapshot *ret)
                 .n_nodes = sh->n_nodes,
                 .nodes = nodes,
                 .stats = sh->stats,
-                .rejected_answers = cl->rejected,
                 .quarantined = sh->health.quarantined,
         };
         return 0;

@@ -33,6 +33,7 @@ struct shrinker {
         uint64_t *last_count;
         uint64_t *last_bytes;
         uint64_t *deferred;
+        uint64_t *empty_until; /* answered EMPTY: not asked in rounds before this time */
 
         struct shrinker_stats stats;
         struct shrink_health health;

@@ -148,9 +148,11 @@ static int answer(struct sent *s, struct shrink_answer a) {
         return r;
 }
 
-#define COUNT(n) ((struct shrink_answer){ .count = (n), .bytes = (int64_t) (n) * 1000, .freed = -1, .scanned = -1 })
-#define FREED(n) ((struct shrink_answer){ .count = -1, .bytes = -1, .freed = (n), .scanned = -1 })
-#define STOP ((struct shrink_answer){ .count = -1, .bytes = -1, .freed = -1, .scanned = -1, .stop = true })
+#define ABSENT SHRINK_ANSWER_ABSENT
+#define COUNT(n) ((struct shrink_answer){ .count = (n), .bytes = (int64_t) (n) * 1000, .freed = ABSENT, .scanned = ABSENT })
+#define FREED(n) ((struct shrink_answer){ .count = ABSENT, .bytes = ABSENT, .freed = (n), .scanned = ABSENT })
+#define STOP ((struct shrink_answer){ .count = ABSENT, .bytes = ABSENT, .freed = ABSENT, .scanned = ABSENT, .stop = true })
+#define EMPTY ((struct shrink_answer){ .count = ABSENT, .bytes = ABSENT, .freed = ABSENT, .scanned = ABSENT, .empty = true })
 
 static struct scope *node1(void) {
         return f.scopes->nodes[1];
@@ -232,46 +234,106 @@ static void test_slow_client(void) {
         teardown();
 }
 
-/* Impossible answers are refused and change nothing; unknown, foreign and repeated ones are refused. */
+/* Impossible answers are refused: the job they answered ends (counted on the shrinker, not as a
+ * timeout); unknown, foreign and repeated answers are refused and counted on the client. */
 static void test_client_that_lies(void) {
         setup();
         struct shrink_client *liar = client("liar", SHRINKER_NUMA_AWARE, 100), *b = client("b", SHRINKER_NUMA_AWARE, 100);
+        struct shrinker *sh = liar->shrinkers[0];
         const char *reason = NULL;
 
         scope_feed_level(node1(), LEVEL_MEDIUM, now());
         struct sent *q = pending_for(liar), *qb = pending_for(b);
         CU_ASSERT_FATAL(q && qb);
 
-        /* A count answered as a scan, and a count missing. */
-        CU_ASSERT_EQUAL(answer(q, FREED(5)), -EINVAL);
-        CU_ASSERT_EQUAL(answer(q, ((struct shrink_answer){ .count = -1, .bytes = 5, .freed = -1, .scanned = -1 })), -EINVAL);
-        /* b's request is not the liar's to answer. */
+        /* b's request is not the liar's to answer; a made-up one is nobody's. */
         struct shrink_answer foreign = COUNT(5);
         foreign.request = (int64_t) qb->q.id;
         CU_ASSERT_EQUAL(reclaim_answer(f.reclaim, liar, &foreign, &reason), -ENOENT);
         struct shrink_answer unknown = COUNT(5);
         unknown.request = 999999;
         CU_ASSERT_EQUAL(reclaim_answer(f.reclaim, liar, &unknown, &reason), -ENOENT);
-        CU_ASSERT_EQUAL(liar->rejected, 4u);
+        CU_ASSERT_EQUAL(liar->rejected, 2u);
         CU_ASSERT_EQUAL(b->rejected, 0u);
+        CU_ASSERT_PTR_NOT_NULL(pending_for(b)); /* untouched */
 
-        /* The request still stands: a true answer is taken. */
-        CU_ASSERT_EQUAL(answer(q, COUNT(100000)), 0);
+        /* A count answered as a scan: refused, and the job is over, without a timeout. */
+        struct shrink_answer wrong = FREED(5);
+        wrong.request = (int64_t) q->q.id;
+        CU_ASSERT_EQUAL(reclaim_answer(f.reclaim, liar, &wrong, &reason), -EINVAL);
+        CU_ASSERT_STRING_EQUAL(reason, "a count request is answered with count, bytes or empty");
+        CU_ASSERT_EQUAL(sh->stats.rejected, 1u);
+        q->answered = true;
+        /* Answered once: again is unknown. */
+        CU_ASSERT_EQUAL(reclaim_answer(f.reclaim, liar, &wrong, &reason), -ENOENT);
+        CU_ASSERT_EQUAL(liar->rejected, 3u);
+
+        /* Next round: negative numbers are impossible too. */
+        CU_ASSERT_EQUAL(answer(pending_for(b), COUNT(0)), 0);
+        RUN_UNTIL(pending_for(liar));
+        q = pending_for(liar);
+        CU_ASSERT_FATAL(q != NULL);
+        struct shrink_answer negative = COUNT(-5);
+        negative.request = (int64_t) q->q.id;
+        CU_ASSERT_EQUAL(reclaim_answer(f.reclaim, liar, &negative, &reason), -EINVAL);
+        CU_ASSERT_STRING_EQUAL(reason, "negative numbers");
+        CU_ASSERT_EQUAL(sh->stats.rejected, 2u);
+        q->answered = true;
+
+        /* A true count, then more freed than twice what was asked. */
+        RUN_UNTIL(pending_for(liar));
+        CU_ASSERT_EQUAL(answer(pending_for(liar), COUNT(100000)), 0);
         struct sent *scan = pending_for(liar);
         CU_ASSERT_FATAL(scan && scan->q.op == SHRINK_OP_SCAN);
-        /* Answered once: again is unknown. */
-        struct shrink_answer again = COUNT(1);
-        again.request = (int64_t) q->q.id;
-        CU_ASSERT_EQUAL(reclaim_answer(f.reclaim, liar, &again, &reason), -ENOENT);
-        /* More freed than twice what was asked is impossible. */
-        const char *why = NULL;
         struct shrink_answer big = FREED(201);
         big.request = (int64_t) scan->q.id;
-        CU_ASSERT_EQUAL(reclaim_answer(f.reclaim, liar, &big, &why), -EINVAL);
-        CU_ASSERT_STRING_EQUAL(why, "freed exceeds twice nr_to_scan");
-        CU_ASSERT_EQUAL(liar->shrinkers[0]->stats.freed, 0u);
-        CU_ASSERT_EQUAL(answer(scan, FREED(100)), 0);
-        CU_ASSERT_EQUAL(liar->shrinkers[0]->stats.freed, 100u);
+        CU_ASSERT_EQUAL(reclaim_answer(f.reclaim, liar, &big, &reason), -EINVAL);
+        CU_ASSERT_STRING_EQUAL(reason, "freed exceeds twice nr_to_scan");
+        CU_ASSERT_EQUAL(sh->stats.freed, 0u);
+        CU_ASSERT_EQUAL(sh->stats.rejected, 3u);
+        CU_ASSERT_EQUAL(sh->stats.timeouts, 0u);
+        CU_ASSERT_FALSE(sh->health.quarantined);
+        teardown();
+}
+
+/* A shrinker that answers every count in time but lets every scan run into its deadline is quarantined:
+ * misses are counted over all requests, and only a job that met every deadline clears them. */
+static void test_count_but_never_scan(void) {
+        setup();
+        struct shrink_client *half = client("half", SHRINKER_NUMA_AWARE, 100);
+        struct shrinker *sh = half->shrinkers[0];
+
+        scope_feed_level(node1(), LEVEL_CRITICAL, now());
+        for (unsigned round = 0; round < 2; round++) {
+                RUN_UNTIL(pending_for(half) && pending_for(half)->q.op == SHRINK_OP_COUNT);
+                struct sent *q = pending_for(half);
+                CU_ASSERT_FATAL(q && q->q.op == SHRINK_OP_COUNT);
+                CU_ASSERT_EQUAL(answer(q, COUNT(100000)), 0);
+                CU_ASSERT_FATAL(pending_for(half) && pending_for(half)->q.op == SHRINK_OP_SCAN);
+                unsigned before = (unsigned) sh->stats.timeouts;
+                RUN_UNTIL(sh->stats.timeouts > before);
+                forget(half);
+        }
+        CU_ASSERT_EQUAL(sh->stats.timeouts, 2u);
+        CU_ASSERT_TRUE(sh->health.quarantined);
+        teardown();
+}
+
+/* EMPTY: left out of rounds for empty_backoff; the others are asked as before. */
+static void test_empty_backoff(void) {
+        setup();
+        struct shrink_client *e = client("empty", SHRINKER_NUMA_AWARE, 100), *b = client("b", SHRINKER_NUMA_AWARE, 100);
+
+        scope_feed_level(node1(), LEVEL_MEDIUM, now());
+        CU_ASSERT_EQUAL(answer(pending_for(e), EMPTY), 0);
+        CU_ASSERT_EQUAL(answer(pending_for(b), COUNT(0)), 0);
+        for (int round = 0; round < 3; round++) {
+                RUN_UNTIL(pending_for(b));
+                CU_ASSERT_FATAL(pending_for(b) != NULL);
+                CU_ASSERT_EQUAL(answer(pending_for(b), COUNT(0)), 0);
+        }
+        CU_ASSERT_PTR_NULL(pending_for(e));
+        CU_ASSERT_EQUAL(e->shrinkers[0]->stats.empty, 1u);
         teardown();
 }
 
@@ -324,7 +386,7 @@ static void test_explicit_shrink(void) {
         /* node 1's job follows node 0's: one request in flight per shrinker */
         CU_ASSERT_FATAL(s && s->q.node == 1);
         CU_ASSERT_EQUAL(f.n_done, 0u);
-        CU_ASSERT_EQUAL(answer(s, ((struct shrink_answer){ .count = -1, .bytes = -1, .freed = -1, .scanned = -1, .empty = true })), 0);
+        CU_ASSERT_EQUAL(answer(s, EMPTY), 0);
         CU_ASSERT_EQUAL(f.n_done, 1u);
         CU_ASSERT_PTR_EQUAL(f.done_caller, &caller);
         CU_ASSERT_EQUAL_FATAL(f.n_results, 2u);
@@ -353,19 +415,28 @@ static void test_explicit_shrink(void) {
         CU_ASSERT_PTR_NULL(pending_for(a));
         CU_ASSERT_EQUAL(f.n_done, 1u); /* nobody told */
 
+        /* With nr_to_scan, a shrinker that frees nothing is not asked again in the pass. */
+        CU_ASSERT_EQUAL_FATAL(reclaim_shrink_new(f.reclaim, &caller, &r), 0);
+        reclaim_shrink_start(r, &(struct shrink_target){ .type = SCOPE_NODE, .node_index = 1, .nr_to_scan = 1000000 });
+        CU_ASSERT_EQUAL(answer(pending_for(a), FREED(0)), 0);
+        CU_ASSERT_PTR_NULL(pending_for(a));
+        CU_ASSERT_EQUAL(f.n_done, 2u);
+        CU_ASSERT_EQUAL(f.results[0].scanned, 100u);
+        CU_ASSERT_EQUAL(f.results[0].freed, 0u);
+
         /* A Shrink whose only shrinker goes away ends with its (empty-handed) result. */
         CU_ASSERT_EQUAL_FATAL(reclaim_shrink_new(f.reclaim, &caller, &r), 0);
         reclaim_shrink_start(r, &(struct shrink_target){ .type = SCOPE_NODE, .node_index = 0 });
         CU_ASSERT_PTR_NOT_NULL(pending_for(a));
         shrink_client_free(a);
-        CU_ASSERT_EQUAL(f.n_done, 2u);
+        CU_ASSERT_EQUAL(f.n_done, 3u);
         CU_ASSERT_EQUAL(f.n_results, 1u);
         CU_ASSERT_EQUAL(f.results[0].freed, 0u);
 
         /* Nobody to ask: done at once. */
         CU_ASSERT_EQUAL_FATAL(reclaim_shrink_new(f.reclaim, &caller, &r), 0);
         reclaim_shrink_start(r, &(struct shrink_target){ .type = SCOPE_SYSTEM });
-        CU_ASSERT_EQUAL(f.n_done, 3u);
+        CU_ASSERT_EQUAL(f.n_done, 4u);
         CU_ASSERT_EQUAL(f.n_results, 0u);
         teardown();
 }
@@ -375,6 +446,8 @@ int main(void) {
                 { "a round's requests and priorities", test_round_requests_and_priorities },
                 { "a slow client", test_slow_client },
                 { "a client that lies", test_client_that_lies },
+                { "answering counts but never scans is quarantined", test_count_but_never_scan },
+                { "an EMPTY shrinker is left out for a while", test_empty_backoff },
                 { "a client that goes away mid-round", test_client_gone_mid_round },
                 { "an explicit Shrink, and one whose caller leaves", test_explicit_shrink },
                 {},
