@@ -21,7 +21,7 @@ struct reclaim {
         int slot;                 /* on each scope: its episode */
         struct hashmap *requests; /* in flight, by id */
         struct hashmap *queues;   /* struct shrinker_queue by shrinker id */
-        uint64_t last_request_id;
+        uint64_t last_request_id, last_round_id;
 };
 
 /* Work queued for one shrinker: one request in flight at a time, jobs run in order. */
@@ -63,6 +63,7 @@ struct shrink_job {
 
 struct shrink_round {
         struct reclaim *rc;
+        uint64_t id;
         struct reclaim_episode *episode; /* NULL for an explicit Shrink */
         bool explicit;
         void *caller; /* the Shrink call to answer; NULL once it left */
@@ -152,8 +153,14 @@ static int request_send(struct shrink_job *j, enum shrink_op op, uint64_t nr_to_
         (void) sd_event_source_set_description(q->timer, "shrink-deadline");
         j->req = q;
 
-        if (op == SHRINK_OP_SCAN)
+        if (op == SHRINK_OP_SCAN) {
                 sh->stats.calls++;
+                if (sh->client->credit_round != j->round->id) {
+                        uint64_t resident;
+                        sh->client->credit_round = j->round->id;
+                        sh->client->credit_left = shrink_client_resident(sh->client, &resident) >= 0 ? resident : 0;
+                }
+        }
         const struct shrink_request_snapshot snap = {
                 .id = q->id,
                 .shrinker = sh->id,
@@ -339,9 +346,21 @@ static void job_counted(struct shrink_job *j, const struct shrink_answer *a) {
                 j->explicit_left = count;
         }
         if (a->bytes > 0)
-                j->bytes_per_object_x1000 = (uint64_t) a->bytes * 1000 / count;
+                j->bytes_per_object_x1000 = mul_div((uint64_t) a->bytes, 1000, count);
         shrink_plan_start(&j->plan, count, j->priority, sh->seeks, sh->deferred[slot]);
         job_next_scan(j);
+}
+
+/* A client cannot have released more than it had resident when the round first asked it to scan: its
+ * claims in one round are credited up to that much, whatever it says, so that a liar cannot make a
+ * round look as if it reached its target. */
+static uint64_t claim_credit(struct shrink_job *j, uint64_t bytes) {
+        struct shrink_client *cl = j->shrinker->client;
+        if (cl->credit_round != j->round->id)
+                return bytes; /* never asked to scan in this round: nothing to go by */
+        uint64_t credit = MIN(bytes, cl->credit_left);
+        cl->credit_left -= credit;
+        return credit;
 }
 
 /* A scan: account what was freed, go on with the plan. */
@@ -356,13 +375,14 @@ static void job_scanned(struct shrink_job *j, const struct shrink_answer *a, uin
         }
         uint64_t freed = (uint64_t) a->freed;
         uint64_t scanned = given(a->scanned) ? (uint64_t) a->scanned : nr_to_scan;
-        uint64_t bytes = given(a->bytes) ? (uint64_t) a->bytes : freed * j->bytes_per_object_x1000 / 1000;
-        sh->stats.freed += freed;
-        sh->stats.scanned += scanned;
-        sh->stats.bytes_freed += bytes;
-        j->freed += freed;
-        j->scanned += scanned;
-        j->bytes_freed += bytes;
+        uint64_t bytes = given(a->bytes) ? (uint64_t) a->bytes : mul_div(freed, j->bytes_per_object_x1000, 1000);
+        bytes = claim_credit(j, bytes);
+        sh->stats.freed = sat_add(sh->stats.freed, freed);
+        sh->stats.scanned = sat_add(sh->stats.scanned, scanned);
+        sh->stats.bytes_freed = sat_add(sh->stats.bytes_freed, bytes);
+        j->freed = sat_add(j->freed, freed);
+        j->scanned = sat_add(j->scanned, scanned);
+        j->bytes_freed = sat_add(j->bytes_freed, bytes);
         if (j->explicit_nr)
                 j->explicit_left = scanned >= j->explicit_left ? 0 : j->explicit_left - scanned;
         else
@@ -470,9 +490,9 @@ static void round_add_result(struct shrink_round *r, const struct shrink_job *j)
 }
 
 static void round_job_done(struct shrink_round *r, struct shrink_job *j) {
-        r->freed += j->freed;
-        r->freed_bytes += j->bytes_freed;
-        r->scanned += j->scanned;
+        r->freed = sat_add(r->freed, j->freed);
+        r->freed_bytes = sat_add(r->freed_bytes, j->bytes_freed);
+        r->scanned = sat_add(r->scanned, j->scanned);
         if (r->explicit && r->caller)
                 round_add_result(r, j);
         if (--r->n_jobs == 0)
@@ -544,6 +564,7 @@ int reclaim_shrink_new(struct reclaim *rc, void *caller, struct shrink_round **r
         if (!r)
                 return -ENOMEM;
         r->rc = rc;
+        r->id = ++rc->last_round_id;
         r->explicit = true;
         r->caller = caller;
         *ret = r;
@@ -575,6 +596,7 @@ static void episode_start_round(struct reclaim_episode *e) {
                 return;
         }
         r->rc = rc;
+        r->id = ++rc->last_round_id;
         r->episode = e;
         e->round = r;
         e->rounds++;
@@ -640,7 +662,7 @@ static void episode_round_done(struct reclaim_episode *e, struct shrink_round *r
         struct reclaim *rc = e->rc;
 
         e->round = NULL;
-        e->freed_bytes += r->freed_bytes;
+        e->freed_bytes = sat_add(e->freed_bytes, r->freed_bytes);
         if (r->n_asked > 0)
                 episode_log_round(e, r);
         /* Nobody was asked: wait for a level change or a new client rather than wake up for nothing. */

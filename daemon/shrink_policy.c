@@ -9,15 +9,13 @@ void shrink_plan_start(struct shrink_plan *p, uint64_t freeable, int priority, u
         priority = MAX(0, MIN(priority, SHRINK_PRIORITY_MAX));
         uint64_t delta;
 
-        if (seeks > 0) {
-                delta = freeable >> priority;
-                delta *= 4;
-                delta /= seeks;
-        } else
+        if (seeks > 0)
+                delta = mul_div(freeable >> priority, 4, seeks);
+        else
                 delta = freeable / 2; /* objects cheap to recreate: scan half */
 
-        uint64_t total = (deferred >> priority) + delta;
-        total = MIN(total, 2 * freeable);
+        uint64_t total = sat_add(deferred >> priority, delta);
+        total = MIN(total, sat_mul(2, freeable));
 
         *p = (struct shrink_plan){
                 .freeable = freeable,
@@ -38,13 +36,13 @@ bool shrink_plan_next(const struct shrink_plan *p, unsigned batch, uint64_t *ret
 
 void shrink_plan_scanned(struct shrink_plan *p, uint64_t nr_scanned) {
         p->total_scan = nr_scanned >= p->total_scan ? 0 : p->total_scan - nr_scanned;
-        p->scanned += nr_scanned;
+        p->scanned = sat_add(p->scanned, nr_scanned);
 }
 
 uint64_t shrink_plan_finish(const struct shrink_plan *p) {
-        uint64_t want = p->nr_deferred + p->delta;
+        uint64_t want = sat_add(p->nr_deferred, p->delta);
         uint64_t next = want > p->scanned ? want - p->scanned : 0;
-        return MIN(next, 2 * p->freeable);
+        return MIN(next, sat_mul(2, p->freeable));
 }
 
 void shrink_priorities_default(struct shrink_priorities *ret) {

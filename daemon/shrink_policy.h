@@ -25,6 +25,23 @@ enum shrink_op {
         SHRINK_OP_SCAN,
 };
 
+/* Numbers from clients go up to INT64_MAX: arithmetic on them saturates rather than wraps. */
+static inline uint64_t sat_add(uint64_t a, uint64_t b) {
+        uint64_t r;
+        return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+static inline uint64_t sat_mul(uint64_t a, uint64_t b) {
+        uint64_t r;
+        return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+/* a * b / c without overflow in between; saturates if the result does not fit. c > 0. */
+static inline uint64_t mul_div(uint64_t a, uint64_t b, uint64_t c) {
+        unsigned __int128 r = (unsigned __int128) a * b / c;
+        return r > UINT64_MAX ? UINT64_MAX : (uint64_t) r;
+}
+
 /* ---- how much: do_shrink_slab ---- */
 
 struct shrink_plan {

@@ -263,6 +263,22 @@ struct shrinker *shrinker_by_id(const struct shrink_registry *reg, uint64_t id) 
         return hashmap_get_u64(reg->by_id, id);
 }
 
+int shrink_client_resident(const struct shrink_client *cl, uint64_t *ret) {
+        char path[64];
+        unsigned long long size, resident;
+        snprintf(path, sizeof(path), "/proc/%d/statm", (int) cl->pid);
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        if (!f)
+                return -errno;
+        if (fscanf(f, "%llu %llu", &size, &resident) != 2)
+                return -EIO;
+        /* The pid may have been taken by another process since: the pin says whether it is still ours. */
+        if (!pidfd_alive(cl->pidfd))
+                return -ESRCH;
+        *ret = sat_mul(resident, (uint64_t) sysconf(_SC_PAGESIZE));
+        return 0;
+}
+
 size_t shrink_registry_n_nodes(const struct shrink_registry *reg) {
         return reg->nodes ? reg->nodes->n_nodes : 1;
 }

@@ -54,6 +54,8 @@ struct shrink_client {
         size_t n_shrinkers;
         struct scope **watched; /* its cgroup and the ancestors, watched for MEMCG_AWARE shrinkers */
         size_t n_watched;
+        /* reclaim's: bytes it may still claim to have freed in round credit_round */
+        uint64_t credit_round, credit_left;
 };
 
 struct shrink_registry_observer {
@@ -107,6 +109,9 @@ void shrink_client_free(struct shrink_client *cl);
 
 struct shrink_client *shrink_client_by_token(const struct shrink_registry *reg, const char *token);
 struct shrinker *shrinker_by_id(const struct shrink_registry *reg, uint64_t id);
+
+/* What the client's process has resident now (RSS), from /proc/PID/statm; -ESRCH once it is gone. */
+int shrink_client_resident(const struct shrink_client *cl, uint64_t *ret);
 
 /* The shrinker as ListShrinkers shows it; ret->nodes is allocated, free() it. */
 int shrinker_info(const struct shrinker *sh, struct shrinker_info_snapshot *ret);

@@ -296,6 +296,44 @@ static void test_client_that_lies(void) {
         teardown();
 }
 
+static uint64_t own_resident(void) {
+        unsigned long long size, resident = 0;
+        FILE *statm = fopen("/proc/self/statm", "re");
+        if (statm) {
+                if (fscanf(statm, "%llu %llu", &size, &resident) != 2)
+                        resident = 0;
+                fclose(statm);
+        }
+        return resident * (uint64_t) sysconf(_SC_PAGESIZE);
+}
+
+/* Numbers meant to break the arithmetic: 2^62 objects still make a plan (the product saturates rather
+ * than wrapping to nothing), and bytes far beyond the process's memory are credited only up to what it
+ * had resident, so they cannot make the round look done. */
+static void test_liar_numbers(void) {
+        setup();
+        struct shrink_client *liar = client("liar", SHRINKER_NUMA_AWARE, 100), *b = client("b", SHRINKER_NUMA_AWARE, 100);
+        struct shrinker *sh = liar->shrinkers[0];
+
+        scope_feed_level(node1(), LEVEL_CRITICAL, now()); /* priority 0 */
+        struct shrink_answer huge = { .count = 1LL << 62, .bytes = INT64_MAX, .freed = ABSENT, .scanned = ABSENT };
+        CU_ASSERT_EQUAL(answer(pending_for(liar), huge), 0);
+        CU_ASSERT_EQUAL(answer(pending_for(b), COUNT(1000)), 0);
+        for (int i = 0; i < 5; i++) {
+                struct sent *s = pending_for(liar);
+                CU_ASSERT_FATAL(s && s->q.op == SHRINK_OP_SCAN);
+                struct shrink_answer lie = { .count = ABSENT, .bytes = INT64_MAX, .freed = 100, .scanned = ABSENT };
+                CU_ASSERT_EQUAL(answer(s, lie), 0);
+        }
+        CU_ASSERT_EQUAL(answer(pending_for(liar), STOP), 0);
+        CU_ASSERT(sh->stats.bytes_freed > 0);
+        CU_ASSERT(sh->stats.bytes_freed <= own_resident() + (64u << 20));
+        CU_ASSERT(sh->deferred[1] > 0);
+        /* b is served as usual meanwhile. */
+        CU_ASSERT_FATAL(pending_for(b) && pending_for(b)->q.op == SHRINK_OP_SCAN);
+        teardown();
+}
+
 /* A shrinker that answers every count in time but lets every scan run into its deadline is quarantined:
  * misses are counted over all requests, and only a job that met every deadline clears them. */
 static void test_count_but_never_scan(void) {
@@ -447,6 +485,7 @@ int main(void) {
                 { "a slow client", test_slow_client },
                 { "a client that lies", test_client_that_lies },
                 { "answering counts but never scans is quarantined", test_count_but_never_scan },
+                { "numbers meant to break the arithmetic", test_liar_numbers },
                 { "an EMPTY shrinker is left out for a while", test_empty_backoff },
                 { "a client that goes away mid-round", test_client_gone_mid_round },
                 { "an explicit Shrink, and one whose caller leaves", test_explicit_shrink },

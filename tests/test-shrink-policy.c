@@ -155,6 +155,25 @@ static void test_select(void) {
         CU_ASSERT_FALSE(shrink_select(SCOPE_CGROUP, "/a/b", M, "/a", &all, &cg)); /* a parent is not inside */
 }
 
+/* Counts come from clients: 2^62 objects at priority 0 must ask for the cap (2 * freeable), not wrap to
+ * nothing; deferred work near the top saturates. */
+static void test_huge_numbers(void) {
+        struct shrink_plan p;
+        uint64_t huge = 1ULL << 62;
+
+        shrink_plan_start(&p, huge, 0, 2, 0);
+        CU_ASSERT_EQUAL(p.total_scan, 2 * huge);
+        shrink_plan_start(&p, huge, 0, 1, UINT64_MAX);
+        CU_ASSERT_EQUAL(p.total_scan, 2 * huge);
+        CU_ASSERT_EQUAL(shrink_plan_finish(&p), 2 * huge);
+        shrink_plan_start(&p, INT64_MAX, 0, 2, 0);
+        CU_ASSERT(p.total_scan > (uint64_t) INT64_MAX);
+        CU_ASSERT_EQUAL(sat_add(UINT64_MAX, 1), UINT64_MAX);
+        CU_ASSERT_EQUAL(sat_mul(1ULL << 40, 1ULL << 40), UINT64_MAX);
+        CU_ASSERT_EQUAL(mul_div(INT64_MAX, 1000, 1), UINT64_MAX);
+        CU_ASSERT_EQUAL(mul_div(INT64_MAX, 1000, 1000), (uint64_t) INT64_MAX);
+}
+
 static void test_quarantine(void) {
         struct shrink_health h = {};
         CU_ASSERT_FALSE(shrink_health_timeout(&h, 3));
@@ -180,6 +199,7 @@ int main(void) {
                 { "cgroup subtree", test_cgroup_within },
                 { "who is asked", test_select },
                 { "quarantine and recovery", test_quarantine },
+                { "huge numbers saturate", test_huge_numbers },
                 {},
         };
         return test_run("shrink-policy", cases, NULL);
