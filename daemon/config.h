@@ -26,6 +26,7 @@ struct config {
 
         /* client shrinkers */
         uint64_t round_interval_usec;  /* between reclaim rounds while a scope stays above ok */
+        uint64_t round_budget_usec;    /* a round's jobs still unfinished after this are cut; 0: none */
         uint64_t request_timeout_usec; /* deadline of one count or scan request */
         unsigned quarantine_after;     /* timeouts in a row before a shrinker is quarantined */
         uint64_t empty_backoff_usec;   /* a shrinker that answered EMPTY is not asked in rounds for this long */

@@ -22,6 +22,10 @@ struct reclaim {
         struct hashmap *requests; /* in flight, by id */
         struct hashmap *queues;   /* struct shrinker_queue by shrinker id */
         uint64_t last_request_id, last_round_id;
+        struct {
+                uid_t uid;
+                uint64_t usec;
+        } recent[64]; /* registrations that started rounds, by uid */
 };
 
 /* Work queued for one shrinker: one request in flight at a time, jobs run in order. */
@@ -40,12 +44,17 @@ struct shrink_request {
         sd_event_source *timer;
 };
 
-/* One (shrinker, node) of a round. */
+/* One (shrinker, node) of a round. A job leaves its round early when the round's budget runs out (it
+ * is cut: it finishes the request in flight, if any, and defers the rest) or never joins it (the count
+ * that probes a quarantined shrinker): a round never waits for a shrinker that is slow. */
 struct shrink_job {
         struct shrink_job *next; /* in the shrinker's queue */
+        struct shrink_job *round_prev, *round_next; /* in its round, while it counts there */
         struct shrinker_queue *queue;
         struct shrinker *shrinker;
-        struct shrink_round *round;
+        struct reclaim *rc;
+        uint64_t round_id;
+        struct shrink_round *round; /* NULL once cut from it, or for a probe */
         size_t node_index;
         int node;
         char *cgroup;
@@ -57,7 +66,7 @@ struct shrink_job {
         struct shrink_plan plan;
         uint64_t freeable, bytes_per_object_x1000;
         uint64_t freed, scanned, bytes_freed;
-        bool stopped, timed_out, empty, started, answered, rejected;
+        bool stopped, timed_out, empty, started, answered, rejected, cut;
         struct shrink_request *req;
 };
 
@@ -69,7 +78,9 @@ struct shrink_round {
         void *caller; /* the Shrink call to answer; NULL once it left */
         struct shrink_result *results;
         size_t n_results, n_alloc;
-        unsigned n_jobs; /* not finished yet */
+        struct shrink_job *jobs; /* still counting here */
+        unsigned n_jobs;         /* not finished yet */
+        sd_event_source *budget; /* episode rounds: when unfinished jobs are cut */
         uint64_t freed, freed_bytes, scanned;
         unsigned n_asked;
 };
@@ -82,6 +93,7 @@ struct reclaim_episode {
         uint64_t target, freed_bytes;
         unsigned rounds;
         unsigned escalation; /* rounds so far that did not end the pressure: each asks for more */
+        int priority;        /* of the last round */
         bool paused;         /* target reached: waiting to see whether the pressure goes */
 };
 
@@ -125,7 +137,7 @@ static int on_request_timeout(sd_event_source *s, uint64_t usec, void *userdata)
 }
 
 static int request_send(struct shrink_job *j, enum shrink_op op, uint64_t nr_to_scan) {
-        struct reclaim *rc = j->round->rc;
+        struct reclaim *rc = j->rc;
         struct shrinker *sh = j->shrinker;
         uint64_t now = now_usec(rc);
         int r;
@@ -155,9 +167,9 @@ static int request_send(struct shrink_job *j, enum shrink_op op, uint64_t nr_to_
 
         if (op == SHRINK_OP_SCAN) {
                 sh->stats.calls++;
-                if (sh->client->credit_round != j->round->id) {
+                if (sh->client->credit_round != j->round_id) {
                         uint64_t resident;
-                        sh->client->credit_round = j->round->id;
+                        sh->client->credit_round = j->round_id;
                         sh->client->credit_left = shrink_client_resident(sh->client, &resident) >= 0 ? resident : 0;
                 }
         }
@@ -191,6 +203,10 @@ static void job_next_scan(struct shrink_job *j) {
         struct shrinker *sh = j->shrinker;
         uint64_t nr;
 
+        if (j->cut) {
+                job_finish(j);
+                return;
+        }
         if (j->explicit_nr) {
                 if (j->explicit_left == 0) {
                         job_finish(j);
@@ -207,7 +223,9 @@ static void job_next_scan(struct shrink_job *j) {
 
 static void job_run(struct shrink_job *j) {
         j->started = true;
-        if (j->explicit_nr)
+        if (j->cut)
+                job_finish(j);
+        else if (j->explicit_nr)
                 job_next_scan(j);
         else if (request_send(j, SHRINK_OP_COUNT, 0) < 0)
                 job_finish(j);
@@ -222,7 +240,8 @@ static void job_retire(struct shrink_job *j) {
         qu->head = j->next;
         if (!qu->head)
                 qu->tail = NULL;
-        round_job_done(j->round, j);
+        if (j->round)
+                round_job_done(j->round, j);
         job_free(j);
 }
 
@@ -278,7 +297,8 @@ static struct shrink_job *job_new(struct shrink_round *r, struct shrinker *sh, s
                 return NULL;
         j->queue = qu;
         j->shrinker = sh;
-        j->round = r;
+        j->rc = r->rc;
+        j->round_id = r->id;
         j->node_index = node_index;
         j->node = shrink_registry_node_id(r->rc->shrinkers, node_index);
         j->priority = priority;
@@ -331,7 +351,7 @@ static void job_counted(struct shrink_job *j, const struct shrink_answer *a) {
         if (a->empty) {
                 /* As the kernel skips a memcg's shrinker with no objects, rounds skip it for a while. */
                 sh->stats.empty++;
-                sh->empty_until[slot] = now_usec(j->round->rc) + j->round->rc->config->empty_backoff_usec;
+                sh->empty_until[slot] = now_usec(j->rc) + j->rc->config->empty_backoff_usec;
                 j->empty = true;
         }
         /* 0 means "skip me this time", EMPTY "nothing here": either way nothing to scan now. */
@@ -356,7 +376,7 @@ static void job_counted(struct shrink_job *j, const struct shrink_answer *a) {
  * round look as if it reached its target. */
 static uint64_t claim_credit(struct shrink_job *j, uint64_t bytes) {
         struct shrink_client *cl = j->shrinker->client;
-        if (cl->credit_round != j->round->id)
+        if (cl->credit_round != j->round_id)
                 return bytes; /* never asked to scan in this round: nothing to go by */
         uint64_t credit = MIN(bytes, cl->credit_left);
         cl->credit_left -= credit;
@@ -439,6 +459,7 @@ int reclaim_answer(struct reclaim *rc, struct shrink_client *cl, const struct sh
 static void episode_round_done(struct reclaim_episode *e, struct shrink_round *r);
 
 static void round_free(struct shrink_round *r) {
+        sd_event_source_disable_unref(r->budget);
         for (size_t i = 0; i < r->n_results; i++) {
                 free((char *) r->results[i].name);
                 free((char *) r->results[i].cgroup);
@@ -490,6 +511,14 @@ static void round_add_result(struct shrink_round *r, const struct shrink_job *j)
 }
 
 static void round_job_done(struct shrink_round *r, struct shrink_job *j) {
+        if (j->round_prev)
+                j->round_prev->round_next = j->round_next;
+        else
+                r->jobs = j->round_next;
+        if (j->round_next)
+                j->round_next->round_prev = j->round_prev;
+        j->round = NULL;
+        j->round_prev = j->round_next = NULL;
         r->freed = sat_add(r->freed, j->freed);
         r->freed_bytes = sat_add(r->freed_bytes, j->bytes_freed);
         r->scanned = sat_add(r->scanned, j->scanned);
@@ -507,6 +536,10 @@ static void round_add_shrinker(struct shrink_round *r, struct shrinker *sh, enum
         size_t last = type == SCOPE_NODE ? node_index : all_nodes ? n_nodes - 1 : 0;
 
         uint64_t now = now_usec(r->rc);
+        struct shrinker_queue *qu = hashmap_get_u64(r->rc->queues, sh->id);
+        /* Paced on its own: a shrinker still busy with an earlier round's work is not asked again yet. */
+        if (!r->explicit && qu && qu->head)
+                return;
         for (size_t k = first; k <= last; k++) {
                 if (!r->explicit && now < sh->empty_until[shrinker_node_slot(sh, k)])
                         continue; /* said EMPTY a moment ago */
@@ -521,6 +554,15 @@ static void round_add_shrinker(struct shrink_round *r, struct shrinker *sh, enum
                 } else if (r->explicit)
                         j->explicit_all = true;
                 job_enqueue(j);
+                /* A probe of a quarantined shrinker runs beside an episode's round, not in it. An explicit
+                 * Shrink keeps it, to report it. */
+                if (j->probe_only && !r->explicit)
+                        continue;
+                j->round = r;
+                j->round_next = r->jobs;
+                if (r->jobs)
+                        r->jobs->round_prev = j;
+                r->jobs = j;
                 r->n_jobs++;
         }
         r->n_asked++;
@@ -529,7 +571,8 @@ static void round_add_shrinker(struct shrink_round *r, struct shrinker *sh, enum
 /* Queue one job per (shrinker, node) that the scope selects, then start the idle queues. The round is
  * held open (one extra count, dropped by round_seal()) while it is being filled. */
 static void round_add_jobs(struct shrink_round *r, enum scope_type type, size_t node_index, const char *cgroup,
-                           int priority, uint64_t nr_to_scan, struct shrinker *only) {
+                           int priority, uint64_t nr_to_scan, const struct shrinker *only,
+                           const struct shrink_client *only_client) {
         struct shrink_registry *reg = r->rc->shrinkers;
 
         r->n_jobs++;
@@ -539,7 +582,7 @@ static void round_add_jobs(struct shrink_round *r, enum scope_type type, size_t 
                         bool all_nodes;
                         const char *req_cgroup;
 
-                        if (only && sh != only)
+                        if ((only && sh != only) || (only_client && cl != only_client))
                                 continue;
                         if (!shrink_select(type, cgroup, sh->flags, cl->cgroup, &all_nodes, &req_cgroup))
                                 continue;
@@ -552,6 +595,37 @@ static void round_add_jobs(struct shrink_round *r, enum scope_type type, size_t 
                         if (qu && qu->head && !qu->head->started)
                                 job_run(qu->head);
                 }
+}
+
+/* The round's time is up: every job still in it leaves it, finishing the request in flight (its answer is
+ * still taken) and deferring the rest of its work, so that the next round is not held up. */
+static int on_round_budget(sd_event_source *src, uint64_t usec, void *userdata) {
+        struct shrink_round *r = userdata;
+        (void) src;
+        (void) usec;
+
+        log_debug("Reclaim round %llu out of time with %u jobs unfinished: cutting them.", (unsigned long long) r->id,
+                  r->n_jobs);
+        r->n_jobs++; /* hold the round until all are out */
+        while (r->jobs) {
+                struct shrink_job *j = r->jobs;
+                j->cut = true;
+                round_job_done(r, j);
+        }
+        if (--r->n_jobs == 0)
+                round_complete(r);
+        return 0;
+}
+
+static void round_arm_budget(struct shrink_round *r) {
+        struct reclaim *rc = r->rc;
+        if (r->n_jobs <= 1 || rc->config->round_budget_usec == 0)
+                return; /* done already (only the seal's count is left), or no budget */
+        if (sd_event_add_time(rc->event, &r->budget, CLOCK_MONOTONIC, now_usec(rc) + rc->config->round_budget_usec,
+                              1000, on_round_budget, r) < 0)
+                log_warning("Cannot set the budget of a reclaim round: it runs until its jobs are done.");
+        else
+                (void) sd_event_source_set_description(r->budget, "reclaim-round-budget");
 }
 
 static void round_seal(struct shrink_round *r) {
@@ -572,7 +646,7 @@ int reclaim_shrink_new(struct reclaim *rc, void *caller, struct shrink_round **r
 }
 
 void reclaim_shrink_start(struct shrink_round *r, const struct shrink_target *t) {
-        round_add_jobs(r, t->type, t->node_index, t->cgroup, 0, t->nr_to_scan, t->only);
+        round_add_jobs(r, t->type, t->node_index, t->cgroup, 0, t->nr_to_scan, t->only, NULL);
         round_seal(r);
 }
 
@@ -605,8 +679,10 @@ static void episode_start_round(struct reclaim_episode *e) {
          * priority steps (four times as much), since a round is far coarser than a kernel pass. */
         int priority = MAX(0, rc->config->priorities.at[s->level.level] - 2 * (int) e->escalation);
         e->escalation = MIN(e->escalation + 1, (unsigned) SHRINK_PRIORITY_MAX);
-        round_add_jobs(r, s->type, s->node_index, s->cgroup, priority, 0, NULL);
+        e->priority = priority;
+        round_add_jobs(r, s->type, s->node_index, s->cgroup, priority, 0, NULL, NULL);
         log_debug("%s: reclaim round %u at priority %d asks %u shrinkers.", s->name, e->rounds, priority, r->n_asked);
+        round_arm_budget(r);
         round_seal(r);
 }
 
@@ -757,13 +833,61 @@ static const struct scope_observer scope_observer = {
         .freed = on_scope_gone,
 };
 
-/* A client registered: scopes already above ok start asking at once. */
+/* Whether a registration by uid may start rounds now: once per round interval per uid, so that a loop
+ * of connect/Serve/close makes no more work than one client. A small table of the uids seen last. */
+static bool registration_may_ask(struct reclaim *rc, uid_t uid) {
+        uint64_t now = now_usec(rc);
+        size_t oldest = 0;
+        for (size_t i = 0; i < ELEMENTSOF(rc->recent); i++) {
+                if (rc->recent[i].usec > 0 && rc->recent[i].uid == uid) {
+                        if (now - rc->recent[i].usec < rc->config->round_interval_usec)
+                                return false;
+                        rc->recent[i].usec = now;
+                        return true;
+                }
+                if (rc->recent[i].usec < rc->recent[oldest].usec)
+                        oldest = i;
+        }
+        rc->recent[oldest].uid = uid;
+        rc->recent[oldest].usec = now;
+        return true;
+}
+
+/* A round for one new client's shrinkers in a scope whose episode is running: at the episode's
+ * priority, outside its accounting, so that its target, escalation and pause stay as they were. */
+static void side_round(struct reclaim *rc, struct scope *s, const struct reclaim_episode *e,
+                       const struct shrink_client *cl) {
+        struct shrink_round *r = calloc(1, sizeof(*r));
+        if (!r) {
+                log_oom();
+                return;
+        }
+        r->rc = rc;
+        r->id = ++rc->last_round_id;
+        round_add_jobs(r, s->type, s->node_index, s->cgroup, e->priority, 0, NULL, cl);
+        round_arm_budget(r);
+        round_seal(r);
+}
+
+/* A client registered: scopes already above ok ask it at once, and only it. Where no episode runs yet
+ * (nobody was there to ask), one starts. */
 static void on_client_added(struct shrink_client *cl, void *userdata) {
         struct reclaim *rc = userdata;
-        (void) cl;
+        bool wanted = false;
+
         SCOPE_REGISTRY_FOREACH(s, rc->scopes)
-                if (scope_wants_reclaim(rc, s) && !episode_busy(rc, s))
+                wanted = wanted || scope_wants_reclaim(rc, s);
+        if (!wanted || !registration_may_ask(rc, cl->uid))
+                return; /* nothing to do, or the next regular round asks it */
+        SCOPE_REGISTRY_FOREACH(s, rc->scopes) {
+                if (!scope_wants_reclaim(rc, s))
+                        continue;
+                struct reclaim_episode *e = *scope_episode(rc, s);
+                if (!e)
                         scope_changed(rc, s);
+                else if (e->rounds > 0)
+                        side_round(rc, s, e, cl);
+        }
 }
 
 /* Finish every job of the client's shrinkers: in-flight requests are dropped, rounds get their count. */

@@ -334,6 +334,68 @@ static void test_liar_numbers(void) {
         teardown();
 }
 
+static unsigned n_sent_to(struct shrink_client *cl) {
+        unsigned n = 0;
+        for (size_t i = 0; i < f.n_sent; i++)
+                n += f.sent[i].client == cl;
+        return n;
+}
+
+/* No barrier: a client that never answers (stopped, or answering at the last moment) holds up only
+ * itself. Rounds end at their budget, and the others are asked round after round while its one request
+ * waits for a deadline far away. */
+static void test_stopped_client(void) {
+        setup();
+        f.config.round_budget_usec = 20000;
+        f.config.request_timeout_usec = 60000000;
+        struct shrink_client *stopped = client("stopped", SHRINKER_NUMA_AWARE, 100);
+        struct shrink_client *b = client("b", SHRINKER_NUMA_AWARE, 100);
+
+        scope_feed_level(node1(), LEVEL_MEDIUM, now());
+        CU_ASSERT_EQUAL(answer(pending_for(stopped), COUNT(100000)), 0); /* then silence: its scan waits */
+        for (int round = 0; round < 4; round++) {
+                RUN_UNTIL(pending_for(b));
+                CU_ASSERT_FATAL(pending_for(b) != NULL);
+                CU_ASSERT_EQUAL(answer(pending_for(b), COUNT(0)), 0);
+        }
+        CU_ASSERT_EQUAL(n_sent_to(b), 4u);
+        CU_ASSERT_EQUAL(n_sent_to(stopped), 2u); /* the count and one scan, still in flight */
+        CU_ASSERT_EQUAL(stopped->shrinkers[0]->stats.timeouts, 0u);
+        /* Its scan is still answerable; the rest of its plan was deferred when the round was cut. */
+        CU_ASSERT_EQUAL(answer(pending_for(stopped), FREED(100)), 0);
+        CU_ASSERT(stopped->shrinkers[0]->deferred[1] > 0);
+        teardown();
+}
+
+/* A new client is asked at once, alone, at the episode's priority; a loop of registrations by one uid
+ * starts no more than one such round per round interval, and nobody else's escalation moves. */
+static void test_serve_spammer(void) {
+        setup();
+        f.config.round_interval_usec = 60000000; /* one round of the episode in this test */
+        struct shrink_client *a = client("a", SHRINKER_NUMA_AWARE, 100);
+
+        scope_feed_level(node1(), LEVEL_MEDIUM, now());
+        struct sent *qa = pending_for(a);
+        CU_ASSERT_FATAL(qa != NULL);
+        int priority = qa->q.priority;
+
+        struct shrink_client *first = client("spam", SHRINKER_NUMA_AWARE, 100);
+        struct sent *qs = pending_for(first);
+        CU_ASSERT_FATAL(qs != NULL);
+        CU_ASSERT_EQUAL(qs->q.priority, priority);
+        CU_ASSERT_EQUAL(qs->q.node, 1);
+        shrink_client_free(first);
+        forget(first);
+        size_t before = f.n_sent;
+        for (int i = 0; i < 50; i++) {
+                struct shrink_client *spam = client("spam", SHRINKER_NUMA_AWARE, 100);
+                shrink_client_free(spam);
+        }
+        CU_ASSERT_EQUAL(f.n_sent, before); /* nobody asked, a included */
+        CU_ASSERT_PTR_EQUAL(pending_for(a), qa);
+        teardown();
+}
+
 /* A shrinker that answers every count in time but lets every scan run into its deadline is quarantined:
  * misses are counted over all requests, and only a job that met every deadline clears them. */
 static void test_count_but_never_scan(void) {
@@ -486,6 +548,8 @@ int main(void) {
                 { "a client that lies", test_client_that_lies },
                 { "answering counts but never scans is quarantined", test_count_but_never_scan },
                 { "numbers meant to break the arithmetic", test_liar_numbers },
+                { "a stopped client delays nobody", test_stopped_client },
+                { "registrations change only the new client", test_serve_spammer },
                 { "an EMPTY shrinker is left out for a while", test_empty_backoff },
                 { "a client that goes away mid-round", test_client_gone_mid_round },
                 { "an explicit Shrink, and one whose caller leaves", test_explicit_shrink },
