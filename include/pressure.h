@@ -223,6 +223,18 @@ int pressure_shrinker_new(struct pressure_client *client, const char *name, unsi
                           pressure_count_objects_t count, pressure_scan_objects_t scan, void *userdata,
                           struct pressure_shrinker **ret);
 
+/** Gives memory the shrinkers freed back to the kernel. */
+typedef void (*pressure_release_t)(void *userdata);
+
+/**
+ * What the library does after scans that freed objects (at most every 100 ms, once the answers are
+ * sent): by default glibc's malloc_trim(0), because objects freed into the heap lower neither the
+ * process's RSS nor its cgroup's usage until the heap is trimmed. Programs with another allocator pass
+ * their own function (jemalloc: mallctl("arena.<i>.purge"), mimalloc: mi_collect(true), their own
+ * arenas); NULL does nothing. Returns 0 or -EINVAL.
+ */
+int pressure_client_set_release(struct pressure_client *client, pressure_release_t release, void *userdata);
+
 /** Unregister and free a shrinker. Accepts NULL. */
 void pressure_shrinker_free(struct pressure_shrinker *shrinker);
 

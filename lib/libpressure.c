@@ -2,6 +2,7 @@
 /* libpressure: connection to pressured, status and subscriptions. */
 
 #include <errno.h>
+#include <malloc.h>
 #include <fcntl.h>
 #include <json-c/json.h>
 #include <limits.h>
@@ -80,17 +81,26 @@ struct pressure_client {
         int epoll_fd;
         int wake_fd;  /* readable while messages wait in a buffer */
         int retry_fd; /* timerfd: reconnect to a restarted daemon */
+        int release_fd; /* timerfd: a release that was not due yet */
         pressure_event_handler_t handler;
         void *userdata;
 
         struct pressure_shrinker *shrinkers;
         char token[64];
 
+        /* Giving freed memory back to the kernel after scans (malloc_trim by default). */
+        pressure_release_t release;
+        void *release_userdata;
+        int release_pending;      /* a scan freed something since the last release */
+        uint64_t last_release_us; /* CLOCK_MONOTONIC */
+
         pthread_mutex_t lock; /* recursive: callbacks run with it held */
         pthread_t thread;
         int thread_running;
         int stop_fd;
 };
+
+static void release_heap(void *userdata);
 
 #define LOCKED(c) for (int _once_ = (pthread_mutex_lock(&(c)->lock), 1); _once_; _once_ = (pthread_mutex_unlock(&(c)->lock), 0))
 
@@ -385,7 +395,8 @@ EXPORT int pressure_client_new(const char *socket_path, struct pressure_client *
                 return -ENOMEM;
         c->n_ref = 1;
         c->timeout_ms = DEFAULT_TIMEOUT_MS;
-        c->call.fd = c->sub.fd = c->serve.fd = c->epoll_fd = c->wake_fd = c->retry_fd = c->stop_fd = -1;
+        c->release = release_heap;
+        c->call.fd = c->sub.fd = c->serve.fd = c->epoll_fd = c->wake_fd = c->retry_fd = c->release_fd = c->stop_fd = -1;
 
         pthread_mutexattr_t attr;
         pthread_mutexattr_init(&attr);
@@ -403,7 +414,8 @@ EXPORT int pressure_client_new(const char *socket_path, struct pressure_client *
                 c->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
                 c->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
                 c->retry_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-                if (c->epoll_fd < 0 || c->wake_fd < 0 || c->retry_fd < 0)
+                c->release_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+                if (c->epoll_fd < 0 || c->wake_fd < 0 || c->retry_fd < 0 || c->release_fd < 0)
                         r = -errno;
         }
         if (r >= 0) {
@@ -412,6 +424,9 @@ EXPORT int pressure_client_new(const char *socket_path, struct pressure_client *
                         r = -errno;
                 ev.data.fd = c->retry_fd;
                 if (r >= 0 && epoll_ctl(c->epoll_fd, EPOLL_CTL_ADD, c->retry_fd, &ev) < 0)
+                        r = -errno;
+                ev.data.fd = c->release_fd;
+                if (r >= 0 && epoll_ctl(c->epoll_fd, EPOLL_CTL_ADD, c->release_fd, &ev) < 0)
                         r = -errno;
         }
         if (r < 0) {
@@ -457,6 +472,8 @@ EXPORT struct pressure_client *pressure_client_unref(struct pressure_client *c) 
                 close(c->wake_fd);
         if (c->retry_fd >= 0)
                 close(c->retry_fd);
+        if (c->release_fd >= 0)
+                close(c->release_fd);
         if (c->stop_fd >= 0)
                 close(c->stop_fd);
         pthread_mutex_destroy(&c->lock);
@@ -901,6 +918,52 @@ static int serve_register(struct pressure_client *c) {
         return 0;
 }
 
+static uint64_t now_us(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+}
+
+/* Objects freed into glibc's heap stay in the process until the heap is trimmed; without that, freeing
+ * a cache lowers neither the RSS nor the cgroup's usage, and the pressure stays. */
+static void release_heap(void *userdata) {
+        (void) userdata;
+#ifdef __GLIBC__
+        (void) malloc_trim(0);
+#endif
+}
+
+/* After a batch of requests: release what scans freed, at most every RELEASE_INTERVAL_US (a daemon round
+ * is 250 ms by default; a trim costs a walk of the heap). One that is not due yet is set on a timer, so
+ * that the last scans of a pass are released too. */
+#define RELEASE_INTERVAL_US 100000
+static void release_if_due(struct pressure_client *c) {
+        uint64_t expirations;
+        (void) !read(c->release_fd, &expirations, sizeof(expirations));
+        if (!c->release_pending || !c->release)
+                return;
+        uint64_t now = now_us();
+        if (c->last_release_us > 0 && now - c->last_release_us < RELEASE_INTERVAL_US) {
+                uint64_t left = RELEASE_INTERVAL_US - (now - c->last_release_us);
+                struct itimerspec its = { .it_value = { .tv_sec = 0, .tv_nsec = (long) (left * 1000) } };
+                (void) timerfd_settime(c->release_fd, 0, &its, NULL);
+                return;
+        }
+        c->release(c->release_userdata);
+        c->release_pending = 0;
+        c->last_release_us = now;
+}
+
+EXPORT int pressure_client_set_release(struct pressure_client *c, pressure_release_t release, void *userdata) {
+        if (!c)
+                return -EINVAL;
+        LOCKED(c) {
+                c->release = release;
+                c->release_userdata = userdata;
+        }
+        return 0;
+}
+
 static void answer(struct pressure_client *c, uint64_t request, struct json_object *params, uint64_t deadline_us) {
         json_object_object_add(params, "token", json_object_new_string(c->token));
         json_object_object_add(params, "request", json_object_new_int64((int64_t) request));
@@ -908,11 +971,8 @@ static void answer(struct pressure_client *c, uint64_t request, struct json_obje
         /* Nobody waits for the daemon's reply: a oneway call. */
         json_object_object_add(m, "oneway", json_object_new_boolean(1));
 
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        uint64_t now_us = (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
         /* Past the deadline the daemon has counted a timeout already and would refuse the answer. */
-        if (now_us <= deadline_us && c->call.fd >= 0)
+        if (now_us() <= deadline_us && c->call.fd >= 0)
                 (void) conn_send(&c->call, m, client_deadline(c));
         json_object_put(m);
 }
@@ -938,9 +998,7 @@ static void handle_request(struct pressure_client *c, struct json_object *req) {
                 sc.cgroup = "/";
 
         /* Already past its deadline (we were busy): the daemon has given up on it; do not do the work. */
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        if ((uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000 > deadline)
+        if (now_us() > deadline)
                 return;
 
         struct json_object *p = json_object_new_object();
@@ -957,6 +1015,8 @@ static void handle_request(struct pressure_client *c, struct json_object *req) {
         } else if (streq(op, "scan")) {
                 sc.nr_scanned = sc.nr_to_scan;
                 uint64_t freed = s->scan(s, &sc, s->userdata);
+                if (freed != PRESSURE_SHRINK_STOP && freed > 0)
+                        c->release_pending = 1;
                 if (freed == PRESSURE_SHRINK_STOP)
                         json_object_object_add(p, "stop", json_object_new_boolean(1));
                 else {
@@ -993,8 +1053,11 @@ static int dispatch_serve(struct pressure_client *c) {
         for (;;) {
                 struct json_object *msg;
                 int r = conn_receive(&c->serve, UINT64_MAX, &msg);
-                if (r == -EAGAIN)
+                if (r == -EAGAIN) {
+                        /* The answers are out; now give back what the scans freed. */
+                        release_if_due(c);
                         return 0;
+                }
                 if (r < 0) {
                         serve_close(c);
                         retry_arm(c, true);
@@ -1117,6 +1180,7 @@ EXPORT int pressure_client_dispatch(struct pressure_client *c) {
                 unwake(c);
                 dispatch_retry(c);
                 (void) dispatch_serve(c);
+                release_if_due(c);
                 r = dispatch_subscription(c);
         }
         return r;

@@ -79,12 +79,16 @@ int main(int argc, char *argv[]) {
                 { "sleep-in-scan", required_argument, NULL, 'w' },
                 { "die-in-scan", no_argument, NULL, 'd' },
                 { "thread", no_argument, NULL, 't' },
+                /* a small object that stays after each cache object: freed objects leave holes that only
+                 * trimming the heap gives back */
+                { "pin", no_argument, NULL, 'p' },
+                { "no-release", no_argument, NULL, 'r' },
                 {},
         };
         const char *socket_path = NULL;
         size_t objects = 10000, k = 1;
         unsigned flags = 0;
-        int use_thread = 0, c;
+        int use_thread = 0, pin = 0, no_release = 0, c;
 
         cache.size = 1024;
         while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
@@ -98,6 +102,8 @@ int main(int argc, char *argv[]) {
                 case 'w': sleep_ms = atoi(optarg); break;
                 case 'd': die_in_scan = 1; break;
                 case 't': use_thread = 1; break;
+                case 'p': pin = 1; break;
+                case 'r': no_release = 1; break;
                 default: return 2;
                 }
 
@@ -106,6 +112,8 @@ int main(int argc, char *argv[]) {
         for (size_t i = 0; i < objects; i++) {
                 cache.objects[i] = malloc(cache.size);
                 memset(cache.objects[i], 0x11, cache.size);
+                if (pin)
+                        memset(malloc(64), 0x22, 64); /* kept for the life of the process */
         }
         cache.n = objects;
 
@@ -115,6 +123,8 @@ int main(int argc, char *argv[]) {
                 fprintf(stderr, "shrinker-client: connect: %s\n", strerror(-r));
                 return 1;
         }
+        if (no_release)
+                (void) pressure_client_set_release(client, NULL, NULL);
         printf("ready");
         for (size_t i = 0; i < k; i++) {
                 char name[32];

@@ -367,6 +367,62 @@ static void test_bad_answers(void) {
         test_child_stop(&c1);
 }
 
+static uint64_t resident_of(pid_t pid) {
+        char path[64];
+        unsigned long long size, resident = 0;
+        snprintf(path, sizeof(path), "/proc/%d/statm", (int) pid);
+        FILE *f = fopen(path, "re");
+        if (f) {
+                if (fscanf(f, "%llu %llu", &size, &resident) != 2)
+                        resident = 0;
+                fclose(f);
+        }
+        return resident * (uint64_t) sysconf(_SC_PAGESIZE);
+}
+
+/* Shrink every object of the client's one shrinker; returns its RSS before. */
+static uint64_t shrink_all_of(struct test_child *cl) {
+        char params[64], line[512];
+        uint64_t before = resident_of(cl->pid);
+        snprintf(params, sizeof(params), "{\"shrinker\":%lld}", (long long) shrinker_stat(cl->pid, "id"));
+        struct json_object *r = call_json("io.pressured.Shrink", params);
+        CU_ASSERT_PTR_NOT_NULL(r);
+        json_object_put(r);
+        /* Its last scan line ends with "left=0". */
+        line[0] = 0;
+        for (uint64_t end = test_now_ms() + 10000; test_now_ms() < end;)
+                if (client_line(cl, (int) (end - test_now_ms()), line, sizeof(line)) < 0 || strstr(line, " left=0"))
+                        break;
+        CU_ASSERT_PTR_NOT_NULL(strstr(line, " left=0"));
+        return before;
+}
+
+/* Freed objects leave holes in glibc's heap (each is followed by a small object that stays): only
+ * trimming gives their pages back. The library trims after scans by default; with the release hook set
+ * to nothing, the pages stay. */
+static void test_release_gives_memory_back(void) {
+        struct test_child c1 = { .lines.fd = -1 }, c2 = { .lines.fd = -1 };
+        char line[512];
+        static const char *const trims[] = { "--objects", "2000", "--size", "16384", "--pin", NULL };
+        static const char *const keeps[] = { "--objects", "2000", "--size", "16384", "--pin", "--no-release", NULL };
+        const uint64_t cache = 2000 * 16384;
+
+        CU_ASSERT_EQUAL_FATAL(client_start(&c1, NULL, false, trims), 0);
+        CU_ASSERT_EQUAL(client_wait(&c1, "ready", 10000, line, sizeof(line)), 0);
+        uint64_t before = shrink_all_of(&c1);
+        uint64_t after = resident_of(c1.pid);
+        for (uint64_t end = test_now_ms() + 10000; after + cache / 2 > before && test_now_ms() < end;)
+                after = resident_of(c1.pid); /* the trim runs once the answers are out */
+        CU_ASSERT(after + cache / 2 <= before);
+        test_child_stop(&c1);
+
+        CU_ASSERT_EQUAL_FATAL(client_start(&c2, NULL, false, keeps), 0);
+        CU_ASSERT_EQUAL(client_wait(&c2, "ready", 10000, line, sizeof(line)), 0);
+        before = shrink_all_of(&c2);
+        CU_ASSERT(resident_of(c2.pid) + cache / 2 > before);
+        test_child_stop(&c2);
+}
+
 /* The daemon restarts: the client (its library, on its own thread here) reconnects and registers again. */
 static void test_client_survives_restart(void) {
         struct test_child c1 = { .lines.fd = -1 };
@@ -407,6 +463,7 @@ int main(void) {
                 { "a client killed mid-scan is removed", test_client_dies_mid_scan },
                 { "shrink permissions", test_shrink_permissions },
                 { "bad answers and registrations", test_bad_answers },
+                { "freed heap memory goes back to the kernel", test_release_gives_memory_back },
                 { "a client re-registers after a daemon restart", test_client_survives_restart },
                 { "daemon stops cleanly", test_stop },
                 {},
