@@ -253,6 +253,9 @@ static const struct config_key config_keys[] = {
         { "priority_low", parse_int, AT(priorities.at[LEVEL_LOW]), 0, SHRINK_PRIORITY_MAX, "0..12" },
         { "priority_medium", parse_int, AT(priorities.at[LEVEL_MEDIUM]), 0, SHRINK_PRIORITY_MAX, "0..12" },
         { "priority_critical", parse_int, AT(priorities.at[LEVEL_CRITICAL]), 0, SHRINK_PRIORITY_MAX, "0..12" },
+        { "priority_floor_low", parse_int, AT(priorities.floor[LEVEL_LOW]), 0, SHRINK_PRIORITY_MAX, "0..12" },
+        { "priority_floor_medium", parse_int, AT(priorities.floor[LEVEL_MEDIUM]), 0, SHRINK_PRIORITY_MAX, "0..12" },
+        { "priority_floor_critical", parse_int, AT(priorities.floor[LEVEL_CRITICAL]), 0, SHRINK_PRIORITY_MAX, "0..12" },
         { "sample_interval", parse_duration, AT(sample_interval_usec), 10000, 60000000, "10ms..60s" },
         { "node_interval", parse_duration, AT(node_interval_usec) },
         { "hold", parse_duration, AT(hold_usec) },
@@ -333,5 +336,9 @@ int config_verify(const struct config *c, char **ret_error) {
         if (level_psi_thresholds_check(&c->psi) < 0)
                 return fail(ret_error, -EINVAL,
                             "thresholds of the same kind must not fall from low to medium to critical");
+        for (int l = LEVEL_LOW; l < _LEVEL_MAX; l++)
+                if (c->priorities.floor[l] > c->priorities.at[l])
+                        return fail(ret_error, -EINVAL, "priority_floor_%s is above priority_%s", level_to_string(l),
+                                    level_to_string(l));
         return 0;
 }

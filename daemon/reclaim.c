@@ -64,6 +64,8 @@ struct shrink_job {
         uint64_t explicit_left;
         bool probe_only; /* quarantined: a count to see whether it answers again */
         struct shrink_plan plan;
+        bool target_mode;      /* asked for its share of the episode's target, not the kernel's sizing */
+        uint64_t start_weight; /* its weight from the last count, when the round began */
         uint64_t freeable, bytes_per_object_x1000;
         uint64_t freed, scanned, bytes_freed;
         bool stopped, timed_out, empty, started, answered, rejected, cut;
@@ -80,6 +82,9 @@ struct shrink_round {
         size_t n_results, n_alloc;
         struct shrink_job *jobs; /* still counting here */
         unsigned n_jobs;         /* not finished yet */
+        uint64_t want;           /* episode rounds: bytes still to release; 0: the kernel's sizing alone */
+        uint64_t known_weight;   /* the split: weights of the jobs whose shrinker counted before */
+        unsigned n_known, n_unknown;
         sd_event_source *budget; /* episode rounds: when unfinished jobs are cut */
         uint64_t freed, freed_bytes, scanned;
         unsigned n_asked;
@@ -90,11 +95,15 @@ struct reclaim_episode {
         struct scope *scope;
         sd_event_source *timer;
         struct shrink_round *round;
-        uint64_t target, freed_bytes;
+        uint64_t target;     /* the goal: bytes to release (0: no estimate, the kernel's sizing alone) */
+        uint64_t freed_bytes; /* released towards it (as credited) */
         unsigned rounds;
-        unsigned escalation; /* rounds so far that did not end the pressure: each asks for more */
-        int priority;        /* of the last round */
+        unsigned shortfalls; /* goals met with the scope still above ok: each doubles the next goal */
+        int priority;        /* of the next round */
         bool paused;         /* target reached: waiting to see whether the pressure goes */
+        /* the stall, to see whether rounds help: PSI scopes from the cumulative total */
+        uint64_t mark_total, mark_usec;
+        double stall_avg; /* recent rounds' stall, smoothed; < 0: none yet */
 };
 
 static uint64_t now_usec(const struct reclaim *rc) {
@@ -199,11 +208,18 @@ static void job_free(struct shrink_job *j) {
         free(j);
 }
 
+/* The episode's goal is reached: the round's other jobs stop at their next step. */
+static bool job_goal_met(const struct shrink_job *j) {
+        const struct shrink_round *r = j->round;
+        const struct reclaim_episode *e = r ? r->episode : NULL;
+        return e && e->target > 0 && sat_add(e->freed_bytes, r->freed_bytes) >= e->target;
+}
+
 static void job_next_scan(struct shrink_job *j) {
         struct shrinker *sh = j->shrinker;
         uint64_t nr;
 
-        if (j->cut) {
+        if (j->cut || job_goal_met(j)) {
                 job_finish(j);
                 return;
         }
@@ -213,6 +229,13 @@ static void job_next_scan(struct shrink_job *j) {
                         return;
                 }
                 nr = MIN((uint64_t) sh->batch, j->explicit_left);
+        } else if (j->target_mode) {
+                /* A share is asked to the object, remainder included. */
+                if (j->plan.total_scan == 0) {
+                        job_finish(j);
+                        return;
+                }
+                nr = MIN((uint64_t) sh->batch, j->plan.total_scan);
         } else if (!shrink_plan_next(&j->plan, sh->batch, &nr)) {
                 job_finish(j);
                 return;
@@ -340,6 +363,24 @@ static const char *answer_check(const struct shrink_request *q, const struct shr
         return NULL;
 }
 
+/* In an episode with a goal, a shrinker that says how many bytes it holds is asked for its share of what
+ * is still to release, in proportion to its weight among the round's shrinkers, and never more than the
+ * kernel's sizing at the round's priority allows. Shrinkers not counted yet weigh what they did last
+ * time, or, never counted, as much as this one. */
+static void job_ask_share(struct shrink_job *j, uint64_t bytes) {
+        const struct shrink_round *r = j->round;
+        if (!r || r->want == 0 || bytes == 0 || j->bytes_per_object_x1000 == 0)
+                return;
+        uint64_t w = shrink_weight(bytes, j->shrinker->seeks);
+        uint64_t unknown = r->n_known > 0 ? r->known_weight / r->n_known : w;
+        uint64_t total = sat_add(r->known_weight, sat_mul(r->n_unknown, unknown));
+        total = total - MIN(total, j->start_weight > 0 ? j->start_weight : unknown);
+        total = sat_add(total, w);
+        uint64_t nr = shrink_target_objects(r->want, w, total, j->bytes_per_object_x1000);
+        j->target_mode = true;
+        j->plan.total_scan = MIN(j->plan.total_scan, nr);
+}
+
 /* A count: plan the scan, or finish when there is nothing to do. */
 static void job_counted(struct shrink_job *j, const struct shrink_answer *a) {
         struct shrinker *sh = j->shrinker;
@@ -368,6 +409,7 @@ static void job_counted(struct shrink_job *j, const struct shrink_answer *a) {
         if (a->bytes > 0)
                 j->bytes_per_object_x1000 = mul_div((uint64_t) a->bytes, 1000, count);
         shrink_plan_start(&j->plan, count, j->priority, sh->seeks, sh->deferred[slot]);
+        job_ask_share(j, (uint64_t) MAX(a->bytes, 0));
         job_next_scan(j);
 }
 
@@ -397,6 +439,8 @@ static void job_scanned(struct shrink_job *j, const struct shrink_answer *a, uin
         uint64_t scanned = given(a->scanned) ? (uint64_t) a->scanned : nr_to_scan;
         uint64_t bytes = given(a->bytes) ? (uint64_t) a->bytes : mul_div(freed, j->bytes_per_object_x1000, 1000);
         bytes = claim_credit(j, bytes);
+        if (j->round)
+                j->round->freed_bytes = sat_add(j->round->freed_bytes, bytes);
         sh->stats.freed = sat_add(sh->stats.freed, freed);
         sh->stats.scanned = sat_add(sh->stats.scanned, scanned);
         sh->stats.bytes_freed = sat_add(sh->stats.bytes_freed, bytes);
@@ -520,7 +564,6 @@ static void round_job_done(struct shrink_round *r, struct shrink_job *j) {
         j->round = NULL;
         j->round_prev = j->round_next = NULL;
         r->freed = sat_add(r->freed, j->freed);
-        r->freed_bytes = sat_add(r->freed_bytes, j->bytes_freed);
         r->scanned = sat_add(r->scanned, j->scanned);
         if (r->explicit && r->caller)
                 round_add_result(r, j);
@@ -558,6 +601,12 @@ static void round_add_shrinker(struct shrink_round *r, struct shrinker *sh, enum
                  * Shrink keeps it, to report it. */
                 if (j->probe_only && !r->explicit)
                         continue;
+                j->start_weight = shrink_weight(sh->last_bytes[shrinker_node_slot(sh, k)], sh->seeks);
+                if (j->start_weight > 0) {
+                        r->known_weight = sat_add(r->known_weight, j->start_weight);
+                        r->n_known++;
+                } else
+                        r->n_unknown++;
                 j->round = r;
                 j->round_next = r->jobs;
                 if (r->jobs)
@@ -672,16 +721,12 @@ static void episode_start_round(struct reclaim_episode *e) {
         r->rc = rc;
         r->id = ++rc->last_round_id;
         r->episode = e;
+        r->want = e->target > e->freed_bytes ? e->target - e->freed_bytes : 0;
         e->round = r;
         e->rounds++;
-        /* As the kernel lowers its priority with every reclaim pass that did not free enough, each round
-         * of an episode that finds the scope still above ok asks for more than the one before: two
-         * priority steps (four times as much), since a round is far coarser than a kernel pass. */
-        int priority = MAX(0, rc->config->priorities.at[s->level.level] - 2 * (int) e->escalation);
-        e->escalation = MIN(e->escalation + 1, (unsigned) SHRINK_PRIORITY_MAX);
-        e->priority = priority;
-        round_add_jobs(r, s->type, s->node_index, s->cgroup, priority, 0, NULL, NULL);
-        log_debug("%s: reclaim round %u at priority %d asks %u shrinkers.", s->name, e->rounds, priority, r->n_asked);
+        round_add_jobs(r, s->type, s->node_index, s->cgroup, e->priority, 0, NULL, NULL);
+        log_debug("%s: reclaim round %u at priority %d asks %u shrinkers for %llu bytes.", s->name, e->rounds,
+                  e->priority, r->n_asked, (unsigned long long) r->want);
         round_arm_budget(r);
         round_seal(r);
 }
@@ -702,6 +747,38 @@ static bool scope_wants_reclaim(const struct reclaim *rc, const struct scope *s)
         return reg->n_nodes == 0; /* no node figures at all: trust PSI */
 }
 
+/* A goal from figures read now, not from the last sample: the scope's reclaim target, doubled for every
+ * goal of this level change that was met while the pressure stayed (at most three times). */
+static uint64_t episode_goal(struct reclaim_episode *e) {
+        scope_refresh_target(e->scope);
+        return sat_mul(e->scope->reclaim_target, 1ULL << MIN(e->shortfalls, 3u));
+}
+
+/* How much the scope stalls now: for PSI scopes the fraction of time stalled since the last call (from
+ * the cumulative "some" total, read now), for nodes the pages short of the high watermarks. < 0: not
+ * known yet. */
+static double episode_stall(struct reclaim_episode *e) {
+        struct scope *s = e->scope;
+        const struct node_monitor *nm = s->env->nodes;
+
+        if (s->type == SCOPE_NODE) {
+                if (!nm)
+                        return -1;
+                const struct node_sample *n = &nm->cur[s->node_index];
+                return n->high_pages > n->free_pages ? (double) (n->high_pages - n->free_pages) : 0;
+        }
+        scope_refresh(s);
+        if (!s->have_psi)
+                return -1;
+        uint64_t now = now_usec(e->rc), total = s->psi.line[PSI_SOME].total;
+        double stall = -1;
+        if (e->mark_usec > 0 && now > e->mark_usec && total >= e->mark_total)
+                stall = (double) (total - e->mark_total) / (double) (now - e->mark_usec);
+        e->mark_total = total;
+        e->mark_usec = now;
+        return stall;
+}
+
 static int on_episode_timer(sd_event_source *src, uint64_t usec, void *userdata) {
         struct reclaim_episode *e = userdata;
         (void) src;
@@ -709,12 +786,15 @@ static int on_episode_timer(sd_event_source *src, uint64_t usec, void *userdata)
         if (e->round || !scope_wants_reclaim(e->rc, e->scope))
                 return 0;
         if (e->paused) {
-                /* The target was freed and the scope is still above ok: the estimate was short. */
+                /* The goal was released and the scope is still above ok: it was short, and the next one is
+                 * twice as large, up to eight times the target. (Making this depend on the stall falling
+                 * kept more of the closed loop's cache, and lost it to the OOM killer in one run of five.) */
+                e->shortfalls = MIN(e->shortfalls + 1, 3u);
                 e->paused = false;
-                e->target = e->scope->reclaim_target;
+                e->target = episode_goal(e);
                 e->freed_bytes = 0;
         }
-        if (e->freed_bytes < e->target)
+        if (e->target == 0 || e->freed_bytes < e->target)
                 episode_start_round(e);
         return 0;
 }
@@ -737,15 +817,30 @@ static void episode_log_round(const struct reclaim_episode *e, const struct shri
 static void episode_round_done(struct reclaim_episode *e, struct shrink_round *r) {
         struct reclaim *rc = e->rc;
 
+        struct scope *s = e->scope;
+        const struct shrink_priorities *p = &rc->config->priorities;
+
         e->round = NULL;
         e->freed_bytes = sat_add(e->freed_bytes, r->freed_bytes);
         if (r->n_asked > 0)
                 episode_log_round(e, r);
         /* Nobody was asked: wait for a level change or a new client rather than wake up for nothing. */
-        if (!scope_wants_reclaim(rc, e->scope) || r->n_asked == 0)
+        if (!scope_wants_reclaim(rc, s) || r->n_asked == 0)
                 return;
+
+        /* Escalate only when the round fell short and the stall did not fall; ease off when it fell. The
+         * stall of one round is noisy: it is held against the recent rounds' average, and a fall is a
+         * quarter below it. */
+        double stall = episode_stall(e);
+        bool fell = stall >= 0 && e->stall_avg >= 0 && stall < e->stall_avg * 0.75;
+        bool short_of_goal = r->want == 0 || r->freed_bytes < r->want;
+        if (stall >= 0)
+                e->stall_avg = e->stall_avg < 0 ? stall : (e->stall_avg + stall) / 2;
+        e->priority = shrink_next_priority(e->priority, p->at[s->level.level], p->floor[s->level.level],
+                                           short_of_goal, fell);
+
         uint64_t next = rc->config->round_interval_usec;
-        if (e->freed_bytes >= e->target) {
+        if (e->target > 0 && e->freed_bytes >= e->target) {
                 /* Give the pressure one fresh sample to show the effect before going on. */
                 e->paused = true;
                 next = MAX(next, rc->config->sample_interval_usec);
@@ -776,6 +871,8 @@ static struct reclaim_episode *episode_get(struct reclaim *rc, struct scope *s) 
         }
         e->rc = rc;
         e->scope = s;
+        e->priority = rc->config->priorities.at[s->level.level];
+        e->stall_avg = -1;
         if (sd_event_add_time(rc->event, &e->timer, CLOCK_MONOTONIC, 0, 1000, on_episode_timer, e) < 0) {
                 free(e);
                 return NULL;
@@ -802,10 +899,14 @@ static void scope_changed(struct reclaim *rc, struct scope *s) {
         struct reclaim_episode *e = episode_get(rc, s);
         if (!e)
                 return;
-        /* Every change while above ok sets a new goal; a fall also means the last rounds were enough. */
-        if (s->level.level < s->previous)
-                e->escalation = 0;
-        e->target = s->reclaim_target;
+        /* Every change while above ok sets a new goal. A fall means the last rounds were enough: start
+         * again at the level's priority; a rise keeps an escalation already under way. */
+        const struct shrink_priorities *p = &rc->config->priorities;
+        enum level l = s->level.level;
+        e->priority = s->level.level < s->previous ? p->at[l] : MIN(e->priority, p->at[l]);
+        e->priority = MAX(e->priority, p->floor[l]);
+        e->shortfalls = 0;
+        e->target = episode_goal(e);
         e->freed_bytes = 0;
         e->paused = false;
         if (!e->round)

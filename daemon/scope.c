@@ -161,6 +161,13 @@ void scope_refresh(struct scope *s) {
                 scope_read_memory(s);
 }
 
+void scope_refresh_target(struct scope *s) {
+        if (s->gone)
+                return;
+        scope_read_memory(s);
+        scope_update_target(s);
+}
+
 void scope_sample(struct scope *s, uint64_t now) {
         if (s->type == SCOPE_NODE) {
                 scope_update_node(s, now);

@@ -98,6 +98,9 @@ void scope_update_node(struct scope *s, uint64_t now_usec);
 void scope_feed_level(struct scope *s, enum level raw, uint64_t now_usec);
 /* PSI and memory figures, for a status request. */
 void scope_refresh(struct scope *s);
+/* Read the memory figures now and compute the reclaim target from them (for a decision that must not
+ * use the last sample's). */
+void scope_refresh_target(struct scope *s);
 
 /* Arm the trigger again after the low threshold changed (configuration reload). */
 int scope_rearm(struct scope *s);

@@ -46,10 +46,36 @@ uint64_t shrink_plan_finish(const struct shrink_plan *p) {
 }
 
 void shrink_priorities_default(struct shrink_priorities *ret) {
-        *ret = (struct shrink_priorities){ .at = { [LEVEL_OK] = SHRINK_PRIORITY_MAX,
-                                                   [LEVEL_LOW] = SHRINK_PRIORITY_MAX,
-                                                   [LEVEL_MEDIUM] = 6,
-                                                   [LEVEL_CRITICAL] = 0 } };
+        *ret = (struct shrink_priorities){
+                .at = { [LEVEL_OK] = SHRINK_PRIORITY_MAX, [LEVEL_LOW] = SHRINK_PRIORITY_MAX, [LEVEL_MEDIUM] = 9,
+                        [LEVEL_CRITICAL] = 6 },
+                .floor = { [LEVEL_OK] = SHRINK_PRIORITY_MAX, [LEVEL_LOW] = 4, [LEVEL_MEDIUM] = 2,
+                           [LEVEL_CRITICAL] = 0 },
+        };
+}
+
+uint64_t shrink_weight(uint64_t freeable_bytes, unsigned seeks) {
+        return seeks > 0 ? mul_div(freeable_bytes, 4, seeks) : freeable_bytes / 2;
+}
+
+uint64_t shrink_target_objects(uint64_t want_bytes, uint64_t weight, uint64_t total_weight,
+                               uint64_t bytes_per_object_x1000) {
+        if (total_weight == 0 || bytes_per_object_x1000 == 0)
+                return 0;
+        uint64_t share = mul_div(want_bytes, MIN(weight, total_weight), total_weight);
+        /* objects = ceil(share * 1000 / bytes_per_object_x1000) */
+        uint64_t objects = mul_div(share, 1000, bytes_per_object_x1000);
+        if (mul_div(objects, bytes_per_object_x1000, 1000) < share)
+                objects = sat_add(objects, 1);
+        return objects;
+}
+
+int shrink_next_priority(int priority, int start, int floor, bool short_of_target, bool stall_fell) {
+        if (stall_fell)
+                return MIN(priority + 1, start);
+        if (short_of_target)
+                return MAX(priority - 2, floor);
+        return priority;
 }
 
 bool shrink_cgroup_within(const char *path, const char *ancestor) {

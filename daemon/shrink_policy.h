@@ -68,11 +68,32 @@ void shrink_plan_scanned(struct shrink_plan *p, uint64_t nr_scanned);
  * 2 * freeable). */
 uint64_t shrink_plan_finish(const struct shrink_plan *p);
 
-/* Priority for a level: the mapping is configurable; defaults low 12, medium 6, critical 0. */
+/* Priority for a level: where an episode starts, and how far its rounds may escalate (the floor). The
+ * mapping is configurable; defaults start low 12, medium 9, critical 6, floors 4, 2, 0. */
 struct shrink_priorities {
         int at[_LEVEL_MAX];
+        int floor[_LEVEL_MAX];
 };
 void shrink_priorities_default(struct shrink_priorities *ret);
+
+/* ---- how much, for a target: an episode's split ---- */
+
+/* A shrinker's weight in the split of a target: its freeable bytes * 4 / seeks (half of them for seeks
+ * 0), the kernel's delta at priority 0, so that each is asked in proportion to what it holds and to how
+ * cheaply its objects are made again. */
+uint64_t shrink_weight(uint64_t freeable_bytes, unsigned seeks);
+
+/* The objects to ask of one shrinker for its share of want_bytes (want * weight / total_weight bytes,
+ * rounded up to whole objects of bytes_per_object_x1000 / 1000 bytes). 0 when total_weight or the object
+ * size is 0. */
+uint64_t shrink_target_objects(uint64_t want_bytes, uint64_t weight, uint64_t total_weight,
+                               uint64_t bytes_per_object_x1000);
+
+/* The next round's priority. As the kernel lowers its priority only for a pass that did not reclaim
+ * enough, a round escalates only when it released less than it wanted and the stall did not fall: by two
+ * steps (a round is far coarser than a kernel pass), not below floor. It steps back by one (not above
+ * start) when the stall fell. */
+int shrink_next_priority(int priority, int start, int floor, bool short_of_target, bool stall_fell);
 
 /* ---- who: the kernel's rules ---- */
 

@@ -70,7 +70,7 @@ static uint64_t now(void) {
         return t;
 }
 
-static void setup(void) {
+static void setup_nodes(bool with_nodes) {
         memset(&f, 0, sizeof(f));
         config_init(&f.config);
         /* A trigger that cannot fire, so that only the levels fed by the test count. */
@@ -79,15 +79,22 @@ static void setup(void) {
         f.config.round_interval_usec = 1000;
         f.config.request_timeout_usec = 50000;
         f.config.quarantine_after = 2;
+        f.config.sample_interval_usec = 10000;
 
         CU_ASSERT_EQUAL_FATAL(sd_event_new(&f.event), 0);
-        CU_ASSERT_EQUAL_FATAL(node_monitor_new(test_fixture("sysfs-2node"), &f.nodes), 0);
-        CU_ASSERT_EQUAL_FATAL(node_monitor_sample(f.nodes, 1), 0);
+        if (with_nodes) {
+                CU_ASSERT_EQUAL_FATAL(node_monitor_new(test_fixture("sysfs-2node"), &f.nodes), 0);
+                CU_ASSERT_EQUAL_FATAL(node_monitor_sample(f.nodes, 1), 0);
+        }
         CU_ASSERT_EQUAL_FATAL(scope_registry_new(f.event, &f.config, NULL, f.nodes, &f.scopes), 0);
         CU_ASSERT_EQUAL_FATAL(shrink_registry_new(f.event, f.scopes, f.nodes, &f.shrinkers), 0);
         CU_ASSERT_EQUAL_FATAL(reclaim_new(f.event, &f.config, f.scopes, f.shrinkers, &fake_transport, NULL, &f.reclaim), 0);
         CU_ASSERT_EQUAL_FATAL(scope_registry_start(f.scopes), 0);
-        CU_ASSERT_EQUAL_FATAL(f.scopes->n_nodes, 2u);
+        CU_ASSERT_EQUAL_FATAL(f.scopes->n_nodes, with_nodes ? 2u : 0u);
+}
+
+static void setup(void) {
+        setup_nodes(true);
 }
 
 static void teardown(void) {
@@ -158,12 +165,14 @@ static struct scope *node1(void) {
         return f.scopes->nodes[1];
 }
 
-/* A round asks every shrinker in scope at once, at the level's priority; one that is still above ok
- * after a round asks again two priority steps lower. */
+/* A round asks every shrinker in scope at once, at the level's priority, for its share of the goal, and
+ * never more than the kernel's sizing at that priority; a round that fell short, with the stall not
+ * falling, makes the next one ask at one step lower. */
 static void test_round_requests_and_priorities(void) {
         setup();
         struct shrink_client *a = client("a", SHRINKER_NUMA_AWARE, 100), *b = client("b", SHRINKER_NUMA_AWARE, 100);
         struct shrink_client *plain = client("plain", 0, 100); /* not NUMA_AWARE: a node does not ask it */
+        int start = f.config.priorities.at[LEVEL_MEDIUM];
 
         scope_feed_level(node1(), LEVEL_MEDIUM, now());
         CU_ASSERT_TRUE(node1()->reclaim_target > 0);
@@ -173,33 +182,151 @@ static void test_round_requests_and_priorities(void) {
         CU_ASSERT_FATAL(qa && qb);
         CU_ASSERT_PTR_NULL(pending_for(plain));
         CU_ASSERT_EQUAL(qa->q.op, SHRINK_OP_COUNT);
-        CU_ASSERT_EQUAL(qa->q.priority, f.config.priorities.at[LEVEL_MEDIUM]);
+        CU_ASSERT_EQUAL(qa->q.priority, start);
         CU_ASSERT_EQUAL(qa->q.node, 1);
         CU_ASSERT_STRING_EQUAL(qa->q.cgroup, "/");
         CU_ASSERT_NOT_EQUAL(qa->q.id, qb->q.id);
 
-        /* a has 100000 objects: at priority 6 and seeks 2 that is (100000 >> 6) * 4 / 2 = 3124 to scan, in
-         * batches of 100; the 24 left over are deferred. b skips this round. */
+        /* a holds 100,000 objects of 1000 bytes. Its share of node 1's goal (a hundred MB) is far more than
+         * the kernel's sizing at priority 9 allows: (100000 >> 9) * 4 / 2 = 390 objects, asked to the
+         * object (batches of 100, then 90). b skips this round. */
         CU_ASSERT_EQUAL(answer(qa, COUNT(100000)), 0);
         CU_ASSERT_EQUAL(answer(qb, COUNT(0)), 0);
         uint64_t scanned = 0;
         struct sent *s;
         while ((s = pending_for(a)) && s->q.op == SHRINK_OP_SCAN) {
-                CU_ASSERT_EQUAL(s->q.nr_to_scan, 100u);
+                CU_ASSERT(s->q.nr_to_scan <= 100u);
                 scanned += s->q.nr_to_scan;
                 CU_ASSERT_EQUAL(answer(s, FREED((int64_t) s->q.nr_to_scan)), 0);
         }
-        CU_ASSERT_EQUAL(scanned, 3100u);
+        CU_ASSERT_EQUAL(scanned, 390u);
         struct shrinker *sh = a->shrinkers[0];
-        CU_ASSERT_EQUAL(sh->deferred[1], 24u);
-        CU_ASSERT_EQUAL(sh->stats.freed, 3100u);
-        CU_ASSERT_EQUAL(sh->stats.bytes_freed, 3100u * 1000);
+        CU_ASSERT_EQUAL(sh->deferred[1], 0u);
+        CU_ASSERT_EQUAL(sh->stats.freed, 390u);
 
-        /* 3.1 MB is far from node 1's target: the next round asks again, at priority 4. */
+        /* Far short of the goal, and the node's figures (a fixture) do not move: two steps lower. */
         RUN_UNTIL(n_pending() == 2);
         CU_ASSERT_EQUAL(n_pending(), 2u);
-        CU_ASSERT_EQUAL(pending_for(a)->q.priority, f.config.priorities.at[LEVEL_MEDIUM] - 2);
-        CU_ASSERT_EQUAL(pending_for(b)->q.priority, f.config.priorities.at[LEVEL_MEDIUM] - 2);
+        CU_ASSERT_EQUAL(pending_for(a)->q.priority, start - 2);
+        CU_ASSERT_EQUAL(pending_for(b)->q.priority, start - 2);
+        teardown();
+}
+
+/* Escalation stops at the level's floor. */
+static void test_escalation_floor(void) {
+        setup();
+        f.config.priorities.floor[LEVEL_MEDIUM] = f.config.priorities.at[LEVEL_MEDIUM] - 3;
+        struct shrink_client *a = client("a", SHRINKER_NUMA_AWARE, 100);
+        int seen[6];
+
+        scope_feed_level(node1(), LEVEL_MEDIUM, now());
+        for (int round = 0; round < 6; round++) {
+                RUN_UNTIL(pending_for(a));
+                CU_ASSERT_FATAL(pending_for(a) != NULL);
+                seen[round] = pending_for(a)->q.priority;
+                CU_ASSERT_EQUAL(answer(pending_for(a), COUNT(0)), 0);
+        }
+        int start = f.config.priorities.at[LEVEL_MEDIUM];
+        CU_ASSERT_EQUAL(seen[0], start);
+        CU_ASSERT_EQUAL(seen[1], start - 2);
+        CU_ASSERT_EQUAL(seen[2], start - 3);
+        CU_ASSERT_EQUAL(seen[5], start - 3);
+        teardown();
+}
+
+/* Without node figures and without a limit there is no estimate: the target is 0. The episode does not
+ * stop after one round for want of a goal; it sizes by the kernel's formula while the pressure lasts. */
+static void test_target_zero(void) {
+        setup_nodes(false);
+        struct shrink_client *a = client("a", 0, 100);
+
+        scope_feed_level(f.scopes->system, LEVEL_MEDIUM, now());
+        CU_ASSERT_EQUAL(f.scopes->system->reclaim_target, 0u);
+        for (int round = 0; round < 3; round++) {
+                RUN_UNTIL(pending_for(a));
+                CU_ASSERT_FATAL(pending_for(a) != NULL);
+                CU_ASSERT_EQUAL(answer(pending_for(a), COUNT(100000)), 0);
+                struct sent *s;
+                while ((s = pending_for(a)) && s->q.op == SHRINK_OP_SCAN)
+                        CU_ASSERT_EQUAL(answer(s, FREED((int64_t) s->q.nr_to_scan)), 0);
+        }
+        CU_ASSERT(a->shrinkers[0]->stats.freed > 0);
+        teardown();
+}
+
+static uint64_t scan_total(struct shrink_client *cl, uint64_t from) {
+        uint64_t n = 0;
+        for (size_t i = from; i < f.n_sent; i++)
+                if (f.sent[i].client == cl && f.sent[i].q.op == SHRINK_OP_SCAN)
+                        n += f.sent[i].q.nr_to_scan;
+        return n;
+}
+
+/* With weights known from the last counts, each shrinker is asked in proportion to what it holds:
+ * 300 MB and 100 MB, the same seeks: three to one. */
+static void test_proportional_split(void) {
+        setup();
+        f.config.priorities.at[LEVEL_MEDIUM] = f.config.priorities.floor[LEVEL_MEDIUM] = 0; /* no cap */
+        const unsigned batch = 1u << 20; /* a whole share in one request */
+        struct shrink_client *a = client("a", SHRINKER_NUMA_AWARE, batch), *b = client("b", SHRINKER_NUMA_AWARE, batch);
+
+        scope_feed_level(node1(), LEVEL_MEDIUM, now());
+        /* Round 1: nothing known yet, each counts as much as the other. */
+        CU_ASSERT_EQUAL(answer(pending_for(a), COUNT(300000)), 0);
+        CU_ASSERT_EQUAL(answer(pending_for(b), COUNT(100000)), 0);
+        uint64_t a1 = pending_for(a)->q.nr_to_scan, b1 = pending_for(b)->q.nr_to_scan;
+        CU_ASSERT_EQUAL(a1, b1);
+        CU_ASSERT_EQUAL(answer(pending_for(a), FREED(1)), 0);
+        CU_ASSERT_EQUAL(answer(pending_for(b), FREED(1)), 0);
+
+        /* Round 2: the goal is far from met, and the weights are the first round's counts. */
+        size_t from = f.n_sent;
+        RUN_UNTIL(n_pending() == 2);
+        CU_ASSERT_EQUAL(answer(pending_for(a), COUNT(300000)), 0);
+        CU_ASSERT_EQUAL(answer(pending_for(b), COUNT(100000)), 0);
+        uint64_t a2 = scan_total(a, from), b2 = scan_total(b, from);
+        CU_ASSERT(b2 > 0);
+        CU_ASSERT(a2 >= 3 * b2 - 3 && a2 <= 3 * b2 + 3);
+        /* Together, about what is still to release: the goal less the two objects. */
+        uint64_t goal_objects = node1()->reclaim_target / 1000;
+        CU_ASSERT(a2 + b2 <= goal_objects + 2);
+        CU_ASSERT(a2 + b2 + 10 >= goal_objects);
+        teardown();
+}
+
+/* Once the goal is released the round stops: a shrinker that gives more than it was asked (freed up to
+ * twice a scan is allowed) ends everyone's scanning at their next step. */
+static void test_stop_at_goal(void) {
+        setup();
+        f.config.priorities.at[LEVEL_LOW] = f.config.priorities.floor[LEVEL_LOW] = 0;
+        /* Credit is capped at what a client has resident: have enough of it. */
+        size_t ballast_size = 256u << 20;
+        char *ballast = malloc(ballast_size);
+        CU_ASSERT_FATAL(ballast != NULL);
+        memset(ballast, 1, ballast_size);
+        struct shrink_client *a = client("a", SHRINKER_NUMA_AWARE, 1000), *b = client("b", SHRINKER_NUMA_AWARE, 1000);
+
+        scope_feed_level(node1(), LEVEL_LOW, now());
+        uint64_t goal = node1()->reclaim_target;
+        CU_ASSERT_FATAL(goal > 0 && goal < ballast_size / 2);
+        CU_ASSERT_EQUAL(answer(pending_for(a), COUNT(1000000)), 0);
+        CU_ASSERT_EQUAL(answer(pending_for(b), COUNT(1000000)), 0);
+        struct sent *sb = pending_for(b); /* b's first scan stays out while a over-delivers */
+        CU_ASSERT_FATAL(sb && sb->q.op == SHRINK_OP_SCAN);
+        unsigned a_scans = 0;
+        struct sent *s;
+        while ((s = pending_for(a)) && s->q.op == SHRINK_OP_SCAN) {
+                struct shrink_answer twice = FREED((int64_t) (2 * s->q.nr_to_scan));
+                twice.bytes = (int64_t) (2 * s->q.nr_to_scan * 1000);
+                CU_ASSERT_EQUAL(answer(s, twice), 0);
+                a_scans++;
+        }
+        /* a was asked for half the goal, in scans of 1000; giving twice, it met the whole goal alone. */
+        uint64_t half = goal / 2 / 1000;
+        CU_ASSERT(a_scans >= half / 1000 && a_scans <= half / 1000 + 2);
+        CU_ASSERT_EQUAL(answer(sb, FREED((int64_t) sb->q.nr_to_scan)), 0);
+        CU_ASSERT_PTR_NULL(pending_for(b)); /* no second scan for b */
+        free(ballast);
         teardown();
 }
 
@@ -544,6 +671,10 @@ static void test_explicit_shrink(void) {
 int main(void) {
         static const struct test_case cases[] = {
                 { "a round's requests and priorities", test_round_requests_and_priorities },
+                { "escalation stops at the floor", test_escalation_floor },
+                { "the goal is split in proportion", test_proportional_split },
+                { "a round stops at its goal", test_stop_at_goal },
+                { "a target of 0", test_target_zero },
                 { "a slow client", test_slow_client },
                 { "a client that lies", test_client_that_lies },
                 { "answering counts but never scans is quarantined", test_count_but_never_scan },

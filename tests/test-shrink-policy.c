@@ -112,8 +112,41 @@ static void test_priorities(void) {
         struct shrink_priorities pr;
         shrink_priorities_default(&pr);
         CU_ASSERT_EQUAL(pr.at[LEVEL_LOW], 12);
-        CU_ASSERT_EQUAL(pr.at[LEVEL_MEDIUM], 6);
-        CU_ASSERT_EQUAL(pr.at[LEVEL_CRITICAL], 0);
+        CU_ASSERT_EQUAL(pr.at[LEVEL_MEDIUM], 9);
+        CU_ASSERT_EQUAL(pr.at[LEVEL_CRITICAL], 6);
+        for (int l = LEVEL_LOW; l < _LEVEL_MAX; l++)
+                CU_ASSERT(pr.floor[l] <= pr.at[l]);
+        /* At low a seeks-2 cache is never asked for more than 2/2^floor of itself in a round: 1/8. */
+        CU_ASSERT_EQUAL(pr.floor[LEVEL_LOW], 4);
+        CU_ASSERT_EQUAL(pr.floor[LEVEL_CRITICAL], 0);
+}
+
+/* The split of a target, worked by hand. */
+static void test_split(void) {
+        /* weight: the kernel's delta at priority 0, in bytes */
+        CU_ASSERT_EQUAL(shrink_weight(1000, 2), 2000u);
+        CU_ASSERT_EQUAL(shrink_weight(1000, 4), 1000u);
+        CU_ASSERT_EQUAL(shrink_weight(1000, 0), 500u);
+        /* 1 MB wanted; weights 3:1; 4 KiB objects: 750,000 bytes = 183.1 objects -> 184 */
+        CU_ASSERT_EQUAL(shrink_target_objects(1000000, 3, 4, 4096000), 184u);
+        CU_ASSERT_EQUAL(shrink_target_objects(1000000, 1, 4, 4096000), 62u); /* 250,000 / 4096 = 61.04 */
+        /* exact: no rounding up */
+        CU_ASSERT_EQUAL(shrink_target_objects(4096, 1, 1, 4096000), 1u);
+        CU_ASSERT_EQUAL(shrink_target_objects(1000, 1, 0, 1000), 0u);
+        CU_ASSERT_EQUAL(shrink_target_objects(1000, 1, 1, 0), 0u);
+        /* a weight above the total (a liar) gets the whole want, not more */
+        CU_ASSERT_EQUAL(shrink_target_objects(1000, 50, 10, 1000), 1000u);
+        CU_ASSERT_EQUAL(shrink_target_objects(INT64_MAX, UINT64_MAX, UINT64_MAX, 1), UINT64_MAX);
+}
+
+/* Escalation only without progress, within [floor, start]. */
+static void test_next_priority(void) {
+        CU_ASSERT_EQUAL(shrink_next_priority(9, 9, 2, true, false), 7);   /* short, stall steady */
+        CU_ASSERT_EQUAL(shrink_next_priority(3, 9, 2, true, false), 2);   /* not below the floor */
+        CU_ASSERT_EQUAL(shrink_next_priority(9, 9, 2, false, false), 9);  /* released what it wanted */
+        CU_ASSERT_EQUAL(shrink_next_priority(2, 9, 2, true, false), 2);   /* at the floor */
+        CU_ASSERT_EQUAL(shrink_next_priority(5, 9, 2, true, true), 6);    /* the stall fell: ease off */
+        CU_ASSERT_EQUAL(shrink_next_priority(9, 9, 2, false, true), 9);   /* not above the start */
 }
 
 static void test_cgroup_within(void) {
@@ -196,6 +229,8 @@ int main(void) {
                 { "batches and the remainder", test_batches },
                 { "deferred work accumulates and is capped", test_deferred_accumulates_and_caps },
                 { "priorities per level", test_priorities },
+                { "the split of a target", test_split },
+                { "escalation", test_next_priority },
                 { "cgroup subtree", test_cgroup_within },
                 { "who is asked", test_select },
                 { "quarantine and recovery", test_quarantine },
