@@ -401,6 +401,11 @@ static uint64_t shrink_all_of(struct test_child *cl) {
  * trimming gives their pages back. The library trims after scans by default; with the release hook set
  * to nothing, the pages stay. */
 static void test_release_gives_memory_back(void) {
+#if defined(__SANITIZE_ADDRESS__)
+        /* AddressSanitizer's allocator replaces glibc's: malloc_trim() has nothing to trim. */
+        printf("skipped under AddressSanitizer ");
+        return;
+#endif
         struct test_child c1 = { .lines.fd = -1 }, c2 = { .lines.fd = -1 };
         char line[512];
         static const char *const trims[] = { "--objects", "2000", "--size", "16384", "--pin", NULL };
