@@ -841,9 +841,10 @@ static void episode_round_done(struct reclaim_episode *e, struct shrink_round *r
 
         uint64_t next = rc->config->round_interval_usec;
         if (e->target > 0 && e->freed_bytes >= e->target) {
-                /* Give the pressure one fresh sample to show the effect before going on. */
+                /* Give the stall a moment to show the effect before going on: two round intervals (the
+                 * stall is read afresh then, not from the sampler). */
                 e->paused = true;
-                next = MAX(next, rc->config->sample_interval_usec);
+                next = 2 * rc->config->round_interval_usec;
         }
         (void) sd_event_source_set_time(e->timer, now_usec(rc) + next);
         (void) sd_event_source_set_enabled(e->timer, SD_EVENT_ONESHOT);
