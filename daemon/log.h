@@ -39,6 +39,7 @@ int log_internal(int level, int error, const char *file, int line, const char *f
 /* Message ids of the structured journal entries (documented in pressured(8)). */
 #define PRESSURED_MESSAGE_LEVEL_CHANGE "3f4d0c6a2b9e4f5c9d1e7a8b6c5d4e3f"
 #define PRESSURED_MESSAGE_RECLAIM_ROUND "8a1b2c3d4e5f40718293a4b5c6d7e8f9"
+#define PRESSURED_MESSAGE_RELEASE "43087693fbff4890a213c3f50cdf132e"
 
 /* A message with structured fields: under systemd straight to the journal with the fields
  * (MESSAGE_ID=, PRESSURED_SCOPE=, and any "KEY=value" strings given, NULL-terminated), otherwise the

@@ -514,6 +514,8 @@ struct json_object *protocol_encode_shrinker_info(const struct shrinker_info_sna
         add_u64(o, "last_latency_usec", st->last_latency_usec);
         add_u64(o, "worst_latency_usec", st->worst_latency_usec);
         add_u64(o, "rejected_answers", st->rejected);
+        add_u64(o, "client_claimed_bytes", i->client_claimed_bytes);
+        add_u64(o, "client_released_bytes", i->client_released_bytes);
         add_string(o, "state", i->quarantined ? "quarantined" : "active");
         return o;
 }
@@ -572,6 +574,8 @@ int protocol_decode_shrinker_info(struct json_object *o, struct shrinker_info_sn
         TRY(get_u64(o, "last_latency_usec", true, &st->last_latency_usec));
         TRY(get_u64(o, "worst_latency_usec", true, &st->worst_latency_usec));
         TRY(get_u64(o, "rejected_answers", true, &st->rejected));
+        TRY(get_u64(o, "client_claimed_bytes", false, &i.client_claimed_bytes));
+        TRY(get_u64(o, "client_released_bytes", false, &i.client_released_bytes));
         TRY(get_string(o, "state", true, &state));
         if (pid < 0 || seeks < 0 || batch < 0 || uid > UINT32_MAX)
                 return -EINVAL;

@@ -95,6 +95,7 @@ struct shrinker_info_snapshot {
         size_t n_nodes;
         struct shrinker_node_figures *nodes;
         struct shrinker_stats stats; /* `empty` is not on the wire; `rejected` is rejected_answers */
+        uint64_t client_claimed_bytes, client_released_bytes; /* measured per client, not per shrinker */
         bool quarantined;
 };
 

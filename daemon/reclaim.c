@@ -10,6 +10,7 @@
 #include "hashmap.h"
 #include "log.h"
 #include "macro.h"
+#include "release.h"
 
 struct reclaim {
         sd_event *event;
@@ -21,6 +22,7 @@ struct reclaim {
         int slot;                 /* on each scope: its episode */
         struct hashmap *requests; /* in flight, by id */
         struct hashmap *queues;   /* struct shrinker_queue by shrinker id */
+        struct release_meter *meter;
         uint64_t last_request_id, last_round_id;
         struct {
                 uid_t uid;
@@ -86,6 +88,7 @@ struct shrink_round {
         uint64_t known_weight;   /* the split: weights of the jobs whose shrinker counted before */
         unsigned n_known, n_unknown;
         sd_event_source *budget; /* episode rounds: when unfinished jobs are cut */
+        struct release_sample *sample; /* what its clients had resident, and claimed */
         uint64_t freed, freed_bytes, scanned;
         unsigned n_asked;
 };
@@ -105,6 +108,9 @@ struct reclaim_episode {
         uint64_t mark_total, mark_usec;
         double stall_avg; /* recent rounds' stall, smoothed; < 0: none yet */
 };
+
+/* libpressure gives freed memory back at most every 100 ms after its answers: measure well after that. */
+#define RELEASE_SETTLE_USEC (300 * 1000)
 
 static uint64_t now_usec(const struct reclaim *rc) {
         uint64_t t = 0;
@@ -180,6 +186,8 @@ static int request_send(struct shrink_job *j, enum shrink_op op, uint64_t nr_to_
                         uint64_t resident;
                         sh->client->credit_round = j->round_id;
                         sh->client->credit_left = shrink_client_resident(sh->client, &resident) >= 0 ? resident : 0;
+                        if (j->round)
+                                release_sample_begin(j->round->sample, sh->client, sh->client->credit_left);
                 }
         }
         const struct shrink_request_snapshot snap = {
@@ -422,6 +430,8 @@ static uint64_t claim_credit(struct shrink_job *j, uint64_t bytes) {
                 return bytes; /* never asked to scan in this round: nothing to go by */
         uint64_t credit = MIN(bytes, cl->credit_left);
         cl->credit_left -= credit;
+        if (j->round)
+                release_sample_claim(j->round->sample, cl, credit);
         return credit;
 }
 
@@ -504,6 +514,7 @@ static void episode_round_done(struct reclaim_episode *e, struct shrink_round *r
 
 static void round_free(struct shrink_round *r) {
         sd_event_source_disable_unref(r->budget);
+        release_sample_free(r->sample);
         for (size_t i = 0; i < r->n_results; i++) {
                 free((char *) r->results[i].name);
                 free((char *) r->results[i].cgroup);
@@ -513,6 +524,7 @@ static void round_free(struct shrink_round *r) {
 }
 
 static void round_complete(struct shrink_round *r) {
+        release_meter_submit(r->rc->meter, TAKE_PTR(r->sample), r->episode ? r->episode->scope->name : "Shrink");
         if (r->episode)
                 episode_round_done(r->episode, r);
         if (r->explicit && r->caller)
@@ -688,6 +700,7 @@ int reclaim_shrink_new(struct reclaim *rc, void *caller, struct shrink_round **r
                 return -ENOMEM;
         r->rc = rc;
         r->id = ++rc->last_round_id;
+        r->sample = release_sample_new(r->id);
         r->explicit = true;
         r->caller = caller;
         *ret = r;
@@ -720,6 +733,7 @@ static void episode_start_round(struct reclaim_episode *e) {
         }
         r->rc = rc;
         r->id = ++rc->last_round_id;
+        r->sample = release_sample_new(r->id);
         r->episode = e;
         r->want = e->target > e->freed_bytes ? e->target - e->freed_bytes : 0;
         e->round = r;
@@ -966,6 +980,7 @@ static void side_round(struct reclaim *rc, struct scope *s, const struct reclaim
         }
         r->rc = rc;
         r->id = ++rc->last_round_id;
+        r->sample = release_sample_new(r->id);
         round_add_jobs(r, s->type, s->node_index, s->cgroup, e->priority, 0, NULL, cl);
         round_arm_budget(r);
         round_seal(r);
@@ -1032,6 +1047,8 @@ int reclaim_new(sd_event *event, const struct config *config, struct scope_regis
         if (r >= 0)
                 r = hashmap_new(HASHMAP_KEY_U64, &rc->queues);
         if (r >= 0)
+                r = release_meter_new(event, shrinkers, RELEASE_SETTLE_USEC, &rc->meter);
+        if (r >= 0)
                 r = rc->slot = scope_registry_add_observer(scopes, &scope_observer, rc);
         if (r >= 0)
                 r = shrink_registry_add_observer(shrinkers, &shrink_observer, rc);
@@ -1051,6 +1068,7 @@ struct reclaim *reclaim_free(struct reclaim *rc) {
         assert(hashmap_size(rc->requests) == 0);
         hashmap_free(rc->requests);
         hashmap_free(rc->queues);
+        release_meter_free(rc->meter);
         free(rc);
         return NULL;
 }

@@ -311,6 +311,8 @@ int shrinker_info(const struct shrinker *sh, struct shrinker_info_snapshot *ret)
                 .n_nodes = sh->n_nodes,
                 .nodes = nodes,
                 .stats = sh->stats,
+                .client_claimed_bytes = cl->claimed_bytes,
+                .client_released_bytes = cl->released_bytes,
                 .quarantined = sh->health.quarantined,
         };
         return 0;

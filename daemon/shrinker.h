@@ -56,6 +56,11 @@ struct shrink_client {
         size_t n_watched;
         /* reclaim's: bytes it may still claim to have freed in round credit_round */
         uint64_t credit_round, credit_left;
+        /* release.c's: its entry in the sample of round measure_round; what it claimed to free and what
+         * its resident memory showed, over all rounds measured */
+        uint64_t measure_round;
+        size_t measure_index;
+        uint64_t claimed_bytes, released_bytes;
 };
 
 struct shrink_registry_observer {

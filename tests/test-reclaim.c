@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -523,6 +524,34 @@ static void test_serve_spammer(void) {
         teardown();
 }
 
+/* Claimed and released side by side: the client's resident memory is read when the round first asks
+ * it to scan and again a moment after the round. Here the client (this process) claims 100 KB while it
+ * gives back 64 MiB it had mapped. */
+static void test_release_measured(void) {
+        setup();
+        struct shrink_client *a = client("a", SHRINKER_NUMA_AWARE, 100);
+        const size_t size = 64u << 20;
+        char *ballast = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        CU_ASSERT_FATAL(ballast != MAP_FAILED);
+        memset(ballast, 1, size);
+
+        int caller = 0;
+        struct shrink_round *r;
+        CU_ASSERT_EQUAL_FATAL(reclaim_shrink_new(f.reclaim, &caller, &r), 0);
+        reclaim_shrink_start(r, &(struct shrink_target){ .type = SCOPE_NODE, .node_index = 1, .nr_to_scan = 100 });
+        CU_ASSERT_FATAL(pending_for(a) && pending_for(a)->q.op == SHRINK_OP_SCAN);
+        munmap(ballast, size);
+        struct shrink_answer claim = FREED(100);
+        claim.bytes = 100000;
+        CU_ASSERT_EQUAL(answer(pending_for(a), claim), 0);
+        CU_ASSERT_EQUAL(f.n_done, 1u);
+        CU_ASSERT_EQUAL(a->released_bytes, 0u); /* measured only once the client had time to give back */
+        RUN_UNTIL(a->released_bytes > 0);
+        CU_ASSERT_EQUAL(a->claimed_bytes, 100000u);
+        CU_ASSERT(a->released_bytes >= size / 2);
+        teardown();
+}
+
 /* A shrinker that answers every count in time but lets every scan run into its deadline is quarantined:
  * misses are counted over all requests, and only a job that met every deadline clears them. */
 static void test_count_but_never_scan(void) {
@@ -679,6 +708,7 @@ int main(void) {
                 { "a client that lies", test_client_that_lies },
                 { "answering counts but never scans is quarantined", test_count_but_never_scan },
                 { "numbers meant to break the arithmetic", test_liar_numbers },
+                { "claimed and released bytes", test_release_measured },
                 { "a stopped client delays nobody", test_stopped_client },
                 { "registrations change only the new client", test_serve_spammer },
                 { "an EMPTY shrinker is left out for a while", test_empty_backoff },

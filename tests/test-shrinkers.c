@@ -419,6 +419,13 @@ static void test_release_gives_memory_back(void) {
         for (uint64_t end = test_now_ms() + 10000; after + cache / 2 > before && test_now_ms() < end;)
                 after = resident_of(c1.pid); /* the trim runs once the answers are out */
         CU_ASSERT(after + cache / 2 <= before);
+        /* The daemon saw it too: it measures the client's resident memory around the round (once, a
+         * moment after it: a coarser figure than the one above). */
+        int64_t released = 0;
+        for (uint64_t end = test_now_ms() + 10000; released < (int64_t) (cache / 4) && test_now_ms() < end;)
+                released = shrinker_stat(c1.pid, "client_released_bytes");
+        CU_ASSERT(released >= (int64_t) (cache / 4));
+        CU_ASSERT(shrinker_stat(c1.pid, "client_claimed_bytes") >= (int64_t) (cache / 2));
         test_child_stop(&c1);
 
         CU_ASSERT_EQUAL_FATAL(client_start(&c2, NULL, false, keeps), 0);

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* What clients really released. A client's answers say how many bytes it freed; the daemon does not take
+ * that on its word. Around a round it reads what the kernel shows of each client asked to scan, its
+ * resident memory (/proc/PID/statm), when the round first asks it and again a moment after the round
+ * (once the client has had time to give freed memory back: libpressure trims its heap after scans),
+ * and reports claimed and released bytes side by side: in the journal, and per client in ListShrinkers.
+ * A client that keeps allocating while it is shrunk shows less released than it freed: the figure is
+ * what the kernel saw, not a verdict. */
+
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
+#include "shrinker.h"
+
+struct release_meter;
+struct release_sample;
+
+/* settle_usec: how long after a round its clients are measured again. */
+int release_meter_new(sd_event *event, struct shrink_registry *shrinkers, uint64_t settle_usec,
+                      struct release_meter **ret);
+struct release_meter *release_meter_free(struct release_meter *m);
+
+struct release_sample *release_sample_new(uint64_t round_id);
+void release_sample_free(struct release_sample *s);
+
+/* The round asks cl to scan for the first time: what it has resident now. */
+void release_sample_begin(struct release_sample *s, struct shrink_client *cl, uint64_t resident);
+/* cl claims to have freed bytes in this round (as credited). */
+void release_sample_claim(struct release_sample *s, struct shrink_client *cl, uint64_t bytes);
+
+/* The round is over: measure its clients again after the settle time and report it under `what` (a
+ * scope's name, "Shrink"). Takes over s; an empty sample is dropped. */
+void release_meter_submit(struct release_meter *m, struct release_sample *s, const char *what);
