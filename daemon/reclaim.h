@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* Reclaim rounds: where clients are asked to free memory. A scope above ok starts an episode of rounds;
- * a round sends count and scan requests to the shrinkers in scope, sized by shrink_policy, and never
- * waits on a client: requests to different clients are in flight together, each with a deadline, and
- * one shrinker has one request in flight at a time. Explicit io.pressured.Shrink calls run as a round
- * too. Reclaim observes the scope registry (levels start and end episodes) and the shrink registry
- * (clients come and go), and reaches clients only through a transport. */
+/* Reclaim: where it is decided when clients are asked to free memory, and how much. A scope above ok
+ * starts an episode: a goal in bytes from the scope's reclaim target, rounds (round.c) at a priority
+ * that escalates only while rounds fall short and the stall stays, a pause once the goal is released.
+ * Explicit io.pressured.Shrink calls run as a round too. Reclaim observes the scope registry (levels
+ * start and end episodes) and the shrink registry (clients come and go). */
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -14,18 +13,9 @@
 
 #include "config.h"
 #include "protocol.h"
+#include "round.h"
 #include "scope_registry.h"
 #include "shrinker.h"
-
-/* How reclaim talks to clients: service.c implements it over Varlink, the unit tests with a fake. */
-struct reclaim_transport {
-        /* Send a request to the client that serves the shrinker. A failure is logged; the request then
-         * runs into its deadline unless the client goes away first. */
-        int (*send_request)(struct shrink_client *cl, const struct shrink_request_snapshot *q, void *userdata);
-        /* An explicit Shrink ended: its results, one per (shrinker, node) asked. Not called for a round
-         * whose caller left (reclaim_shrink_detach). */
-        void (*shrink_done)(void *caller, const struct shrink_result *results, size_t n_results, void *userdata);
-};
 
 struct reclaim;
 struct shrink_round;
@@ -34,15 +24,6 @@ int reclaim_new(sd_event *event, const struct config *config, struct scope_regis
                 struct shrink_registry *shrinkers, const struct reclaim_transport *transport, void *userdata,
                 struct reclaim **ret);
 struct reclaim *reclaim_free(struct reclaim *rc);
-
-/* An answer from a client, numbers as the client sent them (negative ones are refused here, not by the
- * parser, so that they count as impossible answers). Fields not given are SHRINK_ANSWER_ABSENT. */
-#define SHRINK_ANSWER_ABSENT INT64_MIN
-struct shrink_answer {
-        int64_t request; /* the request's id */
-        int64_t count, bytes, freed, scanned;
-        bool empty, stop;
-};
 
 /* Apply an answer from client cl. Returns 0, -ENOENT for a request that is unknown, not cl's, already
  * answered or expired (counted on cl), -EINVAL with *ret_reason for impossible values: that ends the

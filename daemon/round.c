@@ -1,0 +1,776 @@
+/* SPDX-License-Identifier: MIT */
+#include "round.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hashmap.h"
+#include "log.h"
+#include "macro.h"
+#include "release.h"
+
+struct round_engine {
+        sd_event *event;
+        const struct config *config;
+        struct shrink_registry *shrinkers;
+        const struct reclaim_transport *transport;
+        void *userdata;
+        struct hashmap *requests; /* in flight, by id */
+        struct hashmap *queues;   /* struct shrinker_queue by shrinker id */
+        struct release_meter *meter;
+        uint64_t last_request_id, last_round_id;
+};
+
+/* Work queued for one shrinker: one request in flight at a time, jobs run in order. */
+struct shrinker_queue {
+        struct shrinker *shrinker;
+        struct shrink_job *head, *tail;
+};
+
+struct shrink_request {
+        struct round_engine *rc;
+        uint64_t id;
+        struct shrink_job *job;
+        enum shrink_op op;
+        uint64_t nr_to_scan;
+        uint64_t sent_usec, deadline_usec;
+        sd_event_source *timer;
+};
+
+/* One (shrinker, node) of a round. A job leaves its round early when the round's budget runs out (it
+ * is cut: it finishes the request in flight, if any, and defers the rest) or never joins it (the count
+ * that probes a quarantined shrinker): a round never waits for a shrinker that is slow. */
+struct shrink_job {
+        struct shrink_job *next; /* in the shrinker's queue */
+        struct shrink_job *round_prev, *round_next; /* in its round, while it counts there */
+        struct shrinker_queue *queue;
+        struct shrinker *shrinker;
+        struct round_engine *rc;
+        uint64_t round_id;
+        struct shrink_round *round; /* NULL once cut from it, or for a probe */
+        size_t node_index;
+        int node;
+        char *cgroup;
+        int priority;
+        bool explicit_nr;  /* io.pressured.Shrink with nr_to_scan: scan exactly that, no count */
+        bool explicit_all; /* io.pressured.Shrink without nr_to_scan: count, then scan all of it */
+        uint64_t explicit_left;
+        bool probe_only; /* quarantined: a count to see whether it answers again */
+        struct shrink_plan plan;
+        bool target_mode;      /* asked for its share of the episode's target, not the kernel's sizing */
+        uint64_t start_weight; /* its weight from the last count, when the round began */
+        uint64_t freeable, bytes_per_object_x1000;
+        uint64_t freed, scanned, bytes_freed;
+        bool stopped, timed_out, empty, started, answered, rejected, cut;
+        struct shrink_request *req;
+};
+
+struct shrink_round {
+        struct round_engine *rc;
+        uint64_t id;
+        char *label;            /* for the log: the scope's name, or NULL for an explicit Shrink */
+        round_done_fn on_done;  /* the owner (an episode), told when the round is over */
+        void *userdata;
+        bool explicit;
+        void *caller; /* the Shrink call to answer; NULL once it left */
+        struct shrink_result *results;
+        size_t n_results, n_alloc;
+        struct shrink_job *jobs; /* still counting here */
+        unsigned n_jobs;         /* not finished yet */
+        uint64_t want;           /* bytes to release; 0: the kernel's sizing alone */
+        uint64_t known_weight;   /* the split: weights of the jobs whose shrinker counted before */
+        unsigned n_known, n_unknown;
+        sd_event_source *budget; /* episode rounds: when unfinished jobs are cut */
+        struct release_sample *sample; /* what its clients had resident, and claimed */
+        uint64_t freed, freed_bytes, scanned;
+        unsigned n_asked;
+};
+
+/* libpressure gives freed memory back at most every 100 ms after its answers: measure well after that. */
+#define RELEASE_SETTLE_USEC (300 * 1000)
+
+static uint64_t now_usec(const struct round_engine *rc) {
+        uint64_t t = 0;
+        (void) sd_event_now(rc->event, CLOCK_MONOTONIC, &t);
+        return t;
+}
+
+static void job_finish(struct shrink_job *j);
+static void round_job_done(struct shrink_round *r, struct shrink_job *j);
+
+/* ---- requests ---- */
+
+static void request_free(struct shrink_request *q) {
+        if (!q)
+                return;
+        hashmap_remove_u64(q->rc->requests, q->id);
+        sd_event_source_disable_unref(q->timer);
+        if (q->job)
+                q->job->req = NULL;
+        free(q);
+}
+
+static int on_request_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
+        struct shrink_request *q = userdata;
+        struct shrink_job *j = q->job;
+        struct shrinker *sh = j->shrinker;
+        (void) s;
+        (void) usec;
+
+        sh->stats.timeouts++;
+        j->timed_out = true;
+        if (shrink_health_timeout(&sh->health, q->rc->config->quarantine_after))
+                log_warning("Shrinker %s (id %llu) of pid %d did not answer %u requests in time: quarantined.",
+                            sh->name, (unsigned long long) sh->id, (int) sh->client->pid,
+                            sh->health.consecutive_timeouts);
+        request_free(q);
+        job_finish(j);
+        return 0;
+}
+
+static int request_send(struct shrink_job *j, enum shrink_op op, uint64_t nr_to_scan) {
+        struct round_engine *rc = j->rc;
+        struct shrinker *sh = j->shrinker;
+        uint64_t now = now_usec(rc);
+        int r;
+
+        struct shrink_request *q = calloc(1, sizeof(*q));
+        if (!q)
+                return -ENOMEM;
+        *q = (struct shrink_request){
+                .rc = rc,
+                .id = ++rc->last_request_id,
+                .job = j,
+                .op = op,
+                .nr_to_scan = nr_to_scan,
+                .sent_usec = now,
+                .deadline_usec = now + rc->config->request_timeout_usec,
+        };
+        r = sd_event_add_time(rc->event, &q->timer, CLOCK_MONOTONIC, q->deadline_usec, 1000, on_request_timeout, q);
+        if (r >= 0)
+                r = hashmap_put_u64(rc->requests, q->id, q);
+        if (r < 0) {
+                sd_event_source_disable_unref(q->timer);
+                free(q);
+                return r;
+        }
+        (void) sd_event_source_set_description(q->timer, "shrink-deadline");
+        j->req = q;
+
+        if (op == SHRINK_OP_SCAN) {
+                sh->stats.calls++;
+                if (sh->client->credit_round != j->round_id) {
+                        uint64_t resident;
+                        sh->client->credit_round = j->round_id;
+                        sh->client->credit_left = shrink_client_resident(sh->client, &resident) >= 0 ? resident : 0;
+                        if (j->round)
+                                release_sample_begin(j->round->sample, sh->client, sh->client->credit_left);
+                }
+        }
+        const struct shrink_request_snapshot snap = {
+                .id = q->id,
+                .shrinker = sh->id,
+                .op = op,
+                .node = j->node,
+                .cgroup = j->cgroup,
+                .nr_to_scan = nr_to_scan,
+                .priority = j->priority,
+                .deadline = q->deadline_usec,
+        };
+        r = rc->transport->send_request(sh->client, &snap, rc->userdata);
+        if (r < 0)
+                log_debug_errno(r, "Cannot send request to pid %d: %m", (int) sh->client->pid);
+        return 0;
+}
+
+/* ---- jobs ---- */
+
+static void job_free(struct shrink_job *j) {
+        if (!j)
+                return;
+        request_free(j->req);
+        free(j->cgroup);
+        free(j);
+}
+
+/* The round's goal is released: its jobs stop at their next step. */
+static bool job_goal_met(const struct shrink_job *j) {
+        const struct shrink_round *r = j->round;
+        return r && r->want > 0 && r->freed_bytes >= r->want;
+}
+
+static void job_next_scan(struct shrink_job *j) {
+        struct shrinker *sh = j->shrinker;
+        uint64_t nr;
+
+        if (j->cut || job_goal_met(j)) {
+                job_finish(j);
+                return;
+        }
+        if (j->explicit_nr) {
+                if (j->explicit_left == 0) {
+                        job_finish(j);
+                        return;
+                }
+                nr = MIN((uint64_t) sh->batch, j->explicit_left);
+        } else if (j->target_mode) {
+                /* A share is asked to the object, remainder included. */
+                if (j->plan.total_scan == 0) {
+                        job_finish(j);
+                        return;
+                }
+                nr = MIN((uint64_t) sh->batch, j->plan.total_scan);
+        } else if (!shrink_plan_next(&j->plan, sh->batch, &nr)) {
+                job_finish(j);
+                return;
+        }
+        if (request_send(j, SHRINK_OP_SCAN, nr) < 0)
+                job_finish(j);
+}
+
+static void job_run(struct shrink_job *j) {
+        j->started = true;
+        if (j->cut)
+                job_finish(j);
+        else if (j->explicit_nr)
+                job_next_scan(j);
+        else if (request_send(j, SHRINK_OP_COUNT, 0) < 0)
+                job_finish(j);
+}
+
+/* Take the job at the head of its shrinker's queue off it, report it to its round, free it. */
+static void job_retire(struct shrink_job *j) {
+        struct shrinker_queue *qu = j->queue;
+
+        assert(qu->head == j);
+        request_free(j->req);
+        qu->head = j->next;
+        if (!qu->head)
+                qu->tail = NULL;
+        if (j->round)
+                round_job_done(j->round, j);
+        job_free(j);
+}
+
+/* Done with this job: settle deferred work, retire it, start the shrinker's next one. */
+static void job_finish(struct shrink_job *j) {
+        struct shrinker *sh = j->shrinker;
+        struct shrinker_queue *qu = j->queue;
+
+        if (!j->explicit_nr && !j->probe_only && j->freeable > 0)
+                sh->deferred[shrinker_node_slot(sh, j->node_index)] = shrink_plan_finish(&j->plan);
+        /* Health is judged per job: one that met every deadline clears the count of misses (and a
+         * quarantine); answering counts in time while every scan times out does not. */
+        if (j->answered && !j->timed_out && !j->rejected && shrink_health_answer(&sh->health))
+                log_info("Shrinker %s (id %llu) of pid %d answers again: out of quarantine.", sh->name,
+                         (unsigned long long) sh->id, (int) sh->client->pid);
+        /* Jobs finish in queue order: this is the head. */
+        job_retire(j);
+        if (qu->head && !qu->head->started)
+                job_run(qu->head);
+}
+
+static struct shrinker_queue *queue_get(struct round_engine *rc, struct shrinker *sh) {
+        struct shrinker_queue *qu = hashmap_get_u64(rc->queues, sh->id);
+        if (qu)
+                return qu;
+        qu = calloc(1, sizeof(*qu));
+        if (!qu)
+                return NULL;
+        qu->shrinker = sh;
+        if (hashmap_put_u64(rc->queues, sh->id, qu) < 0) {
+                free(qu);
+                return NULL;
+        }
+        return qu;
+}
+
+static void job_enqueue(struct shrink_job *j) {
+        struct shrinker_queue *qu = j->queue;
+        if (qu->tail)
+                qu->tail->next = j;
+        else
+                qu->head = j;
+        qu->tail = j;
+}
+
+static struct shrink_job *job_new(struct shrink_round *r, struct shrinker *sh, size_t node_index, const char *cgroup,
+                                  int priority) {
+        struct shrinker_queue *qu = queue_get(r->rc, sh);
+        if (!qu)
+                return NULL;
+        struct shrink_job *j = calloc(1, sizeof(*j));
+        if (!j)
+                return NULL;
+        j->queue = qu;
+        j->shrinker = sh;
+        j->rc = r->rc;
+        j->round_id = r->id;
+        j->node_index = node_index;
+        j->node = shrink_registry_node_id(r->rc->shrinkers, node_index);
+        j->priority = priority;
+        j->probe_only = sh->health.quarantined;
+        j->cgroup = strdup(cgroup);
+        if (!j->cgroup) {
+                free(j);
+                return NULL;
+        }
+        return j;
+}
+
+/* ---- answers ---- */
+
+static bool given(int64_t v) {
+        return v != SHRINK_ANSWER_ABSENT;
+}
+
+/* Everything is checked before anything changes. */
+static const char *answer_check(const struct shrink_request *q, const struct shrink_answer *a) {
+        if ((given(a->count) && a->count < 0) || (given(a->bytes) && a->bytes < 0) ||
+            (given(a->freed) && a->freed < 0) || (given(a->scanned) && a->scanned < 0))
+                return "negative numbers";
+        if (q->op == SHRINK_OP_COUNT) {
+                if (given(a->freed) || given(a->scanned) || a->stop)
+                        return "a count request is answered with count, bytes or empty";
+                if (!given(a->count) && !a->empty)
+                        return "count missing";
+                return NULL;
+        }
+        if (given(a->count) || a->empty)
+                return "a scan request is answered with freed, scanned, bytes or stop";
+        if (!a->stop && !given(a->freed))
+                return "freed missing";
+        if (given(a->freed) && (uint64_t) a->freed > 2 * q->nr_to_scan)
+                return "freed exceeds twice nr_to_scan";
+        if (given(a->scanned) && (uint64_t) a->scanned > 2 * q->nr_to_scan)
+                return "scanned exceeds twice nr_to_scan";
+        return NULL;
+}
+
+/* In an episode with a goal, a shrinker that says how many bytes it holds is asked for its share of what
+ * is still to release, in proportion to its weight among the round's shrinkers, and never more than the
+ * kernel's sizing at the round's priority allows. Shrinkers not counted yet weigh what they did last
+ * time, or, never counted, as much as this one. */
+static void job_ask_share(struct shrink_job *j, uint64_t bytes) {
+        const struct shrink_round *r = j->round;
+        if (!r || r->want == 0 || bytes == 0 || j->bytes_per_object_x1000 == 0)
+                return;
+        uint64_t w = shrink_weight(bytes, j->shrinker->seeks);
+        uint64_t unknown = r->n_known > 0 ? r->known_weight / r->n_known : w;
+        uint64_t total = sat_add(r->known_weight, sat_mul(r->n_unknown, unknown));
+        total = total - MIN(total, j->start_weight > 0 ? j->start_weight : unknown);
+        total = sat_add(total, w);
+        uint64_t nr = shrink_target_objects(r->want, w, total, j->bytes_per_object_x1000);
+        j->target_mode = true;
+        j->plan.total_scan = MIN(j->plan.total_scan, nr);
+}
+
+/* A count: plan the scan, or finish when there is nothing to do. */
+static void job_counted(struct shrink_job *j, const struct shrink_answer *a) {
+        struct shrinker *sh = j->shrinker;
+        size_t slot = shrinker_node_slot(sh, j->node_index);
+        uint64_t count = a->empty ? 0 : (uint64_t) a->count;
+
+        sh->last_count[slot] = count;
+        sh->last_bytes[slot] = given(a->bytes) ? (uint64_t) a->bytes : 0;
+        if (a->empty) {
+                /* As the kernel skips a memcg's shrinker with no objects, rounds skip it for a while. */
+                sh->stats.empty++;
+                sh->empty_until[slot] = now_usec(j->rc) + j->rc->config->empty_backoff_usec;
+                j->empty = true;
+        }
+        /* 0 means "skip me this time", EMPTY "nothing here": either way nothing to scan now. */
+        if (count == 0 || j->probe_only) {
+                job_finish(j);
+                return;
+        }
+        j->freeable = count;
+        if (j->explicit_all) {
+                /* io.pressured.Shrink without nr_to_scan: everything the count reported. */
+                j->explicit_nr = true;
+                j->explicit_left = count;
+        }
+        if (a->bytes > 0)
+                j->bytes_per_object_x1000 = mul_div((uint64_t) a->bytes, 1000, count);
+        shrink_plan_start(&j->plan, count, j->priority, sh->seeks, sh->deferred[slot]);
+        job_ask_share(j, (uint64_t) MAX(a->bytes, 0));
+        job_next_scan(j);
+}
+
+/* A client cannot have released more than it had resident when the round first asked it to scan: its
+ * claims in one round are credited up to that much, whatever it says, so that a liar cannot make a
+ * round look as if it reached its target. */
+static uint64_t claim_credit(struct shrink_job *j, uint64_t bytes) {
+        struct shrink_client *cl = j->shrinker->client;
+        if (cl->credit_round != j->round_id)
+                return bytes; /* never asked to scan in this round: nothing to go by */
+        uint64_t credit = MIN(bytes, cl->credit_left);
+        cl->credit_left -= credit;
+        if (j->round)
+                release_sample_claim(j->round->sample, cl, credit);
+        return credit;
+}
+
+/* A scan: account what was freed, go on with the plan. */
+static void job_scanned(struct shrink_job *j, const struct shrink_answer *a, uint64_t nr_to_scan) {
+        struct shrinker *sh = j->shrinker;
+
+        if (a->stop) {
+                sh->stats.stops++;
+                j->stopped = true;
+                job_finish(j);
+                return;
+        }
+        uint64_t freed = (uint64_t) a->freed;
+        uint64_t scanned = given(a->scanned) ? (uint64_t) a->scanned : nr_to_scan;
+        uint64_t bytes = given(a->bytes) ? (uint64_t) a->bytes : mul_div(freed, j->bytes_per_object_x1000, 1000);
+        bytes = claim_credit(j, bytes);
+        if (j->round)
+                j->round->freed_bytes = sat_add(j->round->freed_bytes, bytes);
+        sh->stats.freed = sat_add(sh->stats.freed, freed);
+        sh->stats.scanned = sat_add(sh->stats.scanned, scanned);
+        sh->stats.bytes_freed = sat_add(sh->stats.bytes_freed, bytes);
+        j->freed = sat_add(j->freed, freed);
+        j->scanned = sat_add(j->scanned, scanned);
+        j->bytes_freed = sat_add(j->bytes_freed, bytes);
+        if (j->explicit_nr)
+                j->explicit_left = scanned >= j->explicit_left ? 0 : j->explicit_left - scanned;
+        else
+                shrink_plan_scanned(&j->plan, scanned);
+        /* A shrinker that scans nothing cannot make progress: do not spin on it. Nor, when an operator
+         * asked for a number, on one that frees nothing. */
+        if (scanned == 0 || (j->explicit_nr && freed == 0)) {
+                job_finish(j);
+                return;
+        }
+        job_next_scan(j);
+}
+
+int round_engine_answer(struct round_engine *rc, struct shrink_client *cl, const struct shrink_answer *a,
+                        const char **ret_reason) {
+        struct shrink_request *q = a->request >= 0 ? hashmap_get_u64(rc->requests, (uint64_t) a->request) : NULL;
+
+        /* Another client's request is as unknown to this one as a request that never was. */
+        if (!q || q->job->shrinker->client != cl) {
+                cl->rejected++;
+                return -ENOENT;
+        }
+        struct shrink_job *j = q->job;
+        struct shrinker *sh = j->shrinker;
+        const char *bad = answer_check(q, a);
+        if (bad) {
+                /* The request is over: the shrinker said something, just nothing usable. */
+                sh->stats.rejected++;
+                j->rejected = true;
+                request_free(q);
+                job_finish(j);
+                *ret_reason = bad;
+                return -EINVAL;
+        }
+
+        uint64_t latency = now_usec(rc) - q->sent_usec;
+        enum shrink_op op = q->op;
+        uint64_t nr_to_scan = q->nr_to_scan;
+
+        sh->stats.last_latency_usec = latency;
+        sh->stats.worst_latency_usec = MAX(sh->stats.worst_latency_usec, latency);
+        j->answered = true;
+        request_free(q);
+
+        if (op == SHRINK_OP_COUNT)
+                job_counted(j, a);
+        else
+                job_scanned(j, a, nr_to_scan);
+        return 0;
+}
+
+/* ---- rounds ---- */
+
+static void round_free(struct shrink_round *r) {
+        sd_event_source_disable_unref(r->budget);
+        release_sample_free(r->sample);
+        free(r->label);
+        for (size_t i = 0; i < r->n_results; i++) {
+                free((char *) r->results[i].name);
+                free((char *) r->results[i].cgroup);
+        }
+        free(r->results);
+        free(r);
+}
+
+static void round_complete(struct shrink_round *r) {
+        release_meter_submit(r->rc->meter, TAKE_PTR(r->sample), r->label ? r->label : "Shrink");
+        if (r->on_done) {
+                const struct round_outcome o = {
+                        .id = r->id,
+                        .want = r->want,
+                        .freed = r->freed,
+                        .freed_bytes = r->freed_bytes,
+                        .scanned = r->scanned,
+                        .n_asked = r->n_asked,
+                };
+                r->on_done(&o, r->userdata);
+        }
+        if (r->explicit && r->caller)
+                r->rc->transport->shrink_done(r->caller, r->results, r->n_results, r->rc->userdata);
+        round_free(r);
+}
+
+static void round_add_result(struct shrink_round *r, const struct shrink_job *j) {
+        if (r->n_results == r->n_alloc) {
+                size_t n = MAX(r->n_alloc * 2, 8u);
+                struct shrink_result *a = realloc(r->results, n * sizeof(*a));
+                if (!a) {
+                        log_oom();
+                        return;
+                }
+                r->results = a;
+                r->n_alloc = n;
+        }
+        char *name = strdup(j->shrinker->name), *cgroup = strdup(j->cgroup);
+        if (!name || !cgroup) {
+                free(name);
+                free(cgroup);
+                log_oom();
+                return;
+        }
+        r->results[r->n_results++] = (struct shrink_result){
+                .shrinker = j->shrinker->id,
+                .name = name,
+                .node = j->node,
+                .cgroup = cgroup,
+                .scanned = j->scanned,
+                .freed = j->freed,
+                .bytes_freed = j->bytes_freed,
+                .stopped = j->stopped,
+                .timed_out = j->timed_out,
+                .empty = j->empty,
+                .quarantined = j->probe_only,
+                .rejected = j->rejected,
+        };
+}
+
+static void round_job_done(struct shrink_round *r, struct shrink_job *j) {
+        if (j->round_prev)
+                j->round_prev->round_next = j->round_next;
+        else
+                r->jobs = j->round_next;
+        if (j->round_next)
+                j->round_next->round_prev = j->round_prev;
+        j->round = NULL;
+        j->round_prev = j->round_next = NULL;
+        r->freed = sat_add(r->freed, j->freed);
+        r->scanned = sat_add(r->scanned, j->scanned);
+        if (r->explicit && r->caller)
+                round_add_result(r, j);
+        if (--r->n_jobs == 0)
+                round_complete(r);
+}
+
+/* Queue the jobs of one shrinker: one per node the scope selects. */
+static void round_add_shrinker(struct shrink_round *r, struct shrinker *sh, enum scope_type type, size_t node_index,
+                               bool all_nodes, const char *cgroup, int priority, uint64_t nr_to_scan) {
+        size_t n_nodes = shrink_registry_n_nodes(r->rc->shrinkers);
+        size_t first = type == SCOPE_NODE ? node_index : 0;
+        size_t last = type == SCOPE_NODE ? node_index : all_nodes ? n_nodes - 1 : 0;
+
+        uint64_t now = now_usec(r->rc);
+        struct shrinker_queue *qu = hashmap_get_u64(r->rc->queues, sh->id);
+        /* Paced on its own: a shrinker still busy with an earlier round's work is not asked again yet. */
+        if (!r->explicit && qu && qu->head)
+                return;
+        for (size_t k = first; k <= last; k++) {
+                if (!r->explicit && now < sh->empty_until[shrinker_node_slot(sh, k)])
+                        continue; /* said EMPTY a moment ago */
+                struct shrink_job *j = job_new(r, sh, k, cgroup, priority);
+                if (!j) {
+                        log_oom();
+                        continue;
+                }
+                if (r->explicit && nr_to_scan > 0 && !j->probe_only) {
+                        j->explicit_nr = true;
+                        j->explicit_left = nr_to_scan;
+                } else if (r->explicit)
+                        j->explicit_all = true;
+                job_enqueue(j);
+                /* A probe of a quarantined shrinker runs beside an episode's round, not in it. An explicit
+                 * Shrink keeps it, to report it. */
+                if (j->probe_only && !r->explicit)
+                        continue;
+                j->start_weight = shrink_weight(sh->last_bytes[shrinker_node_slot(sh, k)], sh->seeks);
+                if (j->start_weight > 0) {
+                        r->known_weight = sat_add(r->known_weight, j->start_weight);
+                        r->n_known++;
+                } else
+                        r->n_unknown++;
+                j->round = r;
+                j->round_next = r->jobs;
+                if (r->jobs)
+                        r->jobs->round_prev = j;
+                r->jobs = j;
+                r->n_jobs++;
+        }
+        r->n_asked++;
+}
+
+/* Queue one job per (shrinker, node) that the scope selects, then start the idle queues. The round is
+ * held open (one extra count, dropped by round_seal()) while it is being filled. */
+static void round_add_jobs(struct shrink_round *r, enum scope_type type, size_t node_index, const char *cgroup,
+                           int priority, uint64_t nr_to_scan, const struct shrinker *only,
+                           const struct shrink_client *only_client) {
+        struct shrink_registry *reg = r->rc->shrinkers;
+
+        r->n_jobs++;
+        for (struct shrink_client *cl = reg->clients; cl; cl = cl->next)
+                for (size_t i = 0; i < cl->n_shrinkers; i++) {
+                        struct shrinker *sh = cl->shrinkers[i];
+                        bool all_nodes;
+                        const char *req_cgroup;
+
+                        if ((only && sh != only) || (only_client && cl != only_client))
+                                continue;
+                        if (!shrink_select(type, cgroup, sh->flags, cl->cgroup, &all_nodes, &req_cgroup))
+                                continue;
+                        round_add_shrinker(r, sh, type, node_index, all_nodes, req_cgroup, priority, nr_to_scan);
+                }
+        /* Start only after everything is queued: a job may finish at once. */
+        for (struct shrink_client *cl = reg->clients; cl; cl = cl->next)
+                for (size_t i = 0; i < cl->n_shrinkers; i++) {
+                        struct shrinker_queue *qu = hashmap_get_u64(r->rc->queues, cl->shrinkers[i]->id);
+                        if (qu && qu->head && !qu->head->started)
+                                job_run(qu->head);
+                }
+}
+
+/* The round's time is up: every job still in it leaves it, finishing the request in flight (its answer is
+ * still taken) and deferring the rest of its work, so that the next round is not held up. */
+static int on_round_budget(sd_event_source *src, uint64_t usec, void *userdata) {
+        struct shrink_round *r = userdata;
+        (void) src;
+        (void) usec;
+
+        log_debug("Reclaim round %llu out of time with %u jobs unfinished: cutting them.", (unsigned long long) r->id,
+                  r->n_jobs);
+        r->n_jobs++; /* hold the round until all are out */
+        while (r->jobs) {
+                struct shrink_job *j = r->jobs;
+                j->cut = true;
+                round_job_done(r, j);
+        }
+        if (--r->n_jobs == 0)
+                round_complete(r);
+        return 0;
+}
+
+static void round_arm_budget(struct shrink_round *r) {
+        struct round_engine *rc = r->rc;
+        if (r->n_jobs <= 1 || rc->config->round_budget_usec == 0)
+                return; /* done already (only the seal's count is left), or no budget */
+        if (sd_event_add_time(rc->event, &r->budget, CLOCK_MONOTONIC, now_usec(rc) + rc->config->round_budget_usec,
+                              1000, on_round_budget, r) < 0)
+                log_warning("Cannot set the budget of a reclaim round: it runs until its jobs are done.");
+        else
+                (void) sd_event_source_set_description(r->budget, "reclaim-round-budget");
+}
+
+static void round_seal(struct shrink_round *r) {
+        if (--r->n_jobs == 0)
+                round_complete(r);
+}
+
+static struct shrink_round *round_alloc(struct round_engine *rc) {
+        struct shrink_round *r = calloc(1, sizeof(*r));
+        if (!r)
+                return NULL;
+        r->rc = rc;
+        r->id = ++rc->last_round_id;
+        r->sample = release_sample_new(r->id);
+        return r;
+}
+
+struct shrink_round *round_new(struct round_engine *rc, const char *label, round_done_fn on_done, void *userdata) {
+        struct shrink_round *r = round_alloc(rc);
+        if (!r)
+                return NULL;
+        r->label = label ? strdup(label) : NULL;
+        r->on_done = on_done;
+        r->userdata = userdata;
+        return r;
+}
+
+struct shrink_round *round_new_explicit(struct round_engine *rc, void *caller) {
+        struct shrink_round *r = round_alloc(rc);
+        if (!r)
+                return NULL;
+        r->explicit = true;
+        r->caller = caller;
+        return r;
+}
+
+void round_run(struct shrink_round *r, const struct round_spec *s) {
+        r->want = s->want;
+        round_add_jobs(r, s->type, s->node_index, s->cgroup, s->priority, s->nr_to_scan, s->only, s->only_client);
+        if (s->budget)
+                round_arm_budget(r);
+        round_seal(r);
+}
+
+void round_detach(struct shrink_round *r) {
+        r->on_done = NULL;
+        r->caller = NULL;
+}
+
+/* Finish every job of the client's shrinkers: in-flight requests are dropped, rounds get their count. */
+void round_engine_drop_client(struct round_engine *rc, struct shrink_client *cl) {
+        for (size_t i = 0; i < cl->n_shrinkers; i++) {
+                struct shrinker_queue *qu = hashmap_get_u64(rc->queues, cl->shrinkers[i]->id);
+                if (!qu)
+                        continue;
+                while (qu->head)
+                        job_retire(qu->head);
+                hashmap_remove_u64(rc->queues, cl->shrinkers[i]->id);
+                free(qu);
+        }
+}
+
+int round_engine_new(sd_event *event, const struct config *config, struct shrink_registry *shrinkers,
+                     const struct reclaim_transport *transport, void *userdata, struct round_engine **ret) {
+        struct round_engine *rc = calloc(1, sizeof(*rc));
+        int r;
+
+        if (!rc)
+                return -ENOMEM;
+        *rc = (struct round_engine){
+                .event = event,
+                .config = config,
+                .shrinkers = shrinkers,
+                .transport = transport,
+                .userdata = userdata,
+        };
+        r = hashmap_new(HASHMAP_KEY_U64, &rc->requests);
+        if (r >= 0)
+                r = hashmap_new(HASHMAP_KEY_U64, &rc->queues);
+        if (r >= 0)
+                r = release_meter_new(event, shrinkers, RELEASE_SETTLE_USEC, &rc->meter);
+        if (r < 0) {
+                round_engine_free(rc);
+                return r;
+        }
+        *ret = rc;
+        return 0;
+}
+
+/* After every client is gone: no queue, job or request is left then. */
+struct round_engine *round_engine_free(struct round_engine *rc) {
+        if (!rc)
+                return NULL;
+        assert(hashmap_size(rc->requests) == 0);
+        hashmap_free(rc->requests);
+        hashmap_free(rc->queues);
+        release_meter_free(rc->meter);
+        free(rc);
+        return NULL;
+}

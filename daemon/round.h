@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Rounds of requests to client shrinkers: where a client is asked. A round queues one job per
+ * (shrinker, node) its scope selects; each shrinker has one request in flight at a time and every
+ * request a deadline; answers are checked and applied here (count, then scans sized by shrink_policy
+ * and narrowed to a share of the round's goal); a round never waits on a slow client (its budget cuts
+ * unfinished jobs). The engine reaches clients only through a transport. reclaim.c decides when rounds
+ * run and what they want; this file runs them. */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
+#include "config.h"
+#include "protocol.h"
+#include "shrinker.h"
+
+/* How rounds talk to clients: service.c implements it over Varlink, the unit tests with a fake. */
+struct reclaim_transport {
+        /* Send a request to the client that serves the shrinker. A failure is logged; the request then
+         * runs into its deadline unless the client goes away first. */
+        int (*send_request)(struct shrink_client *cl, const struct shrink_request_snapshot *q, void *userdata);
+        /* An explicit Shrink ended: its results, one per (shrinker, node) asked. Not called for a round
+         * whose caller left. */
+        void (*shrink_done)(void *caller, const struct shrink_result *results, size_t n_results, void *userdata);
+};
+
+/* An answer from a client, numbers as the client sent them (negative ones are refused here, not by the
+ * parser, so that they count as impossible answers). Fields not given are SHRINK_ANSWER_ABSENT. */
+#define SHRINK_ANSWER_ABSENT INT64_MIN
+struct shrink_answer {
+        int64_t request; /* the request's id */
+        int64_t count, bytes, freed, scanned;
+        bool empty, stop;
+};
+
+struct round_engine;
+struct shrink_round;
+
+int round_engine_new(sd_event *event, const struct config *config, struct shrink_registry *shrinkers,
+                     const struct reclaim_transport *transport, void *userdata, struct round_engine **ret);
+struct round_engine *round_engine_free(struct round_engine *rc);
+
+/* Apply an answer from client cl. Returns 0, -ENOENT for a request that is unknown, not cl's, already
+ * answered or expired (counted on cl), -EINVAL with *ret_reason for impossible values: that ends the
+ * request's job as if it had answered stop, and is counted on its shrinker, not as a timeout. */
+int round_engine_answer(struct round_engine *rc, struct shrink_client *cl, const struct shrink_answer *a,
+                        const char **ret_reason);
+
+/* The client is going: its jobs end (their rounds go on without them), its requests are dropped. */
+void round_engine_drop_client(struct round_engine *rc, struct shrink_client *cl);
+
+/* What a round did, for its owner. */
+struct round_outcome {
+        uint64_t id;
+        uint64_t want;        /* its goal in bytes (0: none) */
+        uint64_t freed, scanned;
+        uint64_t freed_bytes; /* as credited */
+        unsigned n_asked;     /* shrinkers */
+};
+typedef void (*round_done_fn)(const struct round_outcome *o, void *userdata);
+
+struct round_spec {
+        enum scope_type type;
+        size_t node_index;  /* SCOPE_NODE */
+        const char *cgroup; /* SCOPE_CGROUP */
+        int priority;
+        uint64_t want;       /* bytes to release, split over the shrinkers by weight; 0: the kernel's sizing */
+        uint64_t nr_to_scan; /* explicit rounds: exactly this much each (0: count, then all of it) */
+        const struct shrinker *only;
+        const struct shrink_client *only_client;
+        bool budget; /* cut unfinished jobs after round_budget */
+};
+
+/* A round of an episode: on_done is called when it is over (possibly within round_run()), then it is
+ * freed. label names it in the log. */
+struct shrink_round *round_new(struct round_engine *rc, const char *label, round_done_fn on_done, void *userdata);
+/* A round for an explicit Shrink: the transport's shrink_done(caller, ...) when it is over. */
+struct shrink_round *round_new_explicit(struct round_engine *rc, void *caller);
+void round_run(struct shrink_round *r, const struct round_spec *spec);
+/* Its owner is gone: the round finishes without telling anyone. */
+void round_detach(struct shrink_round *r);
