@@ -463,6 +463,53 @@ static void test_client_survives_restart(void) {
         test_child_stop(&c1);
 }
 
+/* A stopped client delays nobody: under real pressure in one cgroup, with a deadline of 20 s, a client
+ * that was SIGSTOPped keeps its one request in flight while the honest client beside it is asked round
+ * after round. (With a barrier at the end of each round, the honest one would wait the 20 s.) */
+static void test_stopped_client_delays_nobody(void) {
+        struct test_child honest = { .lines.fd = -1 }, stopped = { .lines.fd = -1 };
+        struct pressure_gen g;
+        char cwd[400], line[512], conf2[160];
+
+        snprintf(conf2, sizeof(conf2), "%s.stopped", conf_path);
+        FILE *f = fopen(conf2, "we");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        test_cleanup_path(conf2, false);
+        fprintf(f, "hold=1s\nsample_interval=250ms\nround_interval=100ms\nrequest_timeout=20s\n");
+        fclose(f);
+        const char *const dargs[] = { "--config", conf2, NULL };
+        CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
+        CU_ASSERT_EQUAL_FATAL(test_daemon_restart(&daemon_, dargs), 0);
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(cwd, sizeof(cwd)));
+        CU_ASSERT_EQUAL_FATAL(pressure_gen_create(&g, cwd, 16ULL << 20), 0);
+        test_cleanup_path(g.v2_dir, true);
+        if (g.mem_dir[0])
+                test_cleanup_path(g.mem_dir, true);
+        test_cleanup_path(g.file, false);
+        static const char *const args[] = { "--memcg", "--objects", "100000", NULL };
+        CU_ASSERT_EQUAL_FATAL(client_start(&honest, g.v2_dir, false, args), 0);
+        CU_ASSERT_EQUAL_FATAL(client_start(&stopped, g.v2_dir, false, args), 0);
+        CU_ASSERT_EQUAL(client_wait(&honest, "ready", 10000, line, sizeof(line)), 0);
+        CU_ASSERT_EQUAL(client_wait(&stopped, "ready", 10000, line, sizeof(line)), 0);
+        CU_ASSERT_EQUAL(kill(stopped.pid, SIGSTOP), 0);
+
+        CU_ASSERT_EQUAL_FATAL(pressure_gen_start(&g), 0);
+        test_cleanup_pid(g.pid);
+        /* Four rounds' counts for the honest client, each well within the stopped one's deadline. */
+        for (int i = 0; i < 4; i++)
+                CU_ASSERT_EQUAL(client_wait(&honest, "count ", 15000, line, sizeof(line)), 0);
+        CU_ASSERT_EQUAL(shrinker_stat(stopped.pid, "timeouts"), 0);
+        CU_ASSERT(shrinker_stat(honest.pid, "freed") > 0);
+
+        test_cleanup_forget_pid(g.pid);
+        pressure_gen_stop(&g);
+        kill(stopped.pid, SIGCONT);
+        test_child_stop(&honest);
+        test_child_stop(&stopped);
+        pressure_gen_destroy(&g);
+}
+
 static void test_stop(void) {
         CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
         unlink(conf_path);
@@ -477,6 +524,7 @@ int main(void) {
                 { "bad answers and registrations", test_bad_answers },
                 { "freed heap memory goes back to the kernel", test_release_gives_memory_back },
                 { "a client re-registers after a daemon restart", test_client_survives_restart },
+                { "a stopped client delays nobody", test_stopped_client_delays_nobody },
                 { "daemon stops cleanly", test_stop },
                 {},
         };
