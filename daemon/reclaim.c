@@ -92,11 +92,34 @@ static bool scope_wants_reclaim(const struct reclaim *rc, const struct scope *s)
         return reg->n_nodes == 0; /* no node figures at all: trust PSI */
 }
 
+/* The bytes the shrinkers in scope said they hold, at their last counts. */
+static uint64_t scope_freeable_bytes(const struct reclaim *rc, const struct scope *s) {
+        uint64_t sum = 0;
+        for (struct shrink_client *cl = rc->shrinkers->clients; cl; cl = cl->next)
+                for (size_t i = 0; i < cl->n_shrinkers; i++) {
+                        const struct shrinker *sh = cl->shrinkers[i];
+                        bool all_nodes;
+                        const char *cg;
+                        if (!shrink_select(s->type, s->cgroup, sh->flags, cl->cgroup, &all_nodes, &cg))
+                                continue;
+                        for (size_t k = 0; k < sh->n_nodes; k++)
+                                if (s->type != SCOPE_NODE || k == shrinker_node_slot(sh, s->node_index))
+                                        sum = sat_add(sum, sh->last_bytes[k]);
+                }
+        return sum;
+}
+
 /* A goal from figures read now, not from the last sample: the scope's reclaim target, doubled for every
- * goal of this level change that was met while the pressure stayed (at most three times). */
+ * goal of this level change that was met while the pressure stayed (at most three times), and, once
+ * doubled, never more than half of what the caches in scope hold: a goal met again and again while the
+ * stall stays (the kernel reclaiming a file working set, say) must not empty them. */
 static uint64_t episode_goal(struct reclaim_episode *e) {
         scope_refresh_target(e->scope);
-        return sat_mul(e->scope->reclaim_target, 1ULL << MIN(e->shortfalls, 3u));
+        uint64_t goal = sat_mul(e->scope->reclaim_target, 1ULL << MIN(e->shortfalls, 3u));
+        uint64_t held = scope_freeable_bytes(e->rc, e->scope);
+        if (e->shortfalls > 0 && held > 0)
+                goal = MAX(MIN(goal, held / 2), e->scope->reclaim_target);
+        return goal;
 }
 
 /* How much the scope stalls now: for PSI scopes the fraction of time stalled since the last call (from
