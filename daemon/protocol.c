@@ -395,6 +395,7 @@ struct json_object *protocol_encode_shrink_result(const struct shrink_result *r)
         add_u64(o, "scanned", r->scanned);
         add_u64(o, "freed", r->freed);
         add_u64(o, "bytes_freed", r->bytes_freed);
+        add_u64(o, "released_bytes", r->released_bytes);
         add_true(o, "stopped", r->stopped);
         add_true(o, "timed_out", r->timed_out);
         add_true(o, "empty", r->empty);
@@ -414,6 +415,7 @@ int protocol_decode_shrink_result(struct json_object *o, struct shrink_result *r
         TRY(get_u64(o, "scanned", true, &r.scanned));
         TRY(get_u64(o, "freed", true, &r.freed));
         TRY(get_u64(o, "bytes_freed", true, &r.bytes_freed));
+        TRY(get_u64(o, "released_bytes", false, &r.released_bytes));
         TRY(get_bool(o, "stopped", &r.stopped));
         TRY(get_bool(o, "timed_out", &r.timed_out));
         TRY(get_bool(o, "empty", &r.empty));

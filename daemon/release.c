@@ -2,6 +2,7 @@
 #include "release.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +14,7 @@
  * token, never by pointer. */
 struct release_entry {
         char token[sizeof(((struct shrink_client *) NULL)->token)];
-        uint64_t before, claimed;
+        uint64_t before, claimed, released;
 };
 
 struct release_sample {
@@ -25,6 +26,8 @@ struct release_sample {
         struct release_sample *next;
         sd_event_source *timer;
         char *what;
+        release_done_fn done;
+        void *userdata;
 };
 
 struct release_meter {
@@ -44,6 +47,8 @@ struct release_sample *release_sample_new(uint64_t round_id) {
 void release_sample_free(struct release_sample *s) {
         if (!s)
                 return;
+        if (s->done)
+                s->done(s, false, s->userdata);
         sd_event_source_disable_unref(s->timer);
         free(s->entries);
         free(s->what);
@@ -91,6 +96,7 @@ static void measure(struct release_meter *m, struct release_sample *s) {
                 if (!cl || shrink_client_resident(cl, &after) < 0)
                         continue; /* gone: whatever it held is released, but not by shrinking */
                 uint64_t r = e->before > after ? e->before - after : 0;
+                e->released = r;
                 cl->released_bytes = sat_add(cl->released_bytes, r);
                 cl->claimed_bytes = sat_add(cl->claimed_bytes, e->claimed);
                 claimed = sat_add(claimed, e->claimed);
@@ -123,14 +129,31 @@ static int on_settled(sd_event_source *src, uint64_t usec, void *userdata) {
         (void) usec;
         meter_unlink(m, s);
         measure(m, s);
+        if (s->done) {
+                s->done(s, true, s->userdata);
+                s->done = NULL;
+        }
         release_sample_free(s);
         return 0;
 }
 
-void release_meter_submit(struct release_meter *m, struct release_sample *s, const char *what) {
+uint64_t release_sample_released(const struct release_sample *s, const struct shrink_client *cl) {
+        for (size_t i = 0; s && i < s->n; i++)
+                if (streq(s->entries[i].token, cl->token))
+                        return s->entries[i].released;
+        return 0;
+}
+
+void release_meter_submit_then(struct release_meter *m, struct release_sample *s, const char *what,
+                               release_done_fn done, void *userdata) {
         uint64_t now = 0;
-        if (!s)
+        if (!s) {
+                if (done)
+                        done(NULL, false, userdata);
                 return;
+        }
+        s->done = done;
+        s->userdata = userdata;
         if (s->n == 0 || !(s->what = strdup(what ? what : "reclaim"))) {
                 release_sample_free(s);
                 return;
@@ -144,6 +167,10 @@ void release_meter_submit(struct release_meter *m, struct release_sample *s, con
         s->meter = m;
         s->next = m->pending;
         m->pending = s;
+}
+
+void release_meter_submit(struct release_meter *m, struct release_sample *s, const char *what) {
+        release_meter_submit_then(m, s, what, NULL, NULL);
 }
 
 int release_meter_new(sd_event *event, struct shrink_registry *shrinkers, uint64_t settle_usec,

@@ -9,6 +9,7 @@
  * A client that keeps allocating while it is shrunk shows less released than it freed: the figure is
  * what the kernel saw, not a verdict. */
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
@@ -33,3 +34,12 @@ void release_sample_claim(struct release_sample *s, struct shrink_client *cl, ui
 /* The round is over: measure its clients again after the settle time and report it under `what` (a
  * scope's name, "Shrink"). Takes over s; an empty sample is dropped. */
 void release_meter_submit(struct release_meter *m, struct release_sample *s, const char *what);
+
+/* The same, then call done(s, true, userdata) before s is freed (or done(s, false, userdata) if the meter
+ * goes first), so that a caller can be answered with the figures. An empty sample calls done at once. */
+typedef void (*release_done_fn)(const struct release_sample *s, bool measured, void *userdata);
+void release_meter_submit_then(struct release_meter *m, struct release_sample *s, const char *what,
+                               release_done_fn done, void *userdata);
+
+/* After measuring: how far cl's resident memory fell around the round (0 if it was not asked). */
+uint64_t release_sample_released(const struct release_sample *s, const struct shrink_client *cl);

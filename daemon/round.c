@@ -501,7 +501,24 @@ static void round_free(struct shrink_round *r) {
         free(r);
 }
 
+/* An explicit Shrink's clients were measured: the reply says what each released. */
+static void round_measured(const struct release_sample *s, bool measured, void *userdata) {
+        struct shrink_round *r = userdata;
+        for (size_t i = 0; measured && i < r->n_results; i++) {
+                struct shrinker *sh = shrinker_by_id(r->rc->shrinkers, r->results[i].shrinker);
+                r->results[i].released_bytes = sh ? release_sample_released(s, sh->client) : 0;
+        }
+        if (r->caller)
+                r->rc->transport->shrink_done(r->caller, r->results, r->n_results, r->rc->userdata);
+        round_free(r);
+}
+
 static void round_complete(struct shrink_round *r) {
+        if (r->explicit && r->caller) {
+                /* Answered once its clients were measured (or at once if none was asked to scan). */
+                release_meter_submit_then(r->rc->meter, TAKE_PTR(r->sample), "Shrink", round_measured, r);
+                return;
+        }
         release_meter_submit(r->rc->meter, TAKE_PTR(r->sample), r->label ? r->label : "Shrink");
         if (r->on_done) {
                 const struct round_outcome o = {

@@ -544,11 +544,15 @@ static void test_release_measured(void) {
         struct shrink_answer claim = FREED(100);
         claim.bytes = 100000;
         CU_ASSERT_EQUAL(answer(pending_for(a), claim), 0);
-        CU_ASSERT_EQUAL(f.n_done, 1u);
-        CU_ASSERT_EQUAL(a->released_bytes, 0u); /* measured only once the client had time to give back */
-        RUN_UNTIL(a->released_bytes > 0);
+        /* Measured only once the client had time to give back; the Shrink is answered then. */
+        CU_ASSERT_EQUAL(f.n_done, 0u);
+        CU_ASSERT_EQUAL(a->released_bytes, 0u);
+        RUN_UNTIL(f.n_done == 1);
         CU_ASSERT_EQUAL(a->claimed_bytes, 100000u);
         CU_ASSERT(a->released_bytes >= size / 2);
+        CU_ASSERT_EQUAL_FATAL(f.n_results, 1u);
+        CU_ASSERT_EQUAL(f.results[0].bytes_freed, 100000u);
+        CU_ASSERT_EQUAL(f.results[0].released_bytes, a->released_bytes);
         teardown();
 }
 
@@ -643,6 +647,7 @@ static void test_explicit_shrink(void) {
         CU_ASSERT_FATAL(s && s->q.node == 1);
         CU_ASSERT_EQUAL(f.n_done, 0u);
         CU_ASSERT_EQUAL(answer(s, EMPTY), 0);
+        RUN_UNTIL(f.n_done == 1); /* once its client was measured */
         CU_ASSERT_EQUAL(f.n_done, 1u);
         CU_ASSERT_PTR_EQUAL(f.done_caller, &caller);
         CU_ASSERT_EQUAL_FATAL(f.n_results, 2u);
@@ -676,6 +681,7 @@ static void test_explicit_shrink(void) {
         reclaim_shrink_start(r, &(struct shrink_target){ .type = SCOPE_NODE, .node_index = 1, .nr_to_scan = 1000000 });
         CU_ASSERT_EQUAL(answer(pending_for(a), FREED(0)), 0);
         CU_ASSERT_PTR_NULL(pending_for(a));
+        RUN_UNTIL(f.n_done == 2);
         CU_ASSERT_EQUAL(f.n_done, 2u);
         CU_ASSERT_EQUAL(f.results[0].scanned, 100u);
         CU_ASSERT_EQUAL(f.results[0].freed, 0u);
