@@ -169,17 +169,20 @@ static int on_episode_timer(sd_event_source *src, uint64_t usec, void *userdata)
 
 static void episode_log_round(const struct reclaim_episode *e, const struct round_outcome *r) {
         const struct scope *s = e->scope;
-        char f_freed[48], f_bytes[48], f_round[32];
+        char f_freed[48], f_bytes[48], f_round[32], f_priority[32], f_want[48];
 
         snprintf(f_round, sizeof(f_round), "PRESSURED_ROUND=%u", e->rounds);
         snprintf(f_freed, sizeof(f_freed), "PRESSURED_FREED=%llu", (unsigned long long) r->freed);
         snprintf(f_bytes, sizeof(f_bytes), "PRESSURED_FREED_BYTES=%llu", (unsigned long long) r->freed_bytes);
-        const char *const fields[] = { f_round, f_freed, f_bytes, NULL };
+        snprintf(f_priority, sizeof(f_priority), "PRESSURED_PRIORITY=%d", e->priority);
+        snprintf(f_want, sizeof(f_want), "PRESSURED_WANT_BYTES=%llu", (unsigned long long) r->want);
+        const char *const fields[] = { f_round, f_freed, f_bytes, f_priority, f_want, NULL };
         log_struct(r->freed > 0 ? LOG_INFO : LOG_DEBUG, PRESSURED_MESSAGE_RECLAIM_ROUND, s->name, fields,
-                   "%s: reclaim round %u: %u shrinkers scanned %llu and freed %llu objects (%llu bytes; %llu of %llu this episode).",
-                   s->name, e->rounds, r->n_asked, (unsigned long long) r->scanned, (unsigned long long) r->freed,
-                   (unsigned long long) r->freed_bytes, (unsigned long long) e->freed_bytes,
-                   (unsigned long long) e->target);
+                   "%s: reclaim round %u at priority %d: %u shrinkers scanned %llu and freed %llu objects (%llu of "
+                   "%llu bytes wanted; %llu of %llu this goal).",
+                   s->name, e->rounds, e->priority, r->n_asked, (unsigned long long) r->scanned,
+                   (unsigned long long) r->freed, (unsigned long long) r->freed_bytes, (unsigned long long) r->want,
+                   (unsigned long long) e->freed_bytes, (unsigned long long) e->target);
 }
 
 static void episode_round_done(const struct round_outcome *r, void *userdata) {
