@@ -395,7 +395,8 @@ struct json_object *protocol_encode_shrink_result(const struct shrink_result *r)
         add_u64(o, "scanned", r->scanned);
         add_u64(o, "freed", r->freed);
         add_u64(o, "bytes_freed", r->bytes_freed);
-        add_u64(o, "released_bytes", r->released_bytes);
+        if (r->have_released)
+                add_u64(o, "released_bytes", r->released_bytes);
         add_true(o, "stopped", r->stopped);
         add_true(o, "timed_out", r->timed_out);
         add_true(o, "empty", r->empty);
@@ -415,7 +416,9 @@ int protocol_decode_shrink_result(struct json_object *o, struct shrink_result *r
         TRY(get_u64(o, "scanned", true, &r.scanned));
         TRY(get_u64(o, "freed", true, &r.freed));
         TRY(get_u64(o, "bytes_freed", true, &r.bytes_freed));
-        TRY(get_u64(o, "released_bytes", false, &r.released_bytes));
+        int have = get_u64(o, "released_bytes", false, &r.released_bytes);
+        TRY(have);
+        r.have_released = have > 0;
         TRY(get_bool(o, "stopped", &r.stopped));
         TRY(get_bool(o, "timed_out", &r.timed_out));
         TRY(get_bool(o, "empty", &r.empty));

@@ -56,6 +56,7 @@ struct shrink_result {
         int node;
         const char *cgroup;
         uint64_t scanned, freed, bytes_freed;
+        bool have_released;      /* the Shrink asked for a measurement */
         uint64_t released_bytes; /* how far the client's resident memory fell around the Shrink */
         bool stopped, timed_out, empty, quarantined, rejected;
 };

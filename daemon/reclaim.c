@@ -204,8 +204,11 @@ static void episode_round_done(const struct round_outcome *r, void *userdata) {
          * stall of one round is noisy: it is held against the recent rounds' average, and a fall is a
          * quarter below it. */
         double stall = episode_stall(e);
-        bool fell = stall >= 0 && e->stall_avg >= 0 && stall < e->stall_avg * 0.75;
         bool short_of_goal = r->want == 0 || r->freed_bytes < r->want;
+        /* A stall that fell while the round released nothing fell by itself (or is noise: a node's free
+         * pages swing around its watermarks): no reason to ease off a priority too high to ask for
+         * anything. */
+        bool fell = r->freed_bytes > 0 && stall >= 0 && e->stall_avg >= 0 && stall < e->stall_avg * 0.75;
         if (stall >= 0)
                 e->stall_avg = e->stall_avg < 0 ? stall : (e->stall_avg + stall) / 2;
         e->priority = shrink_next_priority(e->priority, p->at[s->level.level], p->floor[s->level.level],
@@ -400,6 +403,7 @@ void reclaim_shrink_start(struct shrink_round *r, const struct shrink_target *t)
                 .priority = 0,
                 .nr_to_scan = t->nr_to_scan,
                 .only = t->only,
+                .measure = t->measure,
         });
 }
 

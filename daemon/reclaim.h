@@ -39,6 +39,7 @@ struct shrink_target {
         const char *cgroup; /* SCOPE_CGROUP, normalised */
         uint64_t nr_to_scan;
         struct shrinker *only;
+        bool measure; /* answer only once the clients' resident memory was read again */
 };
 
 /* Two steps, so that the caller can hold the round before any job may finish: create, then start.

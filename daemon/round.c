@@ -75,6 +75,7 @@ struct shrink_round {
         round_done_fn on_done;  /* the owner (an episode), told when the round is over */
         void *userdata;
         bool explicit;
+        bool measure; /* answer once the clients were measured */
         void *caller; /* the Shrink call to answer; NULL once it left */
         struct shrink_result *results;
         size_t n_results, n_alloc;
@@ -507,6 +508,7 @@ static void round_measured(const struct release_sample *s, bool measured, void *
         for (size_t i = 0; measured && i < r->n_results; i++) {
                 struct shrinker *sh = shrinker_by_id(r->rc->shrinkers, r->results[i].shrinker);
                 r->results[i].released_bytes = sh ? release_sample_released(s, sh->client) : 0;
+                r->results[i].have_released = true;
         }
         if (r->caller)
                 r->rc->transport->shrink_done(r->caller, r->results, r->n_results, r->rc->userdata);
@@ -514,7 +516,7 @@ static void round_measured(const struct release_sample *s, bool measured, void *
 }
 
 static void round_complete(struct shrink_round *r) {
-        if (r->explicit && r->caller) {
+        if (r->explicit && r->caller && r->measure) {
                 /* Answered once its clients were measured (or at once if none was asked to scan). */
                 release_meter_submit_then(r->rc->meter, TAKE_PTR(r->sample), "Shrink", round_measured, r);
                 return;
@@ -729,6 +731,7 @@ struct shrink_round *round_new_explicit(struct round_engine *rc, void *caller) {
 
 void round_run(struct shrink_round *r, const struct round_spec *s) {
         r->want = s->want;
+        r->measure = s->measure;
         round_add_jobs(r, s->type, s->node_index, s->cgroup, s->priority, s->nr_to_scan, s->only, s->only_client);
         if (s->budget)
                 round_arm_budget(r);

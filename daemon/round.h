@@ -70,7 +70,8 @@ struct round_spec {
         uint64_t nr_to_scan; /* explicit rounds: exactly this much each (0: count, then all of it) */
         const struct shrinker *only;
         const struct shrink_client *only_client;
-        bool budget; /* cut unfinished jobs after round_budget */
+        bool budget;  /* cut unfinished jobs after round_budget */
+        bool measure; /* explicit rounds: answer with what each client released (a moment later) */
 };
 
 /* A round of an episode: on_done is called when it is over (possibly within round_run()), then it is

@@ -386,12 +386,14 @@ static int method_list_shrinkers(struct varlink_connection *c, struct json_objec
 struct shrink_params {
         struct json_object *scope;
         int64_t nr_to_scan, shrinker;
+        bool measure;
 };
 
 static const struct param shrink_table[] = {
         { "scope", PARAM_OBJECT, offsetof(struct shrink_params, scope) },
         { "nr_to_scan", PARAM_INT, offsetof(struct shrink_params, nr_to_scan), .min = 1 },
         { "shrinker", PARAM_INT, offsetof(struct shrink_params, shrinker) },
+        { "measure", PARAM_BOOL, offsetof(struct shrink_params, measure) },
         {}
 };
 
@@ -451,6 +453,7 @@ static int method_shrink(struct varlink_connection *c, struct json_object *param
         if (shrink_resolve_scope(svc, c, &id, &t, &cgroup) < 0)
                 return 0;
         t.nr_to_scan = (uint64_t) p.nr_to_scan;
+        t.measure = p.measure;
 
         struct shrink_round *round;
         int r = reclaim_shrink_new(svc->reclaim, c, &round);

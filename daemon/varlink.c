@@ -34,6 +34,7 @@ struct varlink_connection {
         void (*drain)(struct varlink_connection *c, void *data);
 
         bool eof;  /* the peer shut down its side */
+        bool reading; /* in on_connection_io()'s read loop, which goes on until EAGAIN by itself */
         bool dead; /* to be freed from the event loop */
         uint32_t events; /* as registered */
 };
@@ -159,10 +160,12 @@ static void call_end(struct varlink_connection *c) {
         if (free_fn)
                 free_fn(data);
 
-        /* Calls may be waiting in the input buffer, or still in the socket. */
+        /* Calls may be waiting in the input buffer, or still in the socket. Inside the read loop (a
+         * oneway call ends there) the loop itself reads on: renewing the registration would cost an
+         * epoll_ctl per call for nothing. */
         if (!c->dead)
                 (void) sd_event_source_set_enabled(c->defer_source, SD_EVENT_ONESHOT);
-        connection_set_events(c, true);
+        connection_set_events(c, !c->reading);
 }
 
 static int send_reply(struct varlink_connection *c, const char *error, struct json_object *params, bool continues) {
@@ -507,25 +510,42 @@ static int on_connection_io(sd_event_source *s, int fd, uint32_t revents, void *
                         goto kill;
                 if (c->eof && frame_writer_queued(&c->out) == 0 && !c->in_call)
                         goto kill;
+                /* Reading may have stopped at the output's high water: go on, what waits in the socket
+                 * raised no edge of its own. */
+                if (connection_wants_input(c))
+                        revents |= EPOLLIN;
         }
 
         if (revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
                 /* Everything there is, as long as calls may be processed; what stays in the socket is
                  * reported again when the registration is renewed. */
+                bool drained = false;
+                c->reading = true;
                 while (connection_wants_input(c)) {
                         ssize_t n = frame_reader_read_fd(&c->in, c->fd);
-                        if (n == -EAGAIN)
+                        if (n == -EAGAIN) {
+                                drained = true;
                                 break;
+                        }
                         if (n == 0)
                                 c->eof = true; /* answer what was asked, then close */
-                        else if (n < 0)
+                        else if (n < 0) {
+                                c->reading = false;
                                 goto kill;
+                        }
                         r = process_input(c);
-                        if (r < 0)
+                        if (r < 0) {
+                                c->reading = false;
                                 goto kill;
+                        }
                         if (c->eof)
                                 break;
                 }
+                c->reading = false;
+                /* Stopped before EAGAIN (a call is open, or the output is full): what stays in the
+                 * socket must be reported again once input is wanted. */
+                if (!drained && !c->eof && !c->dead && connection_wants_input(c))
+                        connection_set_events(c, true);
                 frame_reader_trim(&c->in);
                 if (c->eof && (c->in_call || frame_writer_queued(&c->out) == 0))
                         goto kill;

@@ -538,13 +538,15 @@ static void test_release_measured(void) {
         int caller = 0;
         struct shrink_round *r;
         CU_ASSERT_EQUAL_FATAL(reclaim_shrink_new(f.reclaim, &caller, &r), 0);
-        reclaim_shrink_start(r, &(struct shrink_target){ .type = SCOPE_NODE, .node_index = 1, .nr_to_scan = 100 });
+        reclaim_shrink_start(r, &(struct shrink_target){ .type = SCOPE_NODE, .node_index = 1, .nr_to_scan = 100,
+                                                         .measure = true });
         CU_ASSERT_FATAL(pending_for(a) && pending_for(a)->q.op == SHRINK_OP_SCAN);
         munmap(ballast, size);
         struct shrink_answer claim = FREED(100);
         claim.bytes = 100000;
         CU_ASSERT_EQUAL(answer(pending_for(a), claim), 0);
-        /* Measured only once the client had time to give back; the Shrink is answered then. */
+        /* Measured only once the client had time to give back; a Shrink that asked for it is answered
+         * then. */
         CU_ASSERT_EQUAL(f.n_done, 0u);
         CU_ASSERT_EQUAL(a->released_bytes, 0u);
         RUN_UNTIL(f.n_done == 1);
@@ -552,6 +554,7 @@ static void test_release_measured(void) {
         CU_ASSERT(a->released_bytes >= size / 2);
         CU_ASSERT_EQUAL_FATAL(f.n_results, 1u);
         CU_ASSERT_EQUAL(f.results[0].bytes_freed, 100000u);
+        CU_ASSERT_TRUE(f.results[0].have_released);
         CU_ASSERT_EQUAL(f.results[0].released_bytes, a->released_bytes);
         teardown();
 }
