@@ -196,9 +196,15 @@ static void episode_round_done(const struct round_outcome *r, void *userdata) {
         e->freed_bytes = sat_add(e->freed_bytes, r->freed_bytes);
         if (r->n_asked > 0)
                 episode_log_round(e, r);
-        /* Nobody was asked: wait for a level change or a new client rather than wake up for nothing. */
-        if (!scope_wants_reclaim(rc, s) || r->n_asked == 0)
+        /* Nobody in scope: wait for a level change or a new client rather than wake up for nothing. (Every
+         * shrinker still busy with an earlier round is not nobody: try again next round.) */
+        if (!scope_wants_reclaim(rc, s) || (r->n_asked == 0 && r->n_busy == 0))
                 return;
+        if (r->n_asked == 0) {
+                (void) sd_event_source_set_time(e->timer, now_usec(rc) + rc->config->round_interval_usec);
+                (void) sd_event_source_set_enabled(e->timer, SD_EVENT_ONESHOT);
+                return;
+        }
 
         /* Escalate only when the round fell short and the stall did not fall; ease off when it fell. The
          * stall of one round is noisy: it is held against the recent rounds' average, and a fall is a

@@ -40,9 +40,9 @@ struct shrink_request {
         sd_event_source *timer;
 };
 
-/* One (shrinker, node) of a round. A job leaves its round early when the round's budget runs out (it
- * is cut: it finishes the request in flight, if any, and defers the rest) or never joins it (the count
- * that probes a quarantined shrinker): a round never waits for a shrinker that is slow. */
+/* One (shrinker, node) of a round. A job leaves its round early when the round's budget runs out (it is
+ * cut: it goes on by itself, the round no longer waits for it) or never joins it (the count that probes
+ * a quarantined shrinker): a round never waits for a shrinker that is slow. */
 struct shrink_job {
         struct shrink_job *next; /* in the shrinker's queue */
         struct shrink_job *round_prev, *round_next; /* in its round, while it counts there */
@@ -87,7 +87,7 @@ struct shrink_round {
         sd_event_source *budget; /* episode rounds: when unfinished jobs are cut */
         struct release_sample *sample; /* what its clients had resident, and claimed */
         uint64_t freed, freed_bytes, scanned;
-        unsigned n_asked;
+        unsigned n_asked, n_busy;
 };
 
 /* libpressure gives freed memory back at most every 100 ms after its answers: measure well after that. */
@@ -207,7 +207,7 @@ static void job_next_scan(struct shrink_job *j) {
         struct shrinker *sh = j->shrinker;
         uint64_t nr;
 
-        if (j->cut || job_goal_met(j)) {
+        if (job_goal_met(j)) {
                 job_finish(j);
                 return;
         }
@@ -234,9 +234,7 @@ static void job_next_scan(struct shrink_job *j) {
 
 static void job_run(struct shrink_job *j) {
         j->started = true;
-        if (j->cut)
-                job_finish(j);
-        else if (j->explicit_nr)
+        if (j->explicit_nr)
                 job_next_scan(j);
         else if (request_send(j, SHRINK_OP_COUNT, 0) < 0)
                 job_finish(j);
@@ -530,6 +528,7 @@ static void round_complete(struct shrink_round *r) {
                         .freed_bytes = r->freed_bytes,
                         .scanned = r->scanned,
                         .n_asked = r->n_asked,
+                        .n_busy = r->n_busy,
                 };
                 r->on_done(&o, r->userdata);
         }
@@ -599,8 +598,10 @@ static void round_add_shrinker(struct shrink_round *r, struct shrinker *sh, enum
         uint64_t now = now_usec(r->rc);
         struct shrinker_queue *qu = hashmap_get_u64(r->rc->queues, sh->id);
         /* Paced on its own: a shrinker still busy with an earlier round's work is not asked again yet. */
-        if (!r->explicit && qu && qu->head)
+        if (!r->explicit && qu && qu->head) {
+                r->n_busy++;
                 return;
+        }
         for (size_t k = first; k <= last; k++) {
                 if (!r->explicit && now < sh->empty_until[shrinker_node_slot(sh, k)])
                         continue; /* said EMPTY a moment ago */
@@ -664,8 +665,9 @@ static void round_add_jobs(struct shrink_round *r, enum scope_type type, size_t 
                 }
 }
 
-/* The round's time is up: every job still in it leaves it, finishing the request in flight (its answer is
- * still taken) and deferring the rest of its work, so that the next round is not held up. */
+/* The round's time is up: every job still in it leaves it and goes on at its shrinker's own pace (its
+ * answers are still taken, and rounds leave the shrinker out while it is busy), so that the next round
+ * is not held up and a slow but honest shrinker still gets through its share. */
 static int on_round_budget(sd_event_source *src, uint64_t usec, void *userdata) {
         struct shrink_round *r = userdata;
         (void) src;

@@ -58,6 +58,7 @@ struct round_outcome {
         uint64_t freed, scanned;
         uint64_t freed_bytes; /* as credited */
         unsigned n_asked;     /* shrinkers */
+        unsigned n_busy;      /* shrinkers in scope left out: still busy with an earlier round */
 };
 typedef void (*round_done_fn)(const struct round_outcome *o, void *userdata);
 

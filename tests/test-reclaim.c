@@ -255,6 +255,32 @@ static void test_target_zero(void) {
         teardown();
 }
 
+/* A small cache at low: the kernel's sizing at priority 12 asks nothing of 500 objects, so rounds that
+ * release nothing escalate until one does. */
+static void test_small_cache_at_low(void) {
+        setup();
+        struct shrink_client *a = client("a", SHRINKER_NUMA_AWARE, 128);
+        struct shrink_answer small = { .count = 500, .bytes = 500 * 4096, .freed = ABSENT, .scanned = ABSENT };
+
+        scope_feed_level(node1(), LEVEL_LOW, now());
+        int rounds = 0;
+        while (a->shrinkers[0]->stats.calls == 0 && rounds < 10) {
+                RUN_UNTIL(pending_for(a));
+                struct sent *s = pending_for(a);
+                CU_ASSERT_FATAL(s != NULL);
+                if (s->q.op == SHRINK_OP_COUNT) {
+                        CU_ASSERT_EQUAL(answer(s, small), 0);
+                        rounds++;
+                }
+        }
+        struct sent *s = pending_for(a);
+        CU_ASSERT_FATAL(s && s->q.op == SHRINK_OP_SCAN);
+        CU_ASSERT_EQUAL(s->q.priority, 8); /* 12, 10, 8: (500 >> 8) * 4 / 2 = 2 objects */
+        CU_ASSERT_EQUAL(s->q.nr_to_scan, 2u);
+        CU_ASSERT_EQUAL(rounds, 3);
+        teardown();
+}
+
 static uint64_t scan_total(struct shrink_client *cl, uint64_t from) {
         uint64_t n = 0;
         for (size_t i = from; i < f.n_sent; i++)
@@ -489,8 +515,11 @@ static void test_stopped_client(void) {
         CU_ASSERT_EQUAL(n_sent_to(b), 4u);
         CU_ASSERT_EQUAL(n_sent_to(stopped), 2u); /* the count and one scan, still in flight */
         CU_ASSERT_EQUAL(stopped->shrinkers[0]->stats.timeouts, 0u);
-        /* Its scan is still answerable; the rest of its plan was deferred when the round was cut. */
+        /* Cut from its round, it goes on at its own pace: its scan is still taken, the next one follows;
+         * what it leaves undone when it stops is deferred. */
         CU_ASSERT_EQUAL(answer(pending_for(stopped), FREED(100)), 0);
+        CU_ASSERT_FATAL(pending_for(stopped) && pending_for(stopped)->q.op == SHRINK_OP_SCAN);
+        CU_ASSERT_EQUAL(answer(pending_for(stopped), STOP), 0);
         CU_ASSERT(stopped->shrinkers[0]->deferred[1] > 0);
         teardown();
 }
@@ -713,6 +742,7 @@ int main(void) {
                 { "the goal is split in proportion", test_proportional_split },
                 { "a round stops at its goal", test_stop_at_goal },
                 { "a target of 0", test_target_zero },
+                { "a small cache at low", test_small_cache_at_low },
                 { "a slow client", test_slow_client },
                 { "a client that lies", test_client_that_lies },
                 { "answering counts but never scans is quarantined", test_count_but_never_scan },
