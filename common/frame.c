@@ -54,9 +54,13 @@ ssize_t frame_reader_read_fd(struct frame_reader *r, int fd) {
         int k = reader_reserve(r, READ_CHUNK);
         if (k < 0)
                 return k;
-        ssize_t n = read(fd, r->buf + r->len, r->alloc - r->len);
+        ssize_t n;
+        /* EINTR is not EAGAIN: on an edge-triggered fd, taking it for "drained" would strand the data. */
+        do
+                n = read(fd, r->buf + r->len, r->alloc - r->len);
+        while (n < 0 && errno == EINTR);
         if (n < 0)
-                return errno == EINTR ? -EAGAIN : -errno;
+                return -errno;
         r->len += (size_t) n;
         return n;
 }
