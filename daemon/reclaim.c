@@ -52,6 +52,18 @@ static struct reclaim_episode **scope_episode(const struct reclaim *rc, struct s
 
 static void episode_round_done(const struct round_outcome *o, void *userdata);
 
+/* A round over the scope's shrinkers at the episode's priority, with a budget. */
+static struct round_spec episode_round_spec(const struct reclaim_episode *e) {
+        const struct scope *s = e->scope;
+        return (struct round_spec){
+                .type = s->type,
+                .node_index = s->node_index,
+                .cgroup = s->cgroup,
+                .priority = e->priority,
+                .budget = true,
+        };
+}
+
 static void episode_start_round(struct reclaim_episode *e) {
         struct scope *s = e->scope;
         uint64_t want = e->target > e->freed_bytes ? e->target - e->freed_bytes : 0;
@@ -65,15 +77,9 @@ static void episode_start_round(struct reclaim_episode *e) {
         e->rounds++;
         log_debug("%s: reclaim round %u at priority %d for %llu bytes.", s->name, e->rounds, e->priority,
                   (unsigned long long) want);
-        /* It may be over before this returns. */
-        round_run(r, &(struct round_spec){
-                .type = s->type,
-                .node_index = s->node_index,
-                .cgroup = s->cgroup,
-                .priority = e->priority,
-                .want = want,
-                .budget = true,
-        });
+        struct round_spec spec = episode_round_spec(e);
+        spec.want = want;
+        round_run(r, &spec); /* it may be over before this returns */
 }
 
 /* Whether a scope's level calls for rounds. System-wide stall alone is not enough: the stall of a cgroup
@@ -345,14 +351,9 @@ static void side_round(struct reclaim *rc, struct scope *s, const struct reclaim
                 log_oom();
                 return;
         }
-        round_run(r, &(struct round_spec){
-                .type = s->type,
-                .node_index = s->node_index,
-                .cgroup = s->cgroup,
-                .priority = e->priority,
-                .only_client = cl,
-                .budget = true,
-        });
+        struct round_spec spec = episode_round_spec(e);
+        spec.only_client = cl;
+        round_run(r, &spec);
 }
 
 /* A client registered: scopes already above ok ask it at once, and only it. Where no episode runs yet
