@@ -306,6 +306,7 @@ static void scenario_fanout(void) {
 
 #define SHRINKERS_PER_CLIENT 4
 #define OBJECTS 256
+#define ROUND_REPEAT 5
 
 static volatile uint64_t sink;
 
@@ -317,6 +318,36 @@ static uint64_t cb_count(void) {
 static uint64_t cb_scan(uint64_t nr) {
         sink += nr;
         return nr;
+}
+
+/* As libpressure does: every request read now, answered in one call. Returns how many. */
+static unsigned answer_all(struct peer *p) {
+        char a[65536];
+        size_t len = (size_t) snprintf(a, sizeof(a), "{\"method\":\"io.pressured.Answer\",\"parameters\":{\"token\":\"%s\",\"answers\":[", p->token);
+        unsigned n = 0;
+        struct json_object *o;
+        while ((o = peer_next(p))) {
+                struct json_object *list = jget(jget(o, "parameters"), "requests");
+                for (size_t i = 0; list && i < json_object_array_length(list) && len < sizeof(a) - 128; i++) {
+                        struct json_object *r = json_object_array_get_idx(list, i);
+                        const char *op = json_object_get_string(jget(r, "op"));
+                        long long id = (long long) json_object_get_int64(jget(r, "id"));
+                        if (op && strcmp(op, "count") == 0)
+                                len += (size_t) snprintf(a + len, sizeof(a) - len, "%s{\"request\":%lld,\"count\":%llu}",
+                                                         n ? "," : "", id, (unsigned long long) cb_count());
+                        else
+                                len += (size_t) snprintf(a + len, sizeof(a) - len, "%s{\"request\":%lld,\"freed\":%llu}",
+                                                         n ? "," : "", id,
+                                                         (unsigned long long) cb_scan((uint64_t) json_object_get_int64(jget(r, "nr_to_scan"))));
+                        n++;
+                }
+                json_object_put(o);
+        }
+        if (n) {
+                snprintf(a + len, sizeof(a) - len, "]},\"oneway\":true}");
+                send_all(p->answer_fd, a);
+        }
+        return n;
 }
 
 static void scenario_rounds(void) {
@@ -336,7 +367,7 @@ static void scenario_rounds(void) {
                 int ep = epoll_create1(EPOLL_CLOEXEC), ok = 1;
                 char serve[1024];
                 snprintf(serve, sizeof(serve), "{\"method\":\"io.pressured.Serve\",\"parameters\":{\"shrinkers\":["
-                                               "{\"name\":\"a\"},{\"name\":\"b\"},{\"name\":\"c\"},{\"name\":\"d\"}]},\"more\":true}");
+                                               "{\"name\":\"a\"},{\"name\":\"b\"},{\"name\":\"c\"},{\"name\":\"d\"}],\"batched\":true},\"more\":true}");
                 for (int i = 0; i < n && ok; i++) {
                         struct peer ans;
                         if (peer_connect(&cl[i], daemon_.socket) < 0 || send_all(cl[i].fd, serve) < 0 ||
@@ -363,49 +394,39 @@ static void scenario_rounds(void) {
                 struct epoll_event cev = { .events = EPOLLIN, .data.u32 = UINT32_MAX };
                 epoll_ctl(ep, EPOLL_CTL_ADD, ctl.fd, &cev);
 
-                uint64_t cpu0, cpu1, rss, vctx;
-                proc_stat(daemon_.pid, &cpu0, &rss, &vctx);
-                uint64_t t0 = now_us(), requests = 0;
-                send_all(ctl.fd, "{\"method\":\"io.pressured.Shrink\"}");
+                /* Several Shrinks, the median reported: one round is short enough to catch the machine busy. */
+                uint64_t times[ROUND_REPEAT], cpus[ROUND_REPEAT], requests = 0;
                 int done = 0;
-                while (!done && now_us() - t0 < 60000000) {
-                        struct epoll_event evs[256];
-                        int k = epoll_wait(ep, evs, 256, 1000);
-                        for (int e = 0; e < k; e++) {
-                                if (evs[e].data.u32 == UINT32_MAX) {
-                                        peer_fill(&ctl);
-                                        struct json_object *o = peer_next(&ctl);
-                                        if (o) {
-                                                done = 1;
-                                                json_object_put(o);
+                for (int rep = 0; rep < ROUND_REPEAT; rep++) {
+                        uint64_t cpu0, cpu1, rss, vctx;
+                        proc_stat(daemon_.pid, &cpu0, &rss, &vctx);
+                        uint64_t t0 = now_us();
+                        requests = 0;
+                        done = 0;
+                        send_all(ctl.fd, "{\"method\":\"io.pressured.Shrink\"}");
+                        while (!done && now_us() - t0 < 60000000) {
+                                struct epoll_event evs[256];
+                                int k = epoll_wait(ep, evs, 256, 1000);
+                                for (int e = 0; e < k; e++) {
+                                        if (evs[e].data.u32 == UINT32_MAX) {
+                                                peer_fill(&ctl);
+                                                struct json_object *o = peer_next(&ctl);
+                                                if (o) {
+                                                        done = 1;
+                                                        json_object_put(o);
+                                                }
+                                                continue;
                                         }
-                                        continue;
-                                }
-                                struct peer *p = &cl[evs[e].data.u32];
-                                peer_fill(p);
-                                struct json_object *o;
-                                while ((o = peer_next(p))) {
-                                        struct json_object *r = jget(jget(o, "parameters"), "request");
-                                        if (r) {
-                                                char a[256];
-                                                const char *op = json_object_get_string(jget(r, "op"));
-                                                int64_t id = json_object_get_int64(jget(r, "id"));
-                                                if (op && strcmp(op, "count") == 0)
-                                                        snprintf(a, sizeof(a), "{\"method\":\"io.pressured.Answer\",\"parameters\":{\"token\":\"%s\",\"request\":%lld,\"count\":%llu},\"oneway\":true}",
-                                                                 p->token, (long long) id, (unsigned long long) cb_count());
-                                                else
-                                                        snprintf(a, sizeof(a), "{\"method\":\"io.pressured.Answer\",\"parameters\":{\"token\":\"%s\",\"request\":%lld,\"freed\":%llu},\"oneway\":true}",
-                                                                 p->token, (long long) id,
-                                                                 (unsigned long long) cb_scan((uint64_t) json_object_get_int64(jget(r, "nr_to_scan"))));
-                                                send_all(p->answer_fd, a);
-                                                requests++;
-                                        }
-                                        json_object_put(o);
+                                        struct peer *p = &cl[evs[e].data.u32];
+                                        peer_fill(p);
+                                        requests += answer_all(p);
                                 }
                         }
+                        times[rep] = now_us() - t0;
+                        proc_stat(daemon_.pid, &cpu1, &rss, &vctx);
+                        cpus[rep] = cpu1 - cpu0;
                 }
-                uint64_t dt = now_us() - t0;
-                proc_stat(daemon_.pid, &cpu1, &rss, &vctx);
+                uint64_t dt = percentile(times, ROUND_REPEAT, 0.5), cpu = percentile(cpus, ROUND_REPEAT, 0.5);
 
                 /* The floor: the same callbacks, called in-process, with the same batching. */
                 uint64_t f0 = now_us();
@@ -418,7 +439,7 @@ static void scenario_rounds(void) {
                 }
                 uint64_t floor_us = now_us() - f0;
                 printf("%8d %10llu %12.2f %14.0f %14llu %16llu %11.0fx%s\n", n, (unsigned long long) requests,
-                       (double) dt / 1000, (double) requests * 1e6 / (double) dt, (unsigned long long) (cpu1 - cpu0),
+                       (double) dt / 1000, (double) requests * 1e6 / (double) dt, (unsigned long long) cpu,
                        (unsigned long long) floor_us,
                        (double) dt / (double) (floor_us ? floor_us : 1), done ? "" : " (timed out)");
                 peer_close(&ctl);

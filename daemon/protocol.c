@@ -2,12 +2,14 @@
 #include "protocol.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "macro.h"
+#include "params.h"
 
 /* ---- helpers ---- */
 
@@ -362,6 +364,68 @@ struct json_object *protocol_encode_shrink_request(const struct shrink_request_s
         return o;
 }
 
+int protocol_text_append(struct protocol_text *t, const char *s, size_t n) {
+        if (t->size - t->len < n + 1) {
+                size_t size = t->size ? t->size : 256;
+                while (size - t->len < n + 1)
+                        size *= 2;
+                char *p = realloc(t->data, size);
+                if (!p)
+                        return -ENOMEM;
+                t->data = p;
+                t->size = size;
+        }
+        memcpy(t->data + t->len, s, n);
+        t->len += n;
+        t->data[t->len] = 0;
+        return 0;
+}
+
+void protocol_text_done(struct protocol_text *t) {
+        free(t->data);
+        *t = (struct protocol_text){};
+}
+
+/* A JSON string, escaped as json-c does with JSON_C_TO_STRING_NOSLASHESCAPE. */
+static int text_append_string(struct protocol_text *t, const char *s) {
+        int r = protocol_text_append(t, "\"", 1);
+        for (const char *run = s; r >= 0; s++) {
+                unsigned char ch = (unsigned char) *s;
+                if (ch != 0 && ch >= 0x20 && ch != '"' && ch != '\\')
+                        continue;
+                r = protocol_text_append(t, run, (size_t) (s - run));
+                if (r < 0 || ch == 0)
+                        break;
+                char esc[8];
+                static const char short_esc[] = { ['\b'] = 'b', ['\t'] = 't', ['\n'] = 'n', ['\f'] = 'f', ['\r'] = 'r' };
+                if (ch < sizeof(short_esc) && short_esc[ch])
+                        snprintf(esc, sizeof(esc), "\\%c", short_esc[ch]);
+                else if (ch < 0x20)
+                        snprintf(esc, sizeof(esc), "\\u%04x", ch);
+                else
+                        snprintf(esc, sizeof(esc), "\\%c", ch);
+                r = protocol_text_append(t, esc, strlen(esc));
+                run = s + 1;
+        }
+        return r < 0 ? r : protocol_text_append(t, "\"", 1);
+}
+
+int protocol_text_append_shrink_request(struct protocol_text *t, const struct shrink_request_snapshot *q) {
+        char buf[160];
+        /* Numbers saturate at INT64_MAX, as add_u64() has them. */
+        int n = snprintf(buf, sizeof(buf), "{\"id\":%" PRIu64 ",\"shrinker\":%" PRIu64 ",\"op\":\"%s\",\"node\":%d,\"cgroup\":",
+                         MIN(q->id, (uint64_t) INT64_MAX), MIN(q->shrinker, (uint64_t) INT64_MAX), op_to_string(q->op), q->node);
+        int r = protocol_text_append(t, buf, (size_t) n);
+        if (r >= 0)
+                r = text_append_string(t, q->cgroup);
+        if (r < 0)
+                return r;
+        n = q->op == SHRINK_OP_SCAN ? snprintf(buf, sizeof(buf), ",\"nr_to_scan\":%" PRIu64, MIN(q->nr_to_scan, (uint64_t) INT64_MAX)) : 0;
+        n += snprintf(buf + n, sizeof(buf) - (size_t) n, ",\"priority\":%d,\"deadline\":%" PRIu64 "}", q->priority,
+                      MIN(q->deadline, (uint64_t) INT64_MAX));
+        return protocol_text_append(t, buf, (size_t) n);
+}
+
 int protocol_decode_shrink_request(struct json_object *o, struct shrink_request_snapshot *ret) {
         struct shrink_request_snapshot q = {};
         const char *op;
@@ -592,5 +656,84 @@ int protocol_decode_shrinker_info(struct json_object *o, struct shrinker_info_sn
         i.batch = (unsigned) batch;
         i.quarantined = streq(state, "quarantined");
         *ret = i;
+        return 0;
+}
+
+/* ---- Answer ---- */
+
+struct answer_call {
+        const char *token;
+        struct json_object *answers;
+        struct shrink_answer one;
+};
+
+/* The numbers of one answer, alone in the call or an item of "answers". Any integer: a negative one is
+ * an impossible answer (InvalidAnswer, from the round engine), not a malformed call. */
+#define ANSWER_FIELDS(base)                                                                                \
+        { "count", PARAM_INT, (base) + offsetof(struct shrink_answer, count), .min = INT64_MIN + 1 },     \
+        { "bytes", PARAM_INT, (base) + offsetof(struct shrink_answer, bytes), .min = INT64_MIN + 1 },     \
+        { "freed", PARAM_INT, (base) + offsetof(struct shrink_answer, freed), .min = INT64_MIN + 1 },     \
+        { "scanned", PARAM_INT, (base) + offsetof(struct shrink_answer, scanned), .min = INT64_MIN + 1 }, \
+        { "empty", PARAM_BOOL, (base) + offsetof(struct shrink_answer, empty) },                          \
+        { "stop", PARAM_BOOL, (base) + offsetof(struct shrink_answer, stop) }
+
+static const struct param answer_call_table[] = {
+        { "token", PARAM_STRING, offsetof(struct answer_call, token), .mandatory = true },
+        { "request", PARAM_INT, offsetof(struct answer_call, one.request) },
+        { "answers", PARAM_ARRAY, offsetof(struct answer_call, answers) },
+        ANSWER_FIELDS(offsetof(struct answer_call, one)),
+        {}
+};
+
+static const struct param answer_item_table[] = {
+        { "request", PARAM_INT, offsetof(struct shrink_answer, request), .mandatory = true },
+        ANSWER_FIELDS(0),
+        {}
+};
+
+static const struct shrink_answer answer_absent = {
+        .request = -1,
+        .count = SHRINK_ANSWER_ABSENT,
+        .bytes = SHRINK_ANSWER_ABSENT,
+        .freed = SHRINK_ANSWER_ABSENT,
+        .scanned = SHRINK_ANSWER_ABSENT,
+};
+
+static bool answer_has_fields(const struct shrink_answer *a) {
+        return a->request >= 0 || a->count != SHRINK_ANSWER_ABSENT || a->bytes != SHRINK_ANSWER_ABSENT ||
+               a->freed != SHRINK_ANSWER_ABSENT || a->scanned != SHRINK_ANSWER_ABSENT || a->empty || a->stop;
+}
+
+int protocol_decode_answer_call(struct json_object *params, const char **ret_token, struct shrink_answer **ret_items,
+                                size_t *ret_n, const char **ret_bad) {
+        struct answer_call call = { .one = answer_absent };
+        int r = params_dispatch(params, answer_call_table, &call, ret_bad);
+        *ret_token = call.token;
+        if (r < 0)
+                return r;
+
+        size_t n = call.answers ? json_object_array_length(call.answers) : 1;
+        if (call.answers ? answer_has_fields(&call.one) || n == 0 || n > PROTOCOL_ANSWERS_MAX : call.one.request < 0) {
+                *ret_bad = call.answers ? "answers" : "request";
+                return -EINVAL;
+        }
+        struct shrink_answer *items = calloc(n, sizeof(*items));
+        if (!items)
+                return -ENOMEM;
+        if (!call.answers)
+                items[0] = call.one;
+        for (size_t i = 0; call.answers && i < n; i++) {
+                struct json_object *o = json_object_array_get_idx(call.answers, i);
+                const char *bad;
+                items[i] = answer_absent;
+                if (!json_object_is_type(o, json_type_object) || params_dispatch(o, answer_item_table, &items[i], &bad) < 0 ||
+                    items[i].request < 0) {
+                        free(items);
+                        *ret_bad = "answers";
+                        return -EINVAL;
+                }
+        }
+        *ret_items = items;
+        *ret_n = n;
         return 0;
 }

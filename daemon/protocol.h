@@ -115,6 +115,16 @@ int protocol_decode_level_change(struct json_object *o, struct scope_snapshot *r
                                  unsigned *ret_coalesced);
 
 struct json_object *protocol_encode_shrink_request(const struct shrink_request_snapshot *q);
+/* Text that grows, for messages written without building json-c objects (rounds send thousands of
+ * requests; the objects cost more than the sending). */
+struct protocol_text {
+        char *data;
+        size_t len, size;
+};
+int protocol_text_append(struct protocol_text *t, const char *s, size_t n);
+void protocol_text_done(struct protocol_text *t);
+/* The same JSON as protocol_encode_shrink_request() produces, appended as text. */
+int protocol_text_append_shrink_request(struct protocol_text *t, const struct shrink_request_snapshot *q);
 int protocol_decode_shrink_request(struct json_object *o, struct shrink_request_snapshot *ret);
 
 struct json_object *protocol_encode_shrink_result(const struct shrink_result *r);
@@ -125,6 +135,24 @@ int protocol_decode_registration(struct json_object *o, struct shrink_registrati
 
 struct json_object *protocol_encode_shrinker_info(const struct shrinker_info_snapshot *i);
 int protocol_decode_shrinker_info(struct json_object *o, struct shrinker_info_snapshot *ret);
+
+/* An answer from a client, numbers as the client sent them (negative ones are refused here, not by the
+ * parser, so that they count as impossible answers). Fields not given are SHRINK_ANSWER_ABSENT. */
+#define SHRINK_ANSWER_ABSENT INT64_MIN
+struct shrink_answer {
+        int64_t request; /* the request's id */
+        int64_t count, bytes, freed, scanned;
+        bool empty, stop;
+};
+
+/* The parameters of an Answer call: its token, and one answer in the call's own fields or a list of up
+ * to PROTOCOL_ANSWERS_MAX in "answers" (every item well-formed, or the call is refused). Returns 0 with
+ * *ret_items (the call's own answer, or a list to free) and *ret_n; -EINVAL with the offending
+ * parameter in *ret_bad (*ret_token is set whenever the call had one, so that the refusal can be
+ * counted against its client); -ENOMEM. */
+#define PROTOCOL_ANSWERS_MAX 4096
+int protocol_decode_answer_call(struct json_object *params, const char **ret_token, struct shrink_answer **ret_items,
+                                size_t *ret_n, const char **ret_bad);
 
 /* The interface definition, compiled in from io.pressured.varlink. */
 extern const char protocol_interface_description[];

@@ -19,6 +19,11 @@ struct round_engine {
         const struct reclaim_transport *transport;
         void *userdata;
         struct hashmap *requests; /* in flight, by id */
+        /* In flight in deadline order (every request gets the same timeout, so this is send order) and
+         * one timer for all of them, at or before the first deadline: no timer per request. */
+        struct shrink_request *first, *last;
+        sd_event_source *deadline_timer;
+        uint64_t timer_usec; /* when it is set to fire; 0: off */
         struct hashmap *queues;   /* struct shrinker_queue by shrinker id */
         struct release_meter *meter;
         uint64_t last_request_id, last_round_id;
@@ -37,7 +42,7 @@ struct shrink_request {
         enum shrink_op op;
         uint64_t nr_to_scan;
         uint64_t sent_usec, deadline_usec;
-        sd_event_source *timer;
+        struct shrink_request *prev, *next; /* in deadline order */
 };
 
 /* One (shrinker, node) of a round. A job leaves its round early when the round's budget runs out (it is
@@ -107,19 +112,29 @@ static void round_job_done(struct shrink_round *r, struct shrink_job *j);
 static void request_free(struct shrink_request *q) {
         if (!q)
                 return;
-        hashmap_remove_u64(q->rc->requests, q->id);
-        sd_event_source_disable_unref(q->timer);
+        struct round_engine *rc = q->rc;
+        hashmap_remove_u64(rc->requests, q->id);
+        /* The timer may stay set for a deadline that has gone: it then finds nothing due and moves on. */
+        *(q->prev ? &q->prev->next : &rc->first) = q->next;
+        *(q->next ? &q->next->prev : &rc->last) = q->prev;
         if (q->job)
                 q->job->req = NULL;
         free(q);
 }
 
-static int on_request_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
-        struct shrink_request *q = userdata;
+static void deadline_timer_set(struct round_engine *rc, uint64_t usec) {
+        if (sd_event_source_set_time(rc->deadline_timer, usec) < 0 ||
+            sd_event_source_set_enabled(rc->deadline_timer, SD_EVENT_ONESHOT) < 0) {
+                /* Cannot happen for an existing timer source; without it requests would never expire. */
+                log_error("Cannot set the shrink request deadline timer.");
+                return;
+        }
+        rc->timer_usec = usec;
+}
+
+static void request_expire(struct shrink_request *q) {
         struct shrink_job *j = q->job;
         struct shrinker *sh = j->shrinker;
-        (void) s;
-        (void) usec;
 
         sh->stats.timeouts++;
         j->timed_out = true;
@@ -129,7 +144,34 @@ static int on_request_timeout(sd_event_source *s, uint64_t usec, void *userdata)
                             sh->health.consecutive_timeouts);
         request_free(q);
         job_finish(j);
+}
+
+static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
+        struct round_engine *rc = userdata;
+        (void) s;
+        (void) usec; /* when it was set for; a deadline counts against the loop's time now */
+
+        rc->timer_usec = 0;
+        usec = now_usec(rc);
+        /* Expiring a request may send the next job's request: it goes to the end, with a later deadline. */
+        while (rc->first && rc->first->deadline_usec <= usec)
+                request_expire(rc->first);
+        if (rc->first)
+                deadline_timer_set(rc, rc->first->deadline_usec);
         return 0;
+}
+
+/* Into deadline order: from the end, where a request with the usual timeout belongs. */
+static void request_link(struct round_engine *rc, struct shrink_request *q) {
+        struct shrink_request *after = rc->last;
+        while (after && after->deadline_usec > q->deadline_usec)
+                after = after->prev;
+        q->prev = after;
+        q->next = after ? after->next : rc->first;
+        *(q->next ? &q->next->prev : &rc->last) = q;
+        *(after ? &after->next : &rc->first) = q;
+        if (rc->timer_usec == 0 || q->deadline_usec < rc->timer_usec)
+                deadline_timer_set(rc, q->deadline_usec);
 }
 
 static int request_send(struct shrink_job *j, enum shrink_op op, uint64_t nr_to_scan) {
@@ -150,15 +192,12 @@ static int request_send(struct shrink_job *j, enum shrink_op op, uint64_t nr_to_
                 .sent_usec = now,
                 .deadline_usec = now + rc->config->request_timeout_usec,
         };
-        r = sd_event_add_time(rc->event, &q->timer, CLOCK_MONOTONIC, q->deadline_usec, 1000, on_request_timeout, q);
-        if (r >= 0)
-                r = hashmap_put_u64(rc->requests, q->id, q);
+        r = hashmap_put_u64(rc->requests, q->id, q);
         if (r < 0) {
-                sd_event_source_disable_unref(q->timer);
                 free(q);
                 return r;
         }
-        (void) sd_event_source_set_description(q->timer, "shrink-deadline");
+        request_link(rc, q);
         j->req = q;
 
         if (op == SHRINK_OP_SCAN) {
@@ -777,6 +816,12 @@ int round_engine_new(sd_event *event, const struct config *config, struct shrink
                 r = hashmap_new(HASHMAP_KEY_U64, &rc->queues);
         if (r >= 0)
                 r = release_meter_new(event, shrinkers, RELEASE_SETTLE_USEC, &rc->meter);
+        if (r >= 0)
+                r = sd_event_add_time(event, &rc->deadline_timer, CLOCK_MONOTONIC, 0, 1000, on_deadline, rc);
+        if (r >= 0) {
+                (void) sd_event_source_set_enabled(rc->deadline_timer, SD_EVENT_OFF);
+                (void) sd_event_source_set_description(rc->deadline_timer, "shrink-deadlines");
+        }
         if (r < 0) {
                 round_engine_free(rc);
                 return r;
@@ -792,6 +837,7 @@ struct round_engine *round_engine_free(struct round_engine *rc) {
         assert(hashmap_size(rc->requests) == 0);
         hashmap_free(rc->requests);
         hashmap_free(rc->queues);
+        sd_event_source_disable_unref(rc->deadline_timer);
         release_meter_free(rc->meter);
         free(rc);
         return NULL;

@@ -26,15 +26,6 @@ struct reclaim_transport {
         void (*shrink_done)(void *caller, const struct shrink_result *results, size_t n_results, void *userdata);
 };
 
-/* An answer from a client, numbers as the client sent them (negative ones are refused here, not by the
- * parser, so that they count as impossible answers). Fields not given are SHRINK_ANSWER_ABSENT. */
-#define SHRINK_ANSWER_ABSENT INT64_MIN
-struct shrink_answer {
-        int64_t request; /* the request's id */
-        int64_t count, bytes, freed, scanned;
-        bool empty, stop;
-};
-
 struct round_engine;
 struct shrink_round;
 

@@ -28,6 +28,21 @@ struct service {
         struct shrink_registry *shrinkers;
         struct reclaim *reclaim;
         const struct cgroup_layout *layout;
+        /* Serving calls with requests not sent yet, and the deferred source that sends them: requests
+         * made for one client in one turn of the loop leave in one message (a round asks all of a
+         * client's shrinkers at once, and answers in one call make its next requests at once). */
+        struct serve_call *outbox;
+        sd_event_source *flush;
+};
+
+/* One streaming Serve call: the shrink client's owner. */
+struct serve_call {
+        struct service *svc;
+        struct varlink_connection *conn;
+        struct shrink_client *client;
+        bool batched;                /* the client takes "requests", a list, in one reply */
+        struct protocol_text queued; /* the reply being put together: requests not sent yet */
+        struct serve_call *outbox_next;
 };
 
 /* Parse params against table into out; on error reply InvalidParameter and return -EINVAL. */
@@ -204,10 +219,12 @@ static const struct param spec_table[] = {
 
 struct serve_params {
         struct json_object *shrinkers;
+        bool batched;
 };
 
 static const struct param serve_table[] = {
         { "shrinkers", PARAM_ARRAY, offsetof(struct serve_params, shrinkers), .mandatory = true },
+        { "batched", PARAM_BOOL, offsetof(struct serve_params, batched) },
         {}
 };
 
@@ -255,7 +272,17 @@ static int parse_specs(struct varlink_connection *c, struct json_object *list, s
 }
 
 static void serve_free(void *data) {
-        shrink_client_free(data);
+        struct serve_call *call = data;
+        struct service *svc = call->svc;
+
+        for (struct serve_call **p = &svc->outbox; *p; p = &(*p)->outbox_next)
+                if (*p == call) {
+                        *p = call->outbox_next;
+                        break;
+                }
+        protocol_text_done(&call->queued);
+        shrink_client_free(call->client);
+        free(call);
 }
 
 static int method_serve(struct varlink_connection *c, struct json_object *params, unsigned flags, void *userdata) {
@@ -270,13 +297,19 @@ static int method_serve(struct varlink_connection *c, struct json_object *params
         if (!(flags & VARLINK_CALL_MORE))
                 return varlink_error(c, VARLINK_ERROR_EXPECTED_MORE, NULL);
 
+        struct serve_call *call = calloc(1, sizeof(*call));
+        if (!call)
+                return -ENOMEM;
+        *call = (struct serve_call){ .svc = svc, .conn = c, .batched = p.batched };
         const struct ucred *peer = varlink_connection_peer(c);
-        int r = shrink_client_new(svc->shrinkers, peer->pid, peer->uid, c, specs, n, &cl);
+        int r = shrink_client_new(svc->shrinkers, peer->pid, peer->uid, call, specs, n, &cl);
         if (r < 0) {
+                free(call);
                 log_warning_errno(r, "Cannot register shrinkers of pid %d: %m", (int) peer->pid);
                 return varlink_error(c, VARLINK_ERROR_PERMISSION_DENIED, NULL);
         }
-        varlink_connection_set_call_data(c, cl, serve_free);
+        call->client = cl;
+        varlink_connection_set_call_data(c, call, serve_free);
 
         struct shrinker_ref refs[SERVE_MAX_SHRINKERS];
         for (size_t i = 0; i < cl->n_shrinkers; i++)
@@ -291,29 +324,12 @@ static int method_serve(struct varlink_connection *c, struct json_object *params
 
 /* The client's process exited: close its serving connection, which unregisters it. */
 static void on_client_exit(struct shrink_client *cl, void *userdata) {
+        struct serve_call *call = cl->owner;
         (void) userdata;
-        varlink_connection_close(cl->owner);
+        varlink_connection_close(call->conn);
 }
 
 /* ---- Answer ---- */
-
-struct answer_params {
-        const char *token;
-        struct shrink_answer a;
-};
-
-static const struct param answer_table[] = {
-        { "token", PARAM_STRING, offsetof(struct answer_params, token), .mandatory = true },
-        { "request", PARAM_INT, offsetof(struct answer_params, a.request), .mandatory = true },
-        /* Any integer: a negative one is an impossible answer (InvalidAnswer), not a malformed call. */
-        { "count", PARAM_INT, offsetof(struct answer_params, a.count), .min = INT64_MIN + 1 },
-        { "bytes", PARAM_INT, offsetof(struct answer_params, a.bytes), .min = INT64_MIN + 1 },
-        { "freed", PARAM_INT, offsetof(struct answer_params, a.freed), .min = INT64_MIN + 1 },
-        { "scanned", PARAM_INT, offsetof(struct answer_params, a.scanned), .min = INT64_MIN + 1 },
-        { "empty", PARAM_BOOL, offsetof(struct answer_params, a.empty) },
-        { "stop", PARAM_BOOL, offsetof(struct answer_params, a.stop) },
-        {}
-};
 
 /* The token alone is not enough: the answer must come from the process that registered. */
 static struct shrink_client *answer_client(struct service *svc, struct varlink_connection *c, const char *token) {
@@ -322,25 +338,22 @@ static struct shrink_client *answer_client(struct service *svc, struct varlink_c
         return cl && peer->uid == cl->uid && peer->pid == cl->pid ? cl : NULL;
 }
 
+/* Each answer of a list stands on its own: the good ones are applied, the reply names the first bad. */
 static int method_answer(struct varlink_connection *c, struct json_object *params, unsigned flags, void *userdata) {
         struct service *svc = userdata;
-        struct answer_params p = {
-                .a = {
-                        .request = -1,
-                        .count = SHRINK_ANSWER_ABSENT,
-                        .bytes = SHRINK_ANSWER_ABSENT,
-                        .freed = SHRINK_ANSWER_ABSENT,
-                        .scanned = SHRINK_ANSWER_ABSENT,
-                },
-        };
-        const char *bad, *reason = NULL;
+        _cleanup_free_ struct shrink_answer *items = NULL;
+        const char *token = NULL, *bad = NULL, *reason = NULL, *first_reason = NULL;
+        int64_t first_unknown = -1, first_invalid = -1;
+        size_t n = 0;
         (void) flags;
 
-        int r = params_dispatch(params, answer_table, &p, &bad);
+        int r = protocol_decode_answer_call(params, &token, &items, &n, &bad);
+        if (r == -ENOMEM)
+                return r;
         /* An unknown parameter, or no token: nothing to count it against. */
-        if (r < 0 && !p.token)
+        if (r < 0 && !token)
                 return varlink_error_invalid_parameter(c, bad);
-        struct shrink_client *cl = answer_client(svc, c, p.token);
+        struct shrink_client *cl = answer_client(svc, c, token);
         if (!cl)
                 return varlink_error(c, VARLINK_ERROR_PERMISSION_DENIED, NULL);
         if (r < 0) {
@@ -348,11 +361,24 @@ static int method_answer(struct varlink_connection *c, struct json_object *param
                 return varlink_error_invalid_parameter(c, bad);
         }
 
-        r = reclaim_answer(svc->reclaim, cl, &p.a, &reason);
-        if (r == -ENOENT)
-                return reply_error_with(c, ERROR_UNKNOWN_REQUEST, "request", json_object_new_int64(p.a.request));
-        if (r == -EINVAL)
-                return reply_error_with(c, ERROR_INVALID_ANSWER, "reason", json_object_new_string(reason));
+        for (size_t i = 0; i < n; i++) {
+                const struct shrink_answer *a = &items[i];
+                r = reclaim_answer(svc->reclaim, cl, a, &reason);
+                if (r == -ENOENT && first_unknown < 0)
+                        first_unknown = a->request;
+                if (r == -EINVAL && first_invalid < 0) {
+                        first_invalid = a->request;
+                        first_reason = reason;
+                }
+        }
+        if (first_invalid >= 0) {
+                struct json_object *e = json_object_new_object();
+                json_object_object_add(e, "reason", json_object_new_string(first_reason));
+                json_object_object_add(e, "request", json_object_new_int64(first_invalid));
+                return varlink_error(c, ERROR_INVALID_ANSWER, e);
+        }
+        if (first_unknown >= 0)
+                return reply_error_with(c, ERROR_UNKNOWN_REQUEST, "request", json_object_new_int64(first_unknown));
         return varlink_reply(c, NULL);
 }
 
@@ -467,11 +493,58 @@ static int method_shrink(struct varlink_connection *c, struct json_object *param
 
 /* ---- reclaim's transport ---- */
 
+/* Send what is queued for each serving call. */
+static int on_flush(sd_event_source *source, void *userdata) {
+        struct service *svc = userdata;
+        (void) source;
+
+        while (svc->outbox) {
+                struct serve_call *call = svc->outbox;
+                svc->outbox = call->outbox_next;
+                call->outbox_next = NULL;
+                int r = protocol_text_append(&call->queued, "]}", 2);
+                if (r >= 0)
+                        r = varlink_notify_serialized(call->conn, call->queued.data, call->queued.len);
+                protocol_text_done(&call->queued);
+                if (r < 0)
+                        log_debug_errno(r, "Cannot send requests to pid %d: %m", (int) call->client->pid);
+        }
+        return 0;
+}
+
 static int transport_send_request(struct shrink_client *cl, const struct shrink_request_snapshot *q, void *userdata) {
-        (void) userdata;
-        struct json_object *p = json_object_new_object();
-        json_object_object_add(p, "request", protocol_encode_shrink_request(q));
-        return varlink_notify(cl->owner, p);
+        struct service *svc = userdata;
+        struct serve_call *call = cl->owner;
+
+        int r;
+
+        if (!call->batched) {
+                _cleanup_(protocol_text_done) struct protocol_text t = {};
+                r = protocol_text_append(&t, "{\"request\":", 11);
+                if (r >= 0)
+                        r = protocol_text_append_shrink_request(&t, q);
+                if (r >= 0)
+                        r = protocol_text_append(&t, "}", 1);
+                return r < 0 ? r : varlink_notify_serialized(call->conn, t.data, t.len);
+        }
+        size_t mark = call->queued.len;
+        bool first = mark == 0;
+        r = protocol_text_append(&call->queued, first ? "{\"requests\":[" : ",", first ? 13 : 1);
+        if (r >= 0)
+                r = protocol_text_append_shrink_request(&call->queued, q);
+        if (r < 0) {
+                /* Unsent (the request runs into its deadline); what is queued stays whole. */
+                call->queued.len = mark;
+                if (call->queued.data)
+                        call->queued.data[mark] = 0;
+                return r;
+        }
+        if (first) {
+                call->outbox_next = svc->outbox;
+                svc->outbox = call;
+                r = sd_event_source_set_enabled(svc->flush, SD_EVENT_ONESHOT);
+        }
+        return r;
 }
 
 static void transport_shrink_done(void *caller, const struct shrink_result *results, size_t n, void *userdata) {
@@ -521,6 +594,13 @@ int service_new(struct scope_registry *scopes, struct subscriptions *subscriptio
                 .shrinkers = shrinkers,
                 .layout = layout,
         };
+        int r = sd_event_add_defer(shrinkers->event, &svc->flush, on_flush, svc);
+        if (r < 0) {
+                free(svc);
+                return r;
+        }
+        (void) sd_event_source_set_enabled(svc->flush, SD_EVENT_OFF);
+        (void) sd_event_source_set_description(svc->flush, "shrink-requests");
         shrinkers->on_exit = on_client_exit;
         shrinkers->exit_userdata = svc;
         *ret = svc;
@@ -528,6 +608,10 @@ int service_new(struct scope_registry *scopes, struct subscriptions *subscriptio
 }
 
 struct service *service_free(struct service *svc) {
+        if (!svc)
+                return NULL;
+        /* The serving calls are gone by now (the server is freed first); nothing is queued. */
+        sd_event_source_disable_unref(svc->flush);
         free(svc);
         return NULL;
 }

@@ -80,13 +80,17 @@ static void client_destroy(struct shrink_client *cl) {
         sd_event_source_disable_unref(cl->pidfd_source);
         if (cl->pidfd >= 0)
                 close(cl->pidfd);
+        if (cl->statm_fd >= 0)
+                close(cl->statm_fd);
         free(cl->cgroup);
         free(cl);
 }
 
-/* Pin the process first, then read its cgroup, then check the pin still holds: the cgroup we read
- * belongs to the process that owns the connection, not to a recycled pid. */
+/* Pin the process first, then read its cgroup and open its statm, then check the pin still holds: the
+ * cgroup and the memory figures belong to the process that owns the connection, not to a recycled pid
+ * (an open proc file keeps reading its own process, and fails once that is gone). */
 static int client_pin(struct shrink_client *cl) {
+        char path[64];
         int r = pidfd_open(cl->pid);
         if (r < 0)
                 return r;
@@ -94,6 +98,10 @@ static int client_pin(struct shrink_client *cl) {
         r = cgroup_pid_get_path(cl->pid, &cl->cgroup);
         if (r < 0)
                 return r;
+        snprintf(path, sizeof(path), "/proc/%d/statm", (int) cl->pid);
+        cl->statm_fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (cl->statm_fd < 0)
+                return -errno;
         if (!pidfd_alive(cl->pidfd))
                 return -ESRCH;
         r = sd_event_add_io(cl->registry->event, &cl->pidfd_source, cl->pidfd, EPOLLIN, on_pidfd, cl);
@@ -199,6 +207,7 @@ int shrink_client_new(struct shrink_registry *reg, pid_t pid, uid_t uid, void *o
         cl->pid = pid;
         cl->uid = uid;
         cl->pidfd = -EBADF;
+        cl->statm_fd = -EBADF;
 
         r = client_pin(cl);
         if (r >= 0)
@@ -264,17 +273,18 @@ struct shrinker *shrinker_by_id(const struct shrink_registry *reg, uint64_t id) 
 }
 
 int shrink_client_resident(const struct shrink_client *cl, uint64_t *ret) {
-        char path[64];
-        unsigned long long size, resident;
-        snprintf(path, sizeof(path), "/proc/%d/statm", (int) cl->pid);
-        _cleanup_fclose_ FILE *f = fopen(path, "re");
-        if (!f)
-                return -errno;
-        if (fscanf(f, "%llu %llu", &size, &resident) != 2)
+        char buf[128];
+        /* Rounds read this for every client they ask to scan: one pread, no open, no stdio. */
+        ssize_t n = pread(cl->statm_fd, buf, sizeof(buf) - 1, 0);
+        if (n <= 0)
+                return n < 0 ? -errno : -EIO;
+        buf[n] = 0;
+        char *end;
+        errno = 0;
+        (void) strtoull(buf, &end, 10); /* size */
+        unsigned long long resident = strtoull(end, &end, 10);
+        if (errno != 0 || *end != ' ')
                 return -EIO;
-        /* The pid may have been taken by another process since: the pin says whether it is still ours. */
-        if (!pidfd_alive(cl->pidfd))
-                return -ESRCH;
         *ret = sat_mul(resident, (uint64_t) sysconf(_SC_PAGESIZE));
         return 0;
 }

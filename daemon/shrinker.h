@@ -47,6 +47,7 @@ struct shrink_client {
         uid_t uid;
         int pidfd;
         sd_event_source *pidfd_source;
+        int statm_fd; /* /proc/PID/statm, opened under the pin */
         char *cgroup; /* v2 path */
         char token[33];
         uint64_t rejected; /* answers refused: unknown, duplicate, impossible */

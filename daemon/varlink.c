@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -22,7 +23,7 @@ struct varlink_connection {
         struct varlink_connection *prev, *next;
         int fd;
         struct ucred peer;
-        sd_event_source *io_source;
+        bool registered; /* in the server's epoll set */
         sd_event_source *defer_source; /* processes buffered calls and deferred close */
         struct frame_reader in;
         struct frame_writer out;
@@ -51,9 +52,17 @@ struct varlink_server {
         char *socket_path; /* unlinked on free, if we created it */
         sd_event_source *listen_source;
 
+        /* Connections are watched by an epoll set of the server's own, one source in the event loop:
+         * one loop iteration serves up to CONNECTIONS_PER_WAKEUP ready connections, where a source per
+         * connection costs an iteration (and its system calls) each. */
+        int epoll_fd;
+        sd_event_source *epoll_source;
+
         struct varlink_connection *connections;
         size_t n_connections;
 };
+
+#define CONNECTIONS_PER_WAKEUP 64
 
 static void connection_free(struct varlink_connection *c);
 static void connection_update_events(struct varlink_connection *c);
@@ -161,9 +170,9 @@ static void call_end(struct varlink_connection *c) {
                 free_fn(data);
 
         /* Calls may be waiting in the input buffer, or still in the socket. Inside the read loop (a
-         * oneway call ends there) the loop itself reads on: renewing the registration would cost an
-         * epoll_ctl per call for nothing. */
-        if (!c->dead)
+         * oneway call ends there) the loop itself goes on with both: a deferred pass or a renewed
+         * registration would cost a loop iteration or an epoll_ctl per call for nothing. */
+        if (!c->dead && !c->reading)
                 (void) sd_event_source_set_enabled(c->defer_source, SD_EVENT_ONESHOT);
         connection_set_events(c, !c->reading);
 }
@@ -471,14 +480,14 @@ static int process_input(struct varlink_connection *c) {
 
 /* ---- connection plumbing ---- */
 
-/* Edge-triggered: sd-event dispatches one source per loop iteration, and with level-triggered sockets
- * every iteration would re-poll every connection that has data waiting (O(n) per event with n busy
- * clients). So each wake-up reads until EAGAIN, and whenever the connection is ready for more input
- * again the registration is renewed, which makes the kernel report data that is already there. */
+/* Edge-triggered: with level-triggered sockets every wake-up would report again every connection that
+ * has data waiting (O(n) per event with n busy clients). So each wake-up reads until EAGAIN, and whenever
+ * the connection is ready for more input again the registration is renewed, which makes the kernel
+ * report data that is already there. */
 static void connection_set_events(struct varlink_connection *c, bool rearm) {
         uint32_t ev = EPOLLET;
 
-        if (c->dead || !c->io_source)
+        if (c->dead || !c->registered)
                 return;
         if (connection_wants_input(c))
                 ev |= EPOLLIN;
@@ -487,18 +496,17 @@ static void connection_set_events(struct varlink_connection *c, bool rearm) {
         if (ev == c->events && !rearm)
                 return;
         c->events = ev;
-        (void) sd_event_source_set_io_events(c->io_source, ev);
+        struct epoll_event e = { .events = ev, .data.ptr = c };
+        if (epoll_ctl(c->server->epoll_fd, EPOLL_CTL_MOD, c->fd, &e) < 0)
+                connection_kill(c);
 }
 
 static void connection_update_events(struct varlink_connection *c) {
         connection_set_events(c, false);
 }
 
-static int on_connection_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        struct varlink_connection *c = userdata;
+static void connection_io(struct varlink_connection *c, uint32_t revents) {
         int r;
-        (void) s;
-        (void) fd;
 
         if (revents & EPOLLOUT) {
                 r = frame_writer_flush(&c->out, c->fd);
@@ -557,10 +565,25 @@ static int on_connection_io(sd_event_source *s, int fd, uint32_t revents, void *
         if (c->dead)
                 goto kill;
         connection_update_events(c);
-        return 0;
+        return;
 
 kill:
         connection_free(c);
+}
+
+/* A connection's handler frees no connection but its own (others die through their deferred source):
+ * every connection of the batch is still there when its turn comes. */
+static int on_connections(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+        struct epoll_event evs[CONNECTIONS_PER_WAKEUP];
+        (void) src;
+        (void) revents;
+        (void) userdata;
+
+        int n = epoll_wait(fd, evs, CONNECTIONS_PER_WAKEUP, 0);
+        if (n < 0)
+                return errno == EINTR ? 0 : log_error_errno(-errno, "epoll_wait on connections failed: %m");
+        for (int i = 0; i < n; i++)
+                connection_io(evs[i].data.ptr, evs[i].events);
         return 0;
 }
 
@@ -590,7 +613,8 @@ static void connection_free(struct varlink_connection *c) {
         c->call_data = NULL;
         c->call_data_free = NULL;
 
-        sd_event_source_disable_unref(c->io_source);
+        if (c->registered)
+                (void) epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
         sd_event_source_disable_unref(c->defer_source);
         frame_reader_done(&c->in);
         frame_writer_done(&c->out);
@@ -630,7 +654,9 @@ static int connection_new(struct varlink_server *s, int fd) {
         s->n_connections++;
 
         c->events = EPOLLIN | EPOLLET;
-        r = sd_event_add_io(s->event, &c->io_source, fd, c->events, on_connection_io, c);
+        struct epoll_event e = { .events = c->events, .data.ptr = c };
+        r = epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, fd, &e) < 0 ? -errno : 0;
+        c->registered = r >= 0;
         if (r >= 0)
                 r = sd_event_add_defer(s->event, &c->defer_source, on_connection_defer, c);
         if (r >= 0)
@@ -639,7 +665,6 @@ static int connection_new(struct varlink_server *s, int fd) {
                 connection_free(c);
                 return r;
         }
-        (void) sd_event_source_set_description(c->io_source, "varlink-connection");
         return 0;
 }
 
@@ -678,6 +703,15 @@ int varlink_server_new(sd_event *event, const struct varlink_interface *interfac
         s->userdata = userdata;
         s->max_message_size = FRAME_DEFAULT_MAX_SIZE;
         s->listen_fd = -EBADF;
+        s->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+        int r = s->epoll_fd < 0 ? -errno : 0;
+        if (r >= 0)
+                r = sd_event_add_io(event, &s->epoll_source, s->epoll_fd, EPOLLIN, on_connections, s);
+        if (r < 0) {
+                varlink_server_free(s);
+                return r;
+        }
+        (void) sd_event_source_set_description(s->epoll_source, "varlink-connections");
         *ret = s;
         return 0;
 }
@@ -693,6 +727,9 @@ struct varlink_server *varlink_server_free(struct varlink_server *s) {
                 return NULL;
         while (s->connections)
                 connection_free(s->connections);
+        sd_event_source_disable_unref(s->epoll_source);
+        if (s->epoll_fd >= 0)
+                close(s->epoll_fd);
         sd_event_source_disable_unref(s->listen_source);
         if (s->listen_fd >= 0)
                 close(s->listen_fd);

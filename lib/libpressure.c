@@ -882,6 +882,8 @@ static int serve_register(struct pressure_client *c) {
                 json_object_array_add(list, o);
         }
         json_object_object_add(params, "shrinkers", list);
+        /* Requests made together come in one message, and go back in one Answer. */
+        json_object_object_add(params, "batched", json_object_new_boolean(1));
 
         r = conn_open(&c->serve, c->path);
         if (r < 0) {
@@ -964,20 +966,44 @@ EXPORT int pressure_client_set_release(struct pressure_client *c, pressure_relea
         return 0;
 }
 
-static void answer(struct pressure_client *c, uint64_t request, struct json_object *params, uint64_t deadline_us) {
+/* Answers of one dispatch, sent in one oneway Answer call. */
+#define ANSWERS_MAX 4096
+struct answers {
+        struct json_object *list;
+        size_t n;
+};
+
+static void answers_send(struct pressure_client *c, struct answers *a) {
+        if (a->n == 0)
+                return;
+        struct json_object *params = json_object_new_object();
         json_object_object_add(params, "token", json_object_new_string(c->token));
-        json_object_object_add(params, "request", json_object_new_int64((int64_t) request));
+        json_object_object_add(params, "answers", a->list);
         struct json_object *m = new_call("io.pressured.Answer", params, false);
         /* Nobody waits for the daemon's reply: a oneway call. */
         json_object_object_add(m, "oneway", json_object_new_boolean(1));
-
-        /* Past the deadline the daemon has counted a timeout already and would refuse the answer. */
-        if (now_us() <= deadline_us && c->call.fd >= 0)
+        if (c->call.fd >= 0)
                 (void) conn_send(&c->call, m, client_deadline(c));
         json_object_put(m);
+        *a = (struct answers){};
 }
 
-static void handle_request(struct pressure_client *c, struct json_object *req) {
+static void answers_add(struct pressure_client *c, struct answers *a, uint64_t request, struct json_object *item,
+                        uint64_t deadline_us) {
+        /* Past the deadline the daemon has counted a timeout already and would refuse the answer. */
+        if (now_us() > deadline_us) {
+                json_object_put(item);
+                return;
+        }
+        json_object_object_add(item, "request", json_object_new_int64((int64_t) request));
+        if (!a->list)
+                a->list = json_object_new_array();
+        json_object_array_add(a->list, item);
+        if (++a->n >= ANSWERS_MAX)
+                answers_send(c, a);
+}
+
+static void handle_request(struct pressure_client *c, struct json_object *req, struct answers *out) {
         uint64_t id = get_u64(req, "id"), sid = get_u64(req, "shrinker"), deadline = get_u64(req, "deadline");
         const char *op = json_object_get_string(get(req, "op"));
         struct pressure_shrinker *s;
@@ -1030,7 +1056,7 @@ static void handle_request(struct pressure_client *c, struct json_object *req) {
                 json_object_put(p);
                 return;
         }
-        answer(c, id, p, deadline);
+        answers_add(c, out, id, p, deadline);
 }
 
 static int dispatch_serve(struct pressure_client *c) {
@@ -1050,25 +1076,34 @@ static int dispatch_serve(struct pressure_client *c) {
                 if (frame_reader_pending(&c->serve.in) >= 1024 * 1024)
                         break;
         }
+        struct answers answers = {};
         for (;;) {
                 struct json_object *msg;
                 int r = conn_receive(&c->serve, UINT64_MAX, &msg);
                 if (r == -EAGAIN) {
+                        answers_send(c, &answers);
                         /* The answers are out; now give back what the scans freed. */
                         release_if_due(c);
                         return 0;
                 }
                 if (r < 0) {
+                        json_object_put(answers.list);
                         serve_close(c);
                         retry_arm(c, true);
                         return 0;
                 }
-                struct json_object *req = get(get(msg, "parameters"), "request");
+                struct json_object *params = get(msg, "parameters"), *req = get(params, "request");
+                struct json_object *reqs = get(params, "requests");
                 if (req)
-                        handle_request(c, req);
+                        handle_request(c, req, &answers);
+                if (reqs && json_object_is_type(reqs, json_type_array))
+                        for (size_t i = 0; i < json_object_array_length(reqs); i++)
+                                handle_request(c, json_object_array_get_idx(reqs, i), &answers);
                 json_object_put(msg);
-                if (c->serve.fd < 0)
+                if (c->serve.fd < 0) {
+                        json_object_put(answers.list);
                         return 0;
+                }
         }
 }
 

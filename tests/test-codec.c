@@ -108,6 +108,8 @@ static void check_reply(struct json_object *msg) {
                 round_trip(CHANGE, v);
         if (json_object_object_get_ex(p, "request", &v) && json_object_is_type(v, json_type_object))
                 round_trip(REQUEST, v);
+        if (json_object_object_get_ex(p, "requests", &v))
+                each(REQUEST, v);
         if (json_object_object_get_ex(p, "results", &v))
                 each(RESULT, v);
         if (json_object_object_get_ex(p, "registered", &v))
@@ -132,7 +134,7 @@ static void test_documented_replies(void) {
         free(docs);
         CU_ASSERT(seen[STATE] >= 3);
         CU_ASSERT(seen[CHANGE] >= 2);
-        CU_ASSERT(seen[REQUEST] >= 1);
+        CU_ASSERT(seen[REQUEST] >= 5);
         CU_ASSERT(seen[RESULT] >= 1);
         CU_ASSERT(seen[REGISTRATION] >= 1);
         CU_ASSERT(seen[INFO] >= 1);
@@ -241,11 +243,39 @@ static void test_malformed(void) {
         CU_ASSERT_EQUAL(decode_ref_text("{\"type\":\"node\",\"node\":1}", &field), 0);
 }
 
+/* Requests written as text are the same JSON as the codec's objects, escapes and saturation included. */
+static void test_request_text(void) {
+        static const char *const cgroups[] = { "/", "/system.slice/a b.service", "/q\"uote\\back", "/ctl\x01\n\t\x1f\x7f/ü", "" };
+        for (size_t i = 0; i < sizeof(cgroups) / sizeof(cgroups[0]); i++)
+                for (int op = 0; op < 2; op++) {
+                        const struct shrink_request_snapshot q = {
+                                .id = i == 3 ? UINT64_MAX : 17 + i,
+                                .shrinker = 3,
+                                .op = op ? SHRINK_OP_SCAN : SHRINK_OP_COUNT,
+                                .node = i == 2 ? -1 : (int) i,
+                                .cgroup = cgroups[i],
+                                .nr_to_scan = i == 4 ? (uint64_t) INT64_MAX + 5 : 128,
+                                .priority = 12 - (int) i,
+                                .deadline = 123456789012ULL,
+                        };
+                        struct protocol_text t = {};
+                        CU_ASSERT_EQUAL(protocol_text_append(&t, "x", 1), 0);
+                        CU_ASSERT_EQUAL(protocol_text_append_shrink_request(&t, &q), 0);
+                        struct json_object *o = protocol_encode_shrink_request(&q);
+                        const char *want = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+                        CU_ASSERT_STRING_EQUAL(t.data + 1, want);
+                        CU_ASSERT_EQUAL(t.len, strlen(want) + 1);
+                        json_object_put(o);
+                        protocol_text_done(&t);
+                }
+}
+
 int main(void) {
         static const struct test_case cases[] = {
                 { "documented replies encode as shown and decode back", test_documented_replies },
                 { "decoded values", test_values },
                 { "malformed objects are refused", test_malformed },
+                { "requests as text", test_request_text },
                 {},
         };
         return test_run("codec", cases, NULL);

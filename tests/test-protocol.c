@@ -284,6 +284,113 @@ static void test_client_dies_mid_stream(void) {
         assert_daemon_serves();
 }
 
+/* One message from fd, parsed (NULL on timeout). */
+static struct json_object *next_msg(int fd) {
+        char *msg = NULL;
+        if (test_recv_msg(fd, 5000, &msg) != 1)
+                return NULL;
+        struct json_object *o = json_tokener_parse(msg);
+        free(msg);
+        return o;
+}
+
+static int64_t field_int(struct json_object *o, const char *key) {
+        struct json_object *v;
+        return o && json_object_object_get_ex(o, key, &v) ? json_object_get_int64(v) : -1;
+}
+
+/* A batched client: the requests of one round come in one reply, the answers go in one call, and each
+ * answer of a list stands on its own; a malformed list changes nothing. */
+static void test_batched_serve_and_answers(void) {
+        int serve = connect_daemon(), answer = connect_daemon(), ctl = connect_daemon();
+        char text[1024];
+        const char reg[] = "{\"method\":\"io.pressured.Serve\",\"parameters\":{\"shrinkers\":[{\"name\":\"a\"},{\"name\":\"b\"}],\"batched\":true},\"more\":true}";
+        CU_ASSERT_EQUAL_FATAL(test_send_raw(serve, reg, sizeof(reg)), 0);
+        struct json_object *o = next_msg(serve);
+        const char *token = field_str(json_object_object_get(o, "parameters"), "registered", "token");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(token);
+        char tok[64];
+        snprintf(tok, sizeof(tok), "%s", token);
+        json_object_put(o);
+
+        /* Shrink everything: both shrinkers are counted, in one message. */
+        const char shrink[] = "{\"method\":\"io.pressured.Shrink\"}";
+        CU_ASSERT_EQUAL(test_send_raw(ctl, shrink, sizeof(shrink)), 0);
+        o = next_msg(serve);
+        struct json_object *params = json_object_object_get(o, "parameters");
+        struct json_object *reqs = json_object_object_get(params, "requests");
+        CU_ASSERT_PTR_NULL(json_object_object_get(params, "request"));
+        CU_ASSERT_EQUAL_FATAL(reqs ? json_object_array_length(reqs) : 0, 2);
+        int64_t id_a = -1, id_b = -1;
+        for (size_t i = 0; i < 2; i++) {
+                struct json_object *q = json_object_array_get_idx(reqs, i);
+                CU_ASSERT_STRING_EQUAL(field_str(q, "op", NULL), "count");
+                if (field_int(q, "shrinker") == 1)
+                        id_a = field_int(q, "id");
+                else
+                        id_b = field_int(q, "id");
+        }
+        json_object_put(o);
+        CU_ASSERT_FATAL(id_a > 0 && id_b > 0);
+
+        /* A list with one malformed item is refused whole, as is a list beside a single answer. */
+        snprintf(text, sizeof(text), "{\"method\":\"io.pressured.Answer\",\"parameters\":{\"token\":\"%s\","
+                 "\"answers\":[{\"request\":%lld,\"count\":3},{\"request\":\"x\"}]}}", tok, (long long) id_a);
+        o = call(answer, text);
+        CU_ASSERT_STRING_EQUAL(error_of(o), "org.varlink.service.InvalidParameter");
+        CU_ASSERT_STRING_EQUAL(field_str(o, "parameters", "parameter"), "answers");
+        json_object_put(o);
+        snprintf(text, sizeof(text), "{\"method\":\"io.pressured.Answer\",\"parameters\":{\"token\":\"%s\",\"request\":%lld,"
+                 "\"answers\":[{\"request\":%lld,\"count\":3}]}}", tok, (long long) id_a, (long long) id_a);
+        o = call(answer, text);
+        CU_ASSERT_STRING_EQUAL(field_str(o, "parameters", "parameter"), "answers");
+        json_object_put(o);
+
+        /* Nothing of that was applied: a's request is still open. Now a good answer and an impossible
+         * one in one list: a counts 3, b's job ends, the error names b's request. */
+        snprintf(text, sizeof(text), "{\"method\":\"io.pressured.Answer\",\"parameters\":{\"token\":\"%s\","
+                 "\"answers\":[{\"request\":%lld,\"count\":3},{\"request\":%lld,\"count\":-1}]}}",
+                 tok, (long long) id_a, (long long) id_b);
+        o = call(answer, text);
+        CU_ASSERT_STRING_EQUAL(error_of(o), "io.pressured.InvalidAnswer");
+        CU_ASSERT_EQUAL(field_int(json_object_object_get(o, "parameters"), "request"), id_b);
+        json_object_put(o);
+
+        /* a is asked to scan its 3 objects, again as a list. */
+        o = next_msg(serve);
+        reqs = json_object_object_get(json_object_object_get(o, "parameters"), "requests");
+        CU_ASSERT_EQUAL_FATAL(reqs ? json_object_array_length(reqs) : 0, 1);
+        struct json_object *q = json_object_array_get_idx(reqs, 0);
+        CU_ASSERT_STRING_EQUAL(field_str(q, "op", NULL), "scan");
+        CU_ASSERT_EQUAL(field_int(q, "nr_to_scan"), 3);
+        int64_t id_scan = field_int(q, "id");
+        json_object_put(o);
+        snprintf(text, sizeof(text), "{\"method\":\"io.pressured.Answer\",\"parameters\":{\"token\":\"%s\","
+                 "\"answers\":[{\"request\":%lld,\"freed\":3}]}}", tok, (long long) id_scan);
+        o = call(answer, text);
+        CU_ASSERT_PTR_NULL(error_of(o));
+        json_object_put(o);
+
+        /* The Shrink's results: a freed 3, b nothing (its answer was refused). */
+        o = next_msg(ctl);
+        struct json_object *results = json_object_object_get(json_object_object_get(o, "parameters"), "results");
+        CU_ASSERT_EQUAL(results ? json_object_array_length(results) : 0, 2);
+        for (size_t i = 0; results && i < json_object_array_length(results); i++) {
+                struct json_object *res = json_object_array_get_idx(results, i);
+                CU_ASSERT_EQUAL(field_int(res, "freed"), field_int(res, "shrinker") == 1 ? 3 : 0);
+        }
+        json_object_put(o);
+
+        /* The same answer again is unknown now. */
+        o = call(answer, text);
+        CU_ASSERT_STRING_EQUAL(error_of(o), "io.pressured.UnknownRequest");
+        json_object_put(o);
+        close(serve);
+        close(answer);
+        close(ctl);
+        assert_daemon_serves();
+}
+
 static void test_clean_shutdown(void) {
         int fd = connect_daemon();
         char *msg = NULL;
@@ -314,6 +421,7 @@ int main(void) {
                 { "oversized messages close the connection", test_oversized_closes },
                 { "a streaming connection takes no other call", test_streaming_blocks_other_calls },
                 { "clients that die mid-stream", test_client_dies_mid_stream },
+                { "batched requests and answers", test_batched_serve_and_answers },
                 { "clean shutdown", test_clean_shutdown },
                 {},
         };

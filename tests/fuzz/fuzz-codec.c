@@ -64,6 +64,11 @@ static void decode_everything(struct json_object *o) {
                 json_object_put(protocol_encode_shrinker_info(&info));
                 free(info.nodes);
         }
+        struct shrink_answer *answers;
+        size_t n_answers;
+        const char *token;
+        if (protocol_decode_answer_call(o, &token, &answers, &n_answers, &field) >= 0)
+                free(answers);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
