@@ -2,6 +2,7 @@
 #include "cgroup.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <libcgroup.h>
 #include <limits.h>
 #include <stdio.h>
@@ -185,6 +186,42 @@ int cgroup_memory(const struct cgroup_layout *l, const char *cgroup, uint64_t *r
         *ret_usage = usage;
         *ret_limit = limit;
         return 0;
+}
+
+int cgroup_parse_anon(const char *text, bool v2, uint64_t *ret_bytes) {
+        const char *key = v2 ? "anon " : "total_rss ";
+        size_t n = strlen(key);
+
+        for (const char *line = text; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+                if (strncmp(line, key, n) != 0)
+                        continue;
+                char *end;
+                errno = 0;
+                unsigned long long v = strtoull(line + n, &end, 10);
+                if (errno != 0 || end == line + n || (*end != '\n' && *end != 0))
+                        return -EINVAL;
+                *ret_bytes = v;
+                return 0;
+        }
+        return -ENODATA;
+}
+
+int cgroup_anon(const struct cgroup_layout *l, const char *cgroup, uint64_t *ret_bytes) {
+        _cleanup_free_ char *path = NULL;
+        char buf[8192];
+
+        if (!l->memory_root)
+                return -EOPNOTSUPP;
+        if (join(l->memory_root, cgroup, "memory.stat", &path) < 0)
+                return -ENOMEM;
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        ssize_t n = read(fd, buf, sizeof(buf) - 1);
+        if (n < 0)
+                return -errno;
+        buf[n] = 0;
+        return cgroup_parse_anon(buf, l->memory_v2, ret_bytes);
 }
 
 int cgroup_pid_get_path(pid_t pid, char **ret) {

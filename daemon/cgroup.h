@@ -33,5 +33,11 @@ int cgroup_check(const struct cgroup_layout *l, const char *cgroup);
  * no limit. */
 int cgroup_memory(const struct cgroup_layout *l, const char *cgroup, uint64_t *ret_usage, uint64_t *ret_limit);
 
+/* Anonymous memory of the group and its descendants (memory.stat "anon" on v2, "total_rss" on v1), in
+ * bytes: what reclaim cannot take back without swap. cgroup_parse_anon() takes the text of a memory.stat
+ * file; -ENODATA when the field is not there. */
+int cgroup_parse_anon(const char *stat_text, bool v2, uint64_t *ret_bytes);
+int cgroup_anon(const struct cgroup_layout *l, const char *cgroup, uint64_t *ret_bytes);
+
 /* The v2 path of a process, from the "0::" line of <proc_root>/proc/PID/cgroup. */
 int cgroup_pid_get_path(pid_t pid, char **ret);

@@ -157,10 +157,12 @@ bool level_state_settled(const struct level_state *s) {
         return s->level == LEVEL_OK;
 }
 
-uint64_t level_reclaim_target(enum level l, uint64_t size_bytes, uint64_t excess_bytes) {
+uint64_t level_reclaim_target(enum level l, uint64_t size_bytes, uint64_t excess_bytes, uint64_t demand_bytes) {
         static const unsigned percent[_LEVEL_MAX] = { 0, 1, 3, 5 };
 
         if (l <= LEVEL_OK || l >= _LEVEL_MAX)
                 return 0;
-        return excess_bytes + size_bytes / 100 * percent[l];
+        uint64_t share = size_bytes / 100 * percent[l];
+        uint64_t t = excess_bytes + (demand_bytes > share ? demand_bytes : share);
+        return t < excess_bytes ? UINT64_MAX : t;
 }

@@ -33,6 +33,7 @@ struct reclaim_episode {
         unsigned shortfalls; /* goals met with the scope still above ok: each doubles the next goal */
         int priority;        /* of the next round */
         bool paused;         /* target reached: waiting to see whether the pressure goes */
+        bool quiet;          /* paused, and the stall went below the low threshold meanwhile */
         /* the stall, to see whether rounds help: PSI scopes from the cumulative total */
         uint64_t mark_total, mark_usec;
         double stall_avg; /* recent rounds' stall, smoothed; < 0: none yet */
@@ -60,6 +61,8 @@ static struct round_spec episode_round_spec(const struct reclaim_episode *e) {
                 .node_index = s->node_index,
                 .cgroup = s->cgroup,
                 .priority = e->priority,
+                .share_sets_priority = true,
+                .floor = e->rc->config->priorities.floor[s->level.level],
                 .budget = true,
         };
 }
@@ -153,17 +156,39 @@ static double episode_stall(struct reclaim_episode *e) {
         return stall;
 }
 
+/* Whether the scope stalls less than its low threshold now: the pressure that raised the level has
+ * gone, and the level is only held by its hysteresis. A node is quiet above its high watermarks. */
+static bool episode_quiet(struct reclaim_episode *e) {
+        double stall = episode_stall(e);
+        if (stall < 0)
+                return false;
+        if (e->scope->type == SCOPE_NODE)
+                return stall == 0;
+        const struct psi_trigger *low = &e->rc->config->psi.t[LEVEL_LOW];
+        return stall < (double) low->stall_usec / (double) low->window_usec;
+}
+
 static int on_episode_timer(sd_event_source *src, uint64_t usec, void *userdata) {
         struct reclaim_episode *e = userdata;
+        struct reclaim *rc = e->rc;
         (void) src;
         (void) usec;
-        if (e->round || !scope_wants_reclaim(e->rc, e->scope))
+        if (e->round || !scope_wants_reclaim(rc, e->scope))
                 return 0;
         if (e->paused) {
-                /* The goal was released and the scope is still above ok: it was short, and the next one is
-                 * twice as large, up to eight times the target. (Making this depend on the stall falling
-                 * kept more of the closed loop's cache, and lost it to the OOM killer in one run of five.) */
-                e->shortfalls = MIN(e->shortfalls + 1, 3u);
+                /* The goal was released. While the scope is quiet, no new one: reclaiming on while only
+                 * the hysteresis holds the level would empty the caches for nothing. Look again every
+                 * round interval. */
+                if (episode_quiet(e)) {
+                        e->quiet = true;
+                        (void) sd_event_source_set_time(e->timer, now_usec(rc) + rc->config->round_interval_usec);
+                        (void) sd_event_source_set_enabled(e->timer, SD_EVENT_ONESHOT);
+                        return 0;
+                }
+                /* Still stalled: the goal was short, and the next one is twice as large, up to eight
+                 * times the target. After a quiet spell the stall is new: the plain target again. */
+                e->shortfalls = e->quiet ? 0 : MIN(e->shortfalls + 1, 3u);
+                e->quiet = false;
                 e->paused = false;
                 e->target = episode_goal(e);
                 e->freed_bytes = 0;
@@ -297,6 +322,16 @@ static void scope_changed(struct reclaim *rc, struct scope *s) {
         e->target = episode_goal(e);
         e->freed_bytes = 0;
         e->paused = false;
+        e->quiet = false;
+        if (s->level.level < s->previous) {
+                /* A fall: the level's new goal waits until the stall says it is needed. */
+                e->paused = e->quiet = true;
+                if (!e->round) {
+                        (void) sd_event_source_set_time(e->timer, now_usec(rc) + rc->config->round_interval_usec);
+                        (void) sd_event_source_set_enabled(e->timer, SD_EVENT_ONESHOT);
+                }
+                return;
+        }
         if (!e->round)
                 episode_start_round(e);
 }

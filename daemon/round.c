@@ -66,6 +66,7 @@ struct shrink_job {
         bool probe_only; /* quarantined: a count to see whether it answers again */
         struct shrink_plan plan;
         bool target_mode;      /* asked for its share of the episode's target, not the kernel's sizing */
+        uint64_t share_bytes;  /* target mode: its share; plan.total_scan is what it may scan for it */
         uint64_t start_weight; /* its weight from the last count, when the round began */
         uint64_t freeable, bytes_per_object_x1000;
         uint64_t freed, scanned, bytes_freed;
@@ -87,6 +88,8 @@ struct shrink_round {
         struct shrink_job *jobs; /* still counting here */
         unsigned n_jobs;         /* not finished yet */
         uint64_t want;           /* bytes to release; 0: the kernel's sizing alone */
+        bool share_sets_priority;
+        int floor;
         uint64_t known_weight;   /* the split: weights of the jobs whose shrinker counted before */
         unsigned n_known, n_unknown;
         sd_event_source *budget; /* episode rounds: when unfinished jobs are cut */
@@ -257,12 +260,15 @@ static void job_next_scan(struct shrink_job *j) {
                 }
                 nr = MIN((uint64_t) sh->batch, j->explicit_left);
         } else if (j->target_mode) {
-                /* A share is asked to the object, remainder included. */
-                if (j->plan.total_scan == 0) {
+                /* What is still missing of its share, to the object; a scan that frees less than it
+                 * looked at (referenced objects get a second chance) is followed by another, within
+                 * the scan budget. */
+                if (j->plan.total_scan == 0 || j->bytes_freed >= j->share_bytes) {
                         job_finish(j);
                         return;
                 }
-                nr = MIN((uint64_t) sh->batch, j->plan.total_scan);
+                uint64_t missing = shrink_target_objects(j->share_bytes - j->bytes_freed, 1, 1, j->bytes_per_object_x1000);
+                nr = MIN(MIN((uint64_t) sh->batch, j->plan.total_scan), MAX(missing, 1u));
         } else if (!shrink_plan_next(&j->plan, sh->batch, &nr)) {
                 job_finish(j);
                 return;
@@ -390,8 +396,10 @@ static const char *answer_check(const struct shrink_request *q, const struct shr
 
 /* In an episode with a goal, a shrinker that says how many bytes it holds is asked for its share of what
  * is still to release, in proportion to its weight among the round's shrinkers, and never more than the
- * kernel's sizing at the round's priority allows. Shrinkers not counted yet weigh what they did last
- * time, or, never counted, as much as this one. */
+ * kernel's sizing at the round's priority allows, or, where the round says so, at the gentlest priority
+ * down to its floor that covers the share: a round does not spend passes on a priority known to be too
+ * gentle for what is needed. Shrinkers not counted yet weigh what they did last time, or, never counted,
+ * as much as this one. */
 static void job_ask_share(struct shrink_job *j, uint64_t bytes) {
         const struct shrink_round *r = j->round;
         if (!r || r->want == 0 || bytes == 0 || j->bytes_per_object_x1000 == 0)
@@ -401,8 +409,17 @@ static void job_ask_share(struct shrink_job *j, uint64_t bytes) {
         uint64_t total = sat_add(r->known_weight, sat_mul(r->n_unknown, unknown));
         total = total - MIN(total, j->start_weight > 0 ? j->start_weight : unknown);
         total = sat_add(total, w);
-        uint64_t nr = shrink_target_objects(r->want, w, total, j->bytes_per_object_x1000);
+        j->share_bytes = mul_div(r->want, MIN(w, total), total);
+        /* A scan budget of twice the share in objects: an LRU with a second chance frees about half of
+         * what it looks at when the cache is in use. */
+        uint64_t nr = sat_mul(shrink_target_objects(r->want, w, total, j->bytes_per_object_x1000), 2);
         j->target_mode = true;
+        struct shrinker *sh = j->shrinker;
+        uint64_t deferred = sh->deferred[shrinker_node_slot(sh, j->node_index)];
+        for (int p = j->priority - 1; r->share_sets_priority && j->plan.total_scan < nr && p >= r->floor; p--) {
+                shrink_plan_start(&j->plan, j->plan.freeable, p, sh->seeks, deferred);
+                j->priority = p;
+        }
         j->plan.total_scan = MIN(j->plan.total_scan, nr);
 }
 
@@ -772,6 +789,8 @@ struct shrink_round *round_new_explicit(struct round_engine *rc, void *caller) {
 
 void round_run(struct shrink_round *r, const struct round_spec *s) {
         r->want = s->want;
+        r->share_sets_priority = s->share_sets_priority;
+        r->floor = MAX(0, MIN(s->floor, 12));
         r->measure = s->measure;
         round_add_jobs(r, s->type, s->node_index, s->cgroup, s->priority, s->nr_to_scan, s->only, s->only_client);
         if (s->budget)

@@ -59,6 +59,10 @@ struct round_spec {
         const char *cgroup; /* SCOPE_CGROUP */
         int priority;
         uint64_t want;       /* bytes to release, split over the shrinkers by weight; 0: the kernel's sizing */
+        /* With want: a share the kernel's sizing at priority would not cover is asked at the gentlest
+         * priority that covers it, down to floor (the level's cap on how much one round may ask). */
+        bool share_sets_priority;
+        int floor;
         uint64_t nr_to_scan; /* explicit rounds: exactly this much each (0: count, then all of it) */
         const struct shrinker *only;
         const struct shrink_client *only_client;

@@ -100,7 +100,28 @@ static void scope_update_target(struct scope *s) {
                                 excess += (n->high_pages - n->free_pages) * page;
                 }
         }
-        s->reclaim_target = level_reclaim_target(s->level.level, size, excess);
+        s->reclaim_target = level_reclaim_target(s->level.level, size, excess, s->demand_bytes);
+}
+
+/* Growth of anonymous memory per second, from readings at least GROWTH_MIN_USEC apart; none after a
+ * long gap (the scope was idle). */
+#define GROWTH_MIN_USEC (200 * 1000)
+#define GROWTH_MAX_USEC (5 * 1000 * 1000)
+static void scope_read_growth(struct scope *s) {
+        uint64_t bytes, now = 0;
+
+        (void) sd_event_now(s->env->event, CLOCK_MONOTONIC, &now);
+        if (s->anon_usec > 0 && now - s->anon_usec < GROWTH_MIN_USEC)
+                return;
+        if (cgroup_anon(s->env->layout, s->cgroup, &bytes) < 0)
+                return;
+        uint64_t dt = now - s->anon_usec;
+        if (s->anon_usec == 0 || dt > GROWTH_MAX_USEC || bytes <= s->anon_bytes)
+                s->demand_bytes = 0;
+        else
+                s->demand_bytes = mul_div(bytes - s->anon_bytes, 1000000, dt);
+        s->anon_bytes = bytes;
+        s->anon_usec = now;
 }
 
 static void scope_read_memory(struct scope *s) {
@@ -111,6 +132,7 @@ static void scope_read_memory(struct scope *s) {
                 s->usage_bytes = usage;
                 s->limit_bytes = limit;
         }
+        scope_read_growth(s);
 }
 
 /* ---- level changes ---- */

@@ -66,6 +66,8 @@ struct scope {
 
         /* memory figures behind the reclaim target */
         uint64_t usage_bytes, limit_bytes; /* SCOPE_CGROUP; limit UINT64_MAX when none */
+        uint64_t anon_bytes, anon_usec; /* SCOPE_CGROUP: the last reading of its anonymous memory, and when */
+        uint64_t demand_bytes;          /* its growth per second between the last two readings */
 
         struct level_state level;
         enum level previous;

@@ -7,7 +7,12 @@
  *   GET <key>                            ->  VALUE <length>\n<bytes>   or   MISS
  *   STATS                                ->  items=<n> bytes=<n> hits=<n> misses=<n> evicted=<n>
  *
- * Usage: kvcache --listen PATH [--pressured SOCKET]
+ * Usage: kvcache --listen PATH [--pressured SOCKET] [--max-bytes N | --drop-on-warning]
+ *
+ * By default the values are the shrinker's to trim. Two other policies exist for comparison (the
+ * benchmark bench/kvcache-bench.c runs all of them): --max-bytes keeps the values under a fixed size
+ * (oldest first, with the same second chance), --drop-on-warning registers no shrinker and drops every
+ * value whenever its cgroup's level rises (what applications do on a low-memory warning today).
  *
  * Everything runs on one thread: one poll() loop serves the clients and calls
  * pressure_client_dispatch() when pressured asks something, so the shrinker's callbacks never race with
@@ -15,8 +20,10 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +47,8 @@ struct entry {
 
 static struct entry *table[HASH_BUCKETS];
 static struct pressure_lru *lru;
-static unsigned long n_items, n_bytes, hits, misses, evicted;
+static unsigned long n_items, n_bytes, hits, misses, evicted, evicted_bytes, drops;
+static unsigned long max_bytes; /* --max-bytes; 0: no cap */
 
 static unsigned hash(const char *s) {
         unsigned h = 2166136261u;
@@ -70,7 +78,67 @@ static void entry_drop(struct entry *e) {
 static void evict(struct pressure_lru_node *n, void *userdata) {
         (void) userdata;
         evicted++;
+        evicted_bytes += ((struct entry *) n)->len;
         entry_drop((struct entry *) n);
+}
+
+static enum pressure_lru_status second_chance(struct pressure_lru_node *n, void *userdata) {
+        (void) userdata;
+        return pressure_lru_test_and_clear_referenced(n) ? PRESSURE_LRU_ROTATE : PRESSURE_LRU_REMOVED;
+}
+
+static enum pressure_lru_status take_all(struct pressure_lru_node *n, void *userdata) {
+        (void) n;
+        (void) userdata;
+        return PRESSURE_LRU_REMOVED;
+}
+
+/* Evict up to nr values from every node through isolate. */
+static void evict_walk(pressure_lru_isolate_t isolate, uint64_t nr) {
+        for (int nid = 0; nid < pressure_lru_get_n_nodes(lru); nid++) {
+                struct pressure_lru_node *dispose = NULL, *next;
+                uint64_t budget = nr;
+                (void) pressure_lru_walk_node(lru, nid, isolate, NULL, &budget, &dispose);
+                for (; dispose; dispose = next) {
+                        next = dispose->next;
+                        evict(dispose, NULL);
+                }
+        }
+}
+
+/* --max-bytes: the oldest values go (a referenced one gets a second pass) until the rest fits. */
+static void enforce_cap(void) {
+        while (max_bytes > 0 && n_bytes > max_bytes && n_items > 0)
+                evict_walk(second_chance, 16);
+}
+
+/* --drop-on-warning: the level of our cgroup rose; everything goes, and goes back to the kernel. */
+static void on_level(struct pressure_client *client, const struct pressure_scope *scope, int is_initial,
+                     void *userdata) {
+        (void) client;
+        (void) userdata;
+        enum pressure_level level = pressure_scope_get_level(scope);
+        if (is_initial || level < PRESSURE_LEVEL_LOW || level <= pressure_scope_get_previous_level(scope))
+                return;
+        drops++;
+        evict_walk(take_all, UINT64_MAX);
+        (void) malloc_trim(0);
+}
+
+/* Our own cgroup's v2 path, from /proc/self/cgroup ("0::/path"). */
+static int own_cgroup(char *buf, size_t size) {
+        FILE *f = fopen("/proc/self/cgroup", "re");
+        char line[1024];
+        int r = -ENOENT;
+        while (f && fgets(line, sizeof(line), f))
+                if (strncmp(line, "0::", 3) == 0) {
+                        line[strcspn(line, "\n")] = 0;
+                        snprintf(buf, size, "%s", line + 3);
+                        r = 0;
+                }
+        if (f)
+                fclose(f);
+        return r;
 }
 
 static void set(const char *key, const char *value, size_t len) {
@@ -92,6 +160,7 @@ static void set(const char *key, const char *value, size_t len) {
         n_bytes += len;
         pressure_lru_node_init(&e->lru);
         pressure_lru_add(lru, &e->lru, -1); /* the node its memory is on */
+        enforce_cap();
 }
 
 struct client {
@@ -153,8 +222,9 @@ static int serve(struct client *c) {
                         }
                 } else if (strcmp(line, "STATS") == 0) {
                         char out[256];
-                        int n = snprintf(out, sizeof(out), "items=%lu bytes=%lu hits=%lu misses=%lu evicted=%lu\n",
-                                         n_items, n_bytes, hits, misses, evicted);
+                        int n = snprintf(out, sizeof(out),
+                                         "items=%lu bytes=%lu hits=%lu misses=%lu evicted=%lu evicted_bytes=%lu drops=%lu\n",
+                                         n_items, n_bytes, hits, misses, evicted, evicted_bytes, drops);
                         reply(c->fd, out, (size_t) n);
                 } else
                         reply(c->fd, "ERROR\n", 6);
@@ -185,9 +255,12 @@ int main(int argc, char *argv[]) {
         static const struct option options[] = {
                 { "listen", required_argument, NULL, 'l' },
                 { "pressured", required_argument, NULL, 'p' },
+                { "max-bytes", required_argument, NULL, 'm' },
+                { "drop-on-warning", no_argument, NULL, 'd' },
                 {},
         };
         const char *listen_path = NULL, *pressured = NULL;
+        bool drop_on_warning = false;
         struct client clients[MAX_CLIENTS];
         int c, r;
 
@@ -195,10 +268,12 @@ int main(int argc, char *argv[]) {
                 switch (c) {
                 case 'l': listen_path = optarg; break;
                 case 'p': pressured = optarg; break;
+                case 'm': max_bytes = strtoul(optarg, NULL, 0); break;
+                case 'd': drop_on_warning = true; break;
                 default: return 2;
                 }
-        if (!listen_path) {
-                fprintf(stderr, "usage: kvcache --listen PATH [--pressured SOCKET]\n");
+        if (!listen_path || (max_bytes > 0 && drop_on_warning)) {
+                fprintf(stderr, "usage: kvcache --listen PATH [--pressured SOCKET] [--max-bytes N | --drop-on-warning]\n");
                 return 2;
         }
 
@@ -213,7 +288,13 @@ int main(int argc, char *argv[]) {
         struct pressure_client *pc = NULL;
         struct pressure_shrinker *sh = NULL;
         r = pressure_client_new(pressured, &pc);
-        if (r >= 0)
+        if (r >= 0 && drop_on_warning) {
+                char cgroup[1024];
+                const char *scopes[] = { cgroup, NULL };
+                r = own_cgroup(cgroup, sizeof(cgroup));
+                if (r >= 0)
+                        r = pressure_client_subscribe(pc, scopes, PRESSURE_LEVEL_LOW, on_level, NULL);
+        } else if (r >= 0 && max_bytes == 0)
                 r = pressure_lru_shrinker_new(lru, pc, "kvcache", PRESSURE_SHRINKER_MEMCG_AWARE, 4096, NULL, evict,
                                               NULL, &sh);
         if (r < 0) {
@@ -226,7 +307,8 @@ int main(int argc, char *argv[]) {
                 fprintf(stderr, "kvcache: cannot listen on %s: %s\n", listen_path, strerror(errno));
                 return 1;
         }
-        printf("kvcache: listening on %s%s\n", listen_path, pc ? ", shrinker registered" : "");
+        printf("kvcache: listening on %s%s\n", listen_path,
+               sh ? ", shrinker registered" : drop_on_warning && pc ? ", dropping all on warnings" : "");
         fflush(stdout);
 
         int n_clients = 0;

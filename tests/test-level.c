@@ -187,12 +187,17 @@ static void test_node_level(void) {
 }
 
 static void test_reclaim_target(void) {
-        CU_ASSERT_EQUAL(level_reclaim_target(LEVEL_OK, 1000000, 5000), 0u);
-        CU_ASSERT_EQUAL(level_reclaim_target(LEVEL_LOW, 1000000, 0), 10000u);
-        CU_ASSERT_EQUAL(level_reclaim_target(LEVEL_MEDIUM, 1000000, 0), 30000u);
-        CU_ASSERT_EQUAL(level_reclaim_target(LEVEL_CRITICAL, 1000000, 7), 50007u);
+        CU_ASSERT_EQUAL(level_reclaim_target(LEVEL_OK, 1000000, 5000, 0), 0u);
+        CU_ASSERT_EQUAL(level_reclaim_target(LEVEL_OK, 1000000, 0, 99999), 0u);
+        CU_ASSERT_EQUAL(level_reclaim_target(LEVEL_LOW, 1000000, 0, 0), 10000u);
+        CU_ASSERT_EQUAL(level_reclaim_target(LEVEL_MEDIUM, 1000000, 0, 0), 30000u);
+        CU_ASSERT_EQUAL(level_reclaim_target(LEVEL_CRITICAL, 1000000, 7, 0), 50007u);
+        /* Refaults beyond the level's share are what is asked; below it they change nothing. */
+        CU_ASSERT_EQUAL(level_reclaim_target(LEVEL_LOW, 1000000, 0, 400000), 400000u);
+        CU_ASSERT_EQUAL(level_reclaim_target(LEVEL_LOW, 1000000, 5, 9999), 10005u);
+        CU_ASSERT_EQUAL(level_reclaim_target(LEVEL_LOW, 1000000, UINT64_MAX - 1, UINT64_MAX), UINT64_MAX);
         /* A 16 MiB cgroup at critical: 5% of its limit. */
-        CU_ASSERT_EQUAL(level_reclaim_target(LEVEL_CRITICAL, 16u << 20, 0), (16u << 20) / 100 * 5);
+        CU_ASSERT_EQUAL(level_reclaim_target(LEVEL_CRITICAL, 16u << 20, 0, 0), (16u << 20) / 100 * 5);
 }
 
 int main(void) {

@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: MIT */
+/* kv-zipf: the workload of the headline benchmark (bench/kvcache-bench.c).
+ *
+ *   kv-zipf SOCKET SECONDS KEYS VALUE_BYTES SEED MISS_US
+ *     GETs from a kvcache at SOCKET for SECONDS, keys drawn from a Zipf distribution (s = 0.99) over
+ *     KEYS keys with a seeded generator (the same sequence for the same seed); a miss costs MISS_US of
+ *     computation (a busy loop: the recompute) and SETs the value. Prints one line:
+ *       survived|lost seconds=S requests=N hits=H misses=M p50_us=P p99_us=Q
+ *     ("lost" when the cache's connection broke: it died) and exits 0 or 1.
+ *   kv-zipf --read FILE SECONDS
+ *     Reads FILE over and over for SECONDS or until SIGTERM (the file working set beside the cache), in
+ *     reads of 64 KiB; prints reads=N seconds=S. */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#define ZIPF_S 0.99
+#define LATENCY_BUCKETS 100000 /* 1 us each; slower requests land in the last */
+
+static uint64_t now_us(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+}
+
+/* splitmix64: small, seeded, the same everywhere. */
+static uint64_t rng_state;
+static uint64_t rng_next(void) {
+        uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+        return z ^ (z >> 31);
+}
+
+static double *zipf_cdf(size_t n) {
+        double *cdf = malloc(n * sizeof(double)), sum = 0;
+        if (!cdf)
+                return NULL;
+        for (size_t i = 0; i < n; i++)
+                cdf[i] = (sum += 1.0 / pow((double) (i + 1), ZIPF_S));
+        for (size_t i = 0; i < n; i++)
+                cdf[i] /= sum;
+        return cdf;
+}
+
+static size_t zipf_draw(const double *cdf, size_t n) {
+        double u = (double) (rng_next() >> 11) / (double) (1ULL << 53);
+        size_t lo = 0, hi = n - 1;
+        while (lo < hi) {
+                size_t mid = (lo + hi) / 2;
+                if (cdf[mid] < u)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return lo;
+}
+
+static int send_all(int fd, const void *data, size_t len) {
+        const char *p = data;
+        while (len > 0) {
+                ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        return -1;
+                p += n;
+                len -= (size_t) n;
+        }
+        return 0;
+}
+
+/* A reply: "VALUE <len>\n<len bytes>", "MISS\n" or "STORED\n". Returns 1 for a value, 0 otherwise, -1
+ * when the connection broke. */
+static char rbuf[1 << 20];
+static size_t rlen;
+static int read_reply(int fd) {
+        for (;;) {
+                char *nl = memchr(rbuf, '\n', rlen);
+                if (nl) {
+                        size_t head = (size_t) (nl - rbuf) + 1, body = 0;
+                        int value = strncmp(rbuf, "VALUE ", 6) == 0;
+                        if (value)
+                                body = strtoul(rbuf + 6, NULL, 10);
+                        if (rlen >= head + body) {
+                                memmove(rbuf, rbuf + head + body, rlen - head - body);
+                                rlen -= head + body;
+                                return value;
+                        }
+                }
+                if (rlen == sizeof(rbuf))
+                        return -1;
+                ssize_t n = read(fd, rbuf + rlen, sizeof(rbuf) - rlen);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        return -1;
+                rlen += (size_t) n;
+        }
+}
+
+static uint64_t percentile(const uint64_t *hist, uint64_t total, double p) {
+        uint64_t want = (uint64_t) ((double) total * p), seen = 0;
+        for (size_t i = 0; i < LATENCY_BUCKETS; i++)
+                if ((seen += hist[i]) > want)
+                        return i;
+        return LATENCY_BUCKETS;
+}
+
+static volatile sig_atomic_t stop;
+static void on_term(int sig) {
+        (void) sig;
+        stop = 1;
+}
+
+static int reader(const char *file, double seconds) {
+        static char chunk[65536];
+        signal(SIGTERM, on_term);
+        int fd = open(file, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+                perror("kv-zipf: working set");
+                return 2;
+        }
+        uint64_t start = now_us(), end = start + (uint64_t) (seconds * 1e6), reads = 0;
+        off_t off = 0;
+        while (!stop && now_us() < end) {
+                ssize_t n = pread(fd, chunk, sizeof(chunk), off);
+                off = n > 0 ? off + n : 0;
+                reads += n > 0;
+        }
+        printf("reads=%llu seconds=%.2f\n", (unsigned long long) reads, (double) (now_us() - start) / 1e6);
+        return 0;
+}
+
+int main(int argc, char *argv[]) {
+        if (argc == 4 && strcmp(argv[1], "--read") == 0)
+                return reader(argv[2], atof(argv[3]));
+        if (argc != 7) {
+                fprintf(stderr, "usage: kv-zipf SOCKET SECONDS KEYS VALUE_BYTES SEED MISS_US | --read FILE SECONDS\n");
+                return 2;
+        }
+        double seconds = atof(argv[2]);
+        size_t keys = strtoul(argv[3], NULL, 10), value_bytes = strtoul(argv[4], NULL, 10);
+        uint64_t miss_us = strtoull(argv[6], NULL, 10);
+        rng_state = strtoull(argv[5], NULL, 10);
+        double *cdf = zipf_cdf(keys);
+        char *value = malloc(value_bytes + 64);
+        uint64_t *hist = calloc(LATENCY_BUCKETS + 1, sizeof(uint64_t));
+        if (!cdf || !value || !hist || keys == 0)
+                return 2;
+        memset(value, 'v', value_bytes);
+
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", argv[1]);
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0 || connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+                perror("kv-zipf: connect");
+                return 2;
+        }
+
+        uint64_t start = now_us(), end = start + (uint64_t) (seconds * 1e6), requests = 0, hits = 0, misses = 0;
+        int lost = 0;
+        while (!lost) {
+                uint64_t t0 = now_us();
+                if (t0 >= end)
+                        break;
+                char cmd[128];
+                size_t key = zipf_draw(cdf, keys);
+                int n = snprintf(cmd, sizeof(cmd), "GET k%zu\n", key);
+                int r = send_all(fd, cmd, (size_t) n) < 0 ? -1 : read_reply(fd);
+                if (r == 0) {
+                        /* The recompute, then the value goes in. */
+                        while (now_us() - t0 < miss_us)
+                                ;
+                        n = snprintf(cmd, sizeof(cmd), "SET k%zu %zu\n", key, value_bytes);
+                        if (send_all(fd, cmd, (size_t) n) < 0 || send_all(fd, value, value_bytes) < 0 || read_reply(fd) < 0)
+                                r = -1;
+                        misses++;
+                } else if (r == 1)
+                        hits++;
+                if (r < 0) {
+                        lost = 1;
+                        break;
+                }
+                requests++;
+                uint64_t us = now_us() - t0;
+                hist[us < LATENCY_BUCKETS ? us : LATENCY_BUCKETS]++;
+        }
+        printf("%s seconds=%.2f requests=%llu hits=%llu misses=%llu p50_us=%llu p99_us=%llu\n",
+               lost ? "lost" : "survived", (double) (now_us() - start) / 1e6, (unsigned long long) requests,
+               (unsigned long long) hits, (unsigned long long) misses,
+               (unsigned long long) percentile(hist, requests, 0.50), (unsigned long long) percentile(hist, requests, 0.99));
+        return lost;
+}

@@ -1,0 +1,418 @@
+/* SPDX-License-Identifier: MIT */
+/* The headline benchmark: a cache that sizes itself. The example cache (examples/kvcache.c) serves a
+ * skewed GET workload (bench/kv-zipf.c: Zipf s = 0.99 over more values than fit) in a cgroup with a memory
+ * limit, beside a file working set that another process of the group reads; a miss costs a fixed
+ * recompute and inserts the value. With the same workload and seed, one run per policy:
+ *   (a) unbounded, no daemon;
+ *   (b) drop every value whenever pressured reports the group's level rising (what applications do
+ *       with a low-memory warning today);
+ *   (c) a fixed cap on the values, several caps, the best one the hand-tuned oracle;
+ *   (d) pressured with the pressure_lru shrinker, default configuration.
+ * Prints a table, writes the cache's size over time to OUT_DIR/kvcache-bench.csv and a plot of it to
+ * OUT_DIR/kvcache-bench.svg.
+ *
+ * Usage: kvcache-bench BUILD_DIR [OUT_DIR [SECONDS]] (as root) */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "pressure-gen.h"
+#include "test-util.h"
+
+#define LIMIT_MIB 96
+#define WORKING_SET_MIB 48
+#define KEYS 65536
+#define VALUE_BYTES 4096
+#define MISS_US 250
+#define SEED 42
+#define SAMPLE_MS 250
+#define MAX_SAMPLES 1024
+
+static const unsigned caps_mib[] = { 16, 24, 32, 40, 44, 48 };
+#define N_CAPS (sizeof(caps_mib) / sizeof(caps_mib[0]))
+
+enum policy { UNBOUNDED, DROP, CAP, PRESSURED };
+
+struct run {
+        enum policy policy;
+        unsigned cap_mib;
+        char name[64];
+        int survived;
+        double seconds;
+        unsigned long long requests, hits, misses, p50_us, p99_us, ws_reads;
+        double ws_seconds;
+        uint64_t stall_us;
+        unsigned long evicted_bytes, drops, peak_bytes;
+        size_t n_samples;
+        double t[MAX_SAMPLES];
+        unsigned long bytes[MAX_SAMPLES];
+};
+
+static const char *build;
+
+static pid_t spawn_in(const struct pressure_gen *g, const char *const *argv, int out_fd) {
+        int saved = dup(STDERR_FILENO), null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+        dup2(null, STDERR_FILENO);
+        pid_t pid = pressure_gen_spawn(g, argv, out_fd);
+        dup2(saved, STDERR_FILENO);
+        close(saved);
+        close(null);
+        return pid;
+}
+
+static uint64_t some_total(const struct pressure_gen *g) {
+        char path[700], buf[512];
+        snprintf(path, sizeof(path), "%s/memory.pressure", g->v2_dir);
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return 0;
+        size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[n] = 0;
+        const char *t = strstr(buf, "total=");
+        return t ? strtoull(t + 6, NULL, 10) : 0;
+}
+
+static unsigned long long field(const char *line, const char *key) {
+        const char *p = strstr(line, key);
+        return p ? strtoull(p + strlen(key), NULL, 10) : 0;
+}
+
+/* One STATS line from the cache; -1 once it is gone. */
+static int stats(int fd, char *line, size_t size) {
+        if (fd < 0 || send(fd, "STATS\n", 6, MSG_NOSIGNAL) != 6)
+                return -1;
+        size_t n = 0;
+        while (n < size - 1) {
+                struct pollfd p = { .fd = fd, .events = POLLIN };
+                if (poll(&p, 1, 2000) <= 0)
+                        return -1;
+                ssize_t k = read(fd, line + n, 1);
+                if (k <= 0)
+                        return -1;
+                if (line[n++] == '\n')
+                        break;
+        }
+        line[n] = 0;
+        return 0;
+}
+
+static int connect_to(const char *path) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        if (strlen(path) >= sizeof(sa.sun_path))
+                return -1;
+        memcpy(sa.sun_path, path, strlen(path) + 1);
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd >= 0 && connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+                close(fd);
+                return -1;
+        }
+        return fd;
+}
+
+static int write_working_set(const char *path) {
+        static char buf[1 << 20];
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return -errno;
+        for (int i = 0; i < WORKING_SET_MIB; i++) {
+                memset(buf, 'a' + i % 26, sizeof(buf));
+                if (write(fd, buf, sizeof(buf)) != (ssize_t) sizeof(buf)) {
+                        close(fd);
+                        return -EIO;
+                }
+        }
+        /* Out of the page cache: the reader in the group brings it back, charged to the group. */
+        fdatasync(fd);
+        posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+        close(fd);
+        return 0;
+}
+
+static int run_policy(struct run *run, double seconds) {
+        struct pressure_gen g;
+        struct test_daemon d = {};
+        char cwd[400], ws[600], kv_sock[300], secs[32], seed[32], keys[32], value[32], miss[32], cap[32], line[512];
+        int r;
+
+        if (!getcwd(cwd, sizeof(cwd)) || (r = pressure_gen_create(&g, cwd, (uint64_t) LIMIT_MIB << 20)) < 0)
+                return -EIO;
+        snprintf(ws, sizeof(ws), "%s/kvcache-bench.dat", cwd);
+        if ((r = write_working_set(ws)) < 0) {
+                pressure_gen_destroy(&g);
+                return r;
+        }
+        bool with_daemon = run->policy == DROP || run->policy == PRESSURED;
+        if (with_daemon) {
+                static const char *const args[] = { "--config", "/dev/null", NULL };
+                if (test_daemon_start(&d, args) < 0) {
+                        pressure_gen_destroy(&g);
+                        return -ECHILD;
+                }
+                snprintf(kv_sock, sizeof(kv_sock), "%s/kv.sock", d.dir);
+        } else
+                snprintf(kv_sock, sizeof(kv_sock), "/tmp/kvcache-bench-%d.sock", (int) getpid());
+
+        char kvcache[600], zipf[600];
+        snprintf(kvcache, sizeof(kvcache), "%s/kvcache", build);
+        snprintf(zipf, sizeof(zipf), "%s/kv-zipf", build);
+        snprintf(cap, sizeof(cap), "%llu", (unsigned long long) run->cap_mib << 20);
+        const char *kv_argv[8] = { kvcache, "--listen", kv_sock, "--pressured", with_daemon ? d.socket : "/nonexistent/socket" };
+        if (run->policy == CAP) {
+                kv_argv[5] = "--max-bytes";
+                kv_argv[6] = cap;
+        } else if (run->policy == DROP)
+                kv_argv[5] = "--drop-on-warning";
+        int p[2];
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -errno;
+        pid_t kv = spawn_in(&g, kv_argv, p[1]);
+        close(p[1]);
+        FILE *kv_out = fdopen(p[0], "r");
+        if (kv < 0 || !fgets(line, sizeof(line), kv_out))
+                return -EIO;
+        int sfd = connect_to(kv_sock);
+
+        snprintf(secs, sizeof(secs), "%g", seconds + 60); /* until told to stop */
+        const char *read_argv[] = { zipf, "--read", ws, secs, NULL };
+        int rp[2];
+        if (pipe2(rp, O_CLOEXEC) < 0)
+                return -errno;
+        pid_t rd = spawn_in(&g, read_argv, rp[1]);
+        close(rp[1]);
+
+        snprintf(secs, sizeof(secs), "%g", seconds);
+        snprintf(keys, sizeof(keys), "%d", KEYS);
+        snprintf(value, sizeof(value), "%d", VALUE_BYTES);
+        snprintf(seed, sizeof(seed), "%d", SEED);
+        snprintf(miss, sizeof(miss), "%d", MISS_US);
+        const char *load_argv[] = { zipf, kv_sock, secs, keys, value, seed, miss, NULL };
+        int q[2];
+        if (pipe2(q, O_CLOEXEC) < 0)
+                return -errno;
+        uint64_t stall0 = some_total(&g), t0 = test_now_ms();
+        pid_t ld = spawn_in(&g, load_argv, q[1]);
+        close(q[1]);
+
+        /* Sample the cache while the load runs; the load's one line comes at its end. */
+        char out[512] = "";
+        size_t out_len = 0;
+        for (;;) {
+                struct pollfd pl = { .fd = q[0], .events = POLLIN };
+                int k = poll(&pl, 1, SAMPLE_MS);
+                if (k > 0) {
+                        ssize_t n = read(q[0], out + out_len, sizeof(out) - 1 - out_len);
+                        if (n <= 0)
+                                break;
+                        out_len += (size_t) n;
+                        continue;
+                }
+                if (stats(sfd, line, sizeof(line)) < 0) {
+                        if (sfd >= 0)
+                                close(sfd);
+                        sfd = -1;
+                } else if (run->n_samples < MAX_SAMPLES) {
+                        unsigned long bytes = (unsigned long) field(line, "bytes=");
+                        run->t[run->n_samples] = (double) (test_now_ms() - t0) / 1000;
+                        run->bytes[run->n_samples++] = bytes;
+                        run->peak_bytes = bytes > run->peak_bytes ? bytes : run->peak_bytes;
+                        run->evicted_bytes = (unsigned long) field(line, "evicted_bytes=");
+                        run->drops = (unsigned long) field(line, "drops=");
+                }
+        }
+        out[out_len] = 0;
+        waitpid(ld, NULL, 0);
+        run->stall_us = some_total(&g) - stall0;
+        close(q[0]);
+        run->survived = strncmp(out, "survived", 8) == 0;
+        run->seconds = atof(strstr(out, "seconds=") ? strstr(out, "seconds=") + 8 : "0");
+        run->requests = field(out, "requests=");
+        run->hits = field(out, "hits=");
+        run->misses = field(out, "misses=");
+        run->p50_us = field(out, "p50_us=");
+        run->p99_us = field(out, "p99_us=");
+        if (sfd >= 0 && stats(sfd, line, sizeof(line)) == 0) {
+                run->evicted_bytes = (unsigned long) field(line, "evicted_bytes=");
+                run->drops = (unsigned long) field(line, "drops=");
+        }
+
+        kill(rd, SIGTERM);
+        waitpid(rd, NULL, 0);
+        ssize_t n = read(rp[0], line, sizeof(line) - 1);
+        line[n > 0 ? n : 0] = 0;
+        run->ws_reads = field(line, "reads=");
+        run->ws_seconds = strstr(line, "seconds=") ? atof(strstr(line, "seconds=") + 8) : 0;
+        close(rp[0]);
+        if (sfd >= 0)
+                close(sfd);
+        kill(kv, SIGTERM);
+        int status = 0;
+        waitpid(kv, &status, 0);
+        if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+                run->survived = 0; /* the OOM killer's signal */
+        fclose(kv_out);
+        unlink(ws);
+        unlink(kv_sock);
+        if (with_daemon)
+                test_daemon_stop(&d);
+        pressure_gen_destroy(&g);
+        return 0;
+}
+
+static double hit_rate(const struct run *r) {
+        return r->requests ? (double) r->hits / (double) r->requests : 0;
+}
+
+static double stall_ms_per_s(const struct run *r) {
+        return r->seconds > 0 ? (double) r->stall_us / 1000 / r->seconds : 0;
+}
+
+static void write_csv(const char *dir, struct run *const *runs, size_t n) {
+        char path[700];
+        snprintf(path, sizeof(path), "%s/kvcache-bench.csv", dir);
+        FILE *f = fopen(path, "we");
+        if (!f)
+                return;
+        fprintf(f, "policy,seconds,cache_bytes\n");
+        for (size_t i = 0; i < n; i++)
+                for (size_t j = 0; j < runs[i]->n_samples; j++)
+                        fprintf(f, "%s,%.2f,%lu\n", runs[i]->name, runs[i]->t[j], runs[i]->bytes[j]);
+        fclose(f);
+        printf("wrote %s\n", path);
+}
+
+/* Cache size over time, one line per policy. */
+static void write_svg(const char *dir, struct run *const *runs, size_t n, double seconds) {
+        static const char *const colours[] = { "#d62728", "#ff7f0e", "#2ca02c", "#1f77b4", "#9467bd" };
+        const double w = 720, h = 360, left = 60, right = 200, top = 20, bottom = 40;
+        double ymax = 8;
+        for (size_t i = 0; i < n; i++)
+                for (size_t j = 0; j < runs[i]->n_samples; j++)
+                        ymax = (double) runs[i]->bytes[j] / 1048576 > ymax ? (double) runs[i]->bytes[j] / 1048576 : ymax;
+        ymax = ((int) (ymax / 8) + 1) * 8;
+        char path[700];
+        snprintf(path, sizeof(path), "%s/kvcache-bench.svg", dir);
+        FILE *f = fopen(path, "we");
+        if (!f)
+                return;
+        double pw = w - left - right, ph = h - top - bottom;
+        fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" font-size=\"12\">\n", w, h);
+        fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
+        for (int y = 0; y <= (int) ymax; y += 8) {
+                double py = top + ph - (double) y / ymax * ph;
+                fprintf(f, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", left, py, left + pw, py);
+                fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%d</text>\n", left - 6, py + 4, y);
+        }
+        for (int x = 0; x <= (int) seconds; x += 5) {
+                double px = left + (double) x / seconds * pw;
+                fprintf(f, "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%d</text>\n", px, top + ph + 16, x);
+        }
+        fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">seconds</text>\n", left + pw / 2, h - 6);
+        fprintf(f, "<text x=\"14\" y=\"%.0f\" transform=\"rotate(-90 14 %.0f)\" text-anchor=\"middle\">cache values (MiB)</text>\n",
+                top + ph / 2, top + ph / 2);
+        for (size_t i = 0; i < n; i++) {
+                const char *c = colours[i % 5];
+                fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", c);
+                for (size_t j = 0; j < runs[i]->n_samples; j++)
+                        fprintf(f, "%.1f,%.1f ", left + runs[i]->t[j] / seconds * pw,
+                                top + ph - (double) runs[i]->bytes[j] / 1048576 / ymax * ph);
+                fprintf(f, "\"/>\n");
+                double ly = top + 14 + 18 * (double) i;
+                fprintf(f, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"%s\" stroke-width=\"2\"/>\n",
+                        left + pw + 12, ly - 4, left + pw + 32, ly - 4, c);
+                fprintf(f, "<text x=\"%.0f\" y=\"%.0f\">%s%s</text>\n", left + pw + 38, ly, runs[i]->name,
+                        runs[i]->survived ? "" : " (killed)");
+        }
+        fprintf(f, "</svg>\n");
+        fclose(f);
+        printf("wrote %s\n", path);
+}
+
+static void print_row(const struct run *r) {
+        char fate[32];
+        snprintf(fate, sizeof(fate), "%s %.1f s", r->survived ? "survived" : "killed after", r->seconds);
+        printf("%-22s %-20s %8.1f%% %9.0f %9.2f %11.1f %11.0f %9.1f %12.1f %6lu\n", r->name, fate, 100 * hit_rate(r),
+               r->seconds > 0 ? (double) r->requests / r->seconds : 0, (double) r->p99_us / 1000, stall_ms_per_s(r),
+               r->ws_seconds > 0 ? (double) r->ws_reads / r->ws_seconds : 0, (double) r->peak_bytes / 1048576,
+               (double) r->evicted_bytes / 1048576, r->drops);
+}
+
+int main(int argc, char *argv[]) {
+        if (argc < 2) {
+                fprintf(stderr, "usage: kvcache-bench BUILD_DIR [OUT_DIR [SECONDS]]\n");
+                return 2;
+        }
+        build = argv[1];
+        const char *out_dir = argc > 2 ? argv[2] : ".";
+        double seconds = argc > 3 ? atof(argv[3]) : 20;
+        /* KVCACHE_BENCH_LOG=1: the daemon's log after each run. KVCACHE_BENCH_ONLY=word: only the runs
+         * whose policy name has it (for looking at one). */
+        if (!getenv("KVCACHE_BENCH_LOG"))
+                setenv("PRESSURED_TEST_NO_LOG", "1", 1);
+        const char *only = getenv("KVCACHE_BENCH_ONLY");
+        char bin[600];
+        snprintf(bin, sizeof(bin), "%s/pressured", build);
+        setenv("PRESSURED_BIN", bin, 1);
+
+        static struct run unbounded = { .policy = UNBOUNDED, .name = "unbounded, no daemon" };
+        static struct run drop = { .policy = DROP, .name = "drop all on warning" };
+        static struct run caps[N_CAPS];
+        static struct run shrinker = { .policy = PRESSURED, .name = "pressured" };
+        struct run *all[N_CAPS + 3] = { &unbounded, &drop };
+        size_t n_all = 2;
+        for (size_t i = 0; i < N_CAPS; i++) {
+                caps[i] = (struct run){ .policy = CAP, .cap_mib = caps_mib[i] };
+                snprintf(caps[i].name, sizeof(caps[i].name), "fixed cap %u MiB", caps_mib[i]);
+                all[n_all++] = &caps[i];
+        }
+        all[n_all++] = &shrinker;
+        for (size_t i = 0; i < n_all; i++)
+                if ((!only || strstr(all[i]->name, only)) && run_policy(all[i], seconds) < 0) {
+                        fprintf(stderr, "kvcache-bench: the run \"%s\" failed (root? cgroups?)\n", all[i]->name);
+                        return 1;
+                }
+
+        /* The oracle: the cap that served the most requests per second and survived. (The best hit rate
+         * alone would pick a cap so large that the working set thrashes: more hits, fewer requests.) */
+        struct run *best = NULL;
+        for (size_t i = 0; i < N_CAPS; i++)
+                if (caps[i].survived && (!best || caps[i].requests / caps[i].seconds > best->requests / best->seconds))
+                        best = &caps[i];
+
+        printf("kvcache: %d MiB cgroup, %d MiB file working set read beside it, Zipf(0.99) GETs over %d values "
+               "of %d bytes (%d MiB), miss = %d us + SET, %.0f s, seed %d\n",
+               LIMIT_MIB, WORKING_SET_MIB, KEYS, VALUE_BYTES, KEYS * VALUE_BYTES >> 20, MISS_US, seconds, SEED);
+        printf("%-22s %-20s %9s %9s %9s %11s %11s %9s %12s %6s\n", "policy", "cache", "hit rate", "req/s", "p99 ms",
+               "stall ms/s", "ws reads/s", "peak MiB", "evicted MiB", "drops");
+        for (size_t i = 0; i < n_all; i++)
+                print_row(all[i]);
+        if (best) {
+                /* What had to go: every value inserted beyond what the oracle's cap holds. */
+                double inserted = (double) shrinker.misses * VALUE_BYTES, must = inserted - (double) best->cap_mib * 1048576;
+                printf("oracle: %s\n", best->name);
+                printf("pressured against the oracle: hit rate %.2fx (goal >= 0.95), requests/s %.2fx, stall %.1f against %.1f ms/s "
+                       "(goal <= 1.2x)\n",
+                       hit_rate(&shrinker) / hit_rate(best),
+                       ((double) shrinker.requests / shrinker.seconds) / ((double) best->requests / best->seconds),
+                       stall_ms_per_s(&shrinker), stall_ms_per_s(best));
+                printf("pressured against drop-all: hit rate %.2fx (goal >= 1.5)\n",
+                       hit_rate(&drop) > 0 ? hit_rate(&shrinker) / hit_rate(&drop) : 0);
+                printf("pressured evicted %.1f MiB where %.1f MiB had to go (inserted beyond the oracle's cap): %.2fx (goal <= 1.5)\n",
+                       (double) shrinker.evicted_bytes / 1048576, must / 1048576,
+                       must > 0 ? (double) shrinker.evicted_bytes / must : 0);
+        } else
+                printf("no fixed cap survived\n");
+        struct run *plot[] = { &unbounded, &drop, best ? best : &caps[0], &shrinker };
+        write_csv(out_dir, all, n_all);
+        write_svg(out_dir, plot, 4, seconds);
+        return 0;
+}
