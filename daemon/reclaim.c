@@ -181,6 +181,17 @@ static int on_episode_timer(sd_event_source *src, uint64_t usec, void *userdata)
                  * round interval. */
                 if (episode_quiet(e)) {
                         e->quiet = true;
+                        /* Except for what the scope grew meanwhile: a cache that grows on while the level
+                         * is held brings the stall back, or, with little left to reclaim beside it, the
+                         * OOM killer before any stall. Its growth alone is the goal then. */
+                        scope_refresh_target(e->scope);
+                        if (e->scope->demand_bytes > 0) {
+                                e->paused = false;
+                                e->target = e->scope->demand_bytes;
+                                e->freed_bytes = 0;
+                                episode_start_round(e);
+                                return 0;
+                        }
                         (void) sd_event_source_set_time(e->timer, now_usec(rc) + rc->config->round_interval_usec);
                         (void) sd_event_source_set_enabled(e->timer, SD_EVENT_ONESHOT);
                         return 0;
