@@ -37,6 +37,7 @@ struct reclaim_episode {
         /* the stall, to see whether rounds help: PSI scopes from the cumulative total */
         uint64_t mark_total, mark_usec;
         double stall_avg; /* recent rounds' stall, smoothed; < 0: none yet */
+        double goal_stall; /* the stall when the goal began; < 0: not known */
 };
 
 static uint64_t now_usec(const struct reclaim *rc) {
@@ -158,8 +159,9 @@ static double episode_stall(struct reclaim_episode *e) {
 
 /* Whether the scope stalls less than its low threshold now: the pressure that raised the level has
  * gone, and the level is only held by its hysteresis. A node is quiet above its high watermarks. */
-static bool episode_quiet(struct reclaim_episode *e) {
+static bool episode_quiet(struct reclaim_episode *e, double *ret_stall) {
         double stall = episode_stall(e);
+        *ret_stall = stall;
         if (stall < 0)
                 return false;
         if (e->scope->type == SCOPE_NODE)
@@ -179,15 +181,22 @@ static int on_episode_timer(sd_event_source *src, uint64_t usec, void *userdata)
                 /* The goal was released. While the scope is quiet, no new one: reclaiming on while only
                  * the hysteresis holds the level would empty the caches for nothing. Look again every
                  * round interval. */
-                if (episode_quiet(e)) {
-                        e->quiet = true;
-                        /* Except for what the scope grew meanwhile: a cache that grows on while the level
-                         * is held brings the stall back, or, with little left to reclaim beside it, the
-                         * OOM killer before any stall. Its growth alone is the goal then. */
+                double stall;
+                bool quiet = episode_quiet(e, &stall);
+                /* Still stalled, but no less than when the goal began: what was released did not help
+                 * (the stall comes from elsewhere, a file working set that does not fit, say). Taking
+                 * more would empty the caches for nothing: like a quiet spell, only growth is taken. */
+                bool futile = !quiet && !e->quiet && stall >= 0 && e->goal_stall >= 0 && stall >= e->goal_stall * 0.9;
+                if (quiet || futile) {
+                        e->quiet = quiet;
+                        /* Except for what the scope grew meanwhile, net of what was released: a cache
+                         * that grows on while the level is held brings the stall back, or, with little
+                         * left to reclaim beside it, the OOM killer before any stall. Its growth alone
+                         * is the goal then, which holds it where it is. */
                         scope_refresh_target(e->scope);
-                        if (e->scope->demand_bytes > 0) {
+                        if (e->scope->growth_bytes > 0) {
                                 e->paused = false;
-                                e->target = e->scope->demand_bytes;
+                                e->target = e->scope->growth_bytes;
                                 e->freed_bytes = 0;
                                 episode_start_round(e);
                                 return 0;
@@ -196,11 +205,13 @@ static int on_episode_timer(sd_event_source *src, uint64_t usec, void *userdata)
                         (void) sd_event_source_set_enabled(e->timer, SD_EVENT_ONESHOT);
                         return 0;
                 }
-                /* Still stalled: the goal was short, and the next one is twice as large, up to eight
-                 * times the target. After a quiet spell the stall is new: the plain target again. */
+                /* Still stalled, less than before: the goal helped and was short, and the next one is
+                 * twice as large, up to eight times the target. After a quiet spell the stall is new:
+                 * the plain target again. */
                 e->shortfalls = e->quiet ? 0 : MIN(e->shortfalls + 1, 3u);
                 e->quiet = false;
                 e->paused = false;
+                e->goal_stall = stall;
                 e->target = episode_goal(e);
                 e->freed_bytes = 0;
         }
@@ -296,7 +307,7 @@ static struct reclaim_episode *episode_get(struct reclaim *rc, struct scope *s) 
         e->rc = rc;
         e->scope = s;
         e->priority = rc->config->priorities.at[s->level.level];
-        e->stall_avg = -1;
+        e->stall_avg = e->goal_stall = -1;
         if (sd_event_add_time(rc->event, &e->timer, CLOCK_MONOTONIC, 0, 1000, on_episode_timer, e) < 0) {
                 free(e);
                 return NULL;
@@ -330,6 +341,7 @@ static void scope_changed(struct reclaim *rc, struct scope *s) {
         e->priority = s->level.level < s->previous ? p->at[l] : MIN(e->priority, p->at[l]);
         e->priority = MAX(e->priority, p->floor[l]);
         e->shortfalls = 0;
+        e->goal_stall = e->stall_avg;
         e->target = episode_goal(e);
         e->freed_bytes = 0;
         e->paused = false;

@@ -117,9 +117,11 @@ static void scope_read_growth(struct scope *s) {
                 return;
         uint64_t dt = now - s->anon_usec;
         if (s->anon_usec == 0 || dt > GROWTH_MAX_USEC || bytes <= s->anon_bytes)
-                s->demand_bytes = 0;
-        else
-                s->demand_bytes = mul_div(bytes - s->anon_bytes, 1000000, dt);
+                s->demand_bytes = s->growth_bytes = 0;
+        else {
+                s->growth_bytes = bytes - s->anon_bytes;
+                s->demand_bytes = mul_div(s->growth_bytes, 1000000, dt);
+        }
         s->anon_bytes = bytes;
         s->anon_usec = now;
 }

@@ -68,6 +68,7 @@ struct scope {
         uint64_t usage_bytes, limit_bytes; /* SCOPE_CGROUP; limit UINT64_MAX when none */
         uint64_t anon_bytes, anon_usec; /* SCOPE_CGROUP: the last reading of its anonymous memory, and when */
         uint64_t demand_bytes;          /* its growth per second between the last two readings */
+        uint64_t growth_bytes;          /* its growth between the last two readings (0: it shrank) */
 
         struct level_state level;
         enum level previous;
