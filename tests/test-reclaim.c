@@ -257,6 +257,44 @@ static void test_target_zero(void) {
         teardown();
 }
 
+/* A goal released while the stall has gone (the node's free pages back above its high watermarks)
+ * starts no new one, however long the level is held; when the node is short again, the next goal comes. */
+static void test_no_goal_while_quiet(void) {
+        setup();
+        f.config.priorities.at[LEVEL_LOW] = f.config.priorities.floor[LEVEL_LOW] = 0;
+        size_t ballast_size = 256u << 20;
+        char *ballast = malloc(ballast_size);
+        CU_ASSERT_FATAL(ballast != NULL);
+        memset(ballast, 1, ballast_size);
+        struct shrink_client *a = client("a", SHRINKER_NUMA_AWARE, 1u << 20);
+        struct node_sample *n = &f.nodes->cur[1];
+        uint64_t short_free = n->high_pages / 2; /* short of its high watermarks */
+        n->free_pages = short_free;
+
+        scope_feed_level(node1(), LEVEL_LOW, now());
+        CU_ASSERT_EQUAL(answer(pending_for(a), COUNT(1000000)), 0);
+        struct sent *s;
+        while ((s = pending_for(a)) && s->q.op == SHRINK_OP_SCAN)
+                CU_ASSERT_EQUAL(answer(s, FREED((int64_t) s->q.nr_to_scan)), 0);
+        size_t sent = f.n_sent;
+
+        /* Quiet now: a hundred round intervals pass without a request, the level still low. */
+        n->free_pages = n->high_pages + 1000;
+        uint64_t end = test_now_ms() + 100 * f.config.round_interval_usec / 1000;
+        while (test_now_ms() < end)
+                (void) sd_event_run(f.event, 1000);
+        CU_ASSERT_EQUAL(node1()->level.level, LEVEL_LOW);
+        CU_ASSERT_EQUAL(f.n_sent, sent);
+
+        /* Short again: a new goal, counted first. */
+        n->free_pages = short_free;
+        RUN_UNTIL(pending_for(a));
+        CU_ASSERT_FATAL(pending_for(a) != NULL);
+        CU_ASSERT_EQUAL(pending_for(a)->q.op, SHRINK_OP_COUNT);
+        free(ballast);
+        teardown();
+}
+
 /* A small cache at low: the kernel's sizing at priority 12 asks nothing of 500 objects. Its share of
  * the goal (all of its 2 MB) is asked at once, at the gentlest priority that covers it but not below
  * low's floor: (500 >> 4) * 4 / 2 = 62 objects, in the first round. */
@@ -753,6 +791,7 @@ int main(void) {
                 { "a round stops at its goal", test_stop_at_goal },
                 { "a target of 0", test_target_zero },
                 { "a small cache at low", test_small_cache_at_low },
+                { "no new goal while the stall is gone", test_no_goal_while_quiet },
                 { "a slow client", test_slow_client },
                 { "a client that lies", test_client_that_lies },
                 { "answering counts but never scans is quarantined", test_count_but_never_scan },
