@@ -224,6 +224,27 @@ int cgroup_anon(const struct cgroup_layout *l, const char *cgroup, uint64_t *ret
         return cgroup_parse_anon(buf, l->memory_v2, ret_bytes);
 }
 
+int cgroup_only_process(const struct cgroup_layout *l, const char *cgroup, pid_t pid) {
+        _cleanup_free_ char *path = NULL;
+        char buf[64];
+
+        if (streq(cgroup, "/"))
+                return 0;
+        if (cgroup_file_path(l, cgroup, "cgroup.procs", &path) < 0)
+                return -ENOMEM;
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        /* One pid and a newline fit; anything longer is more than one process. */
+        ssize_t n = read(fd, buf, sizeof(buf) - 1);
+        if (n < 0)
+                return -errno;
+        buf[n] = 0;
+        char *end;
+        long v = strtol(buf, &end, 10);
+        return end != buf && *end == '\n' && end[1] == 0 && v == (long) pid;
+}
+
 int cgroup_pid_get_path(pid_t pid, char **ret) {
         char path[64];
         snprintf(path, sizeof(path), "/proc/%d/cgroup", (int) pid);

@@ -39,5 +39,9 @@ int cgroup_memory(const struct cgroup_layout *l, const char *cgroup, uint64_t *r
 int cgroup_parse_anon(const char *stat_text, bool v2, uint64_t *ret_bytes);
 int cgroup_anon(const struct cgroup_layout *l, const char *cgroup, uint64_t *ret_bytes);
 
+/* Whether pid is the only process in the cgroup (its cgroup.procs lists nothing else). The root is
+ * never anybody's own. Returns 1, 0, or a negative errno. */
+int cgroup_only_process(const struct cgroup_layout *l, const char *cgroup, pid_t pid);
+
 /* The v2 path of a process, from the "0::" line of <proc_root>/proc/PID/cgroup. */
 int cgroup_pid_get_path(pid_t pid, char **ret);

@@ -585,6 +585,7 @@ struct json_object *protocol_encode_shrinker_info(const struct shrinker_info_sna
         add_u64(o, "rejected_answers", st->rejected);
         add_u64(o, "client_claimed_bytes", i->client_claimed_bytes);
         add_u64(o, "client_released_bytes", i->client_released_bytes);
+        add_string(o, "client_measured", i->client_measured_by_cgroup ? "cgroup" : "resident");
         add_string(o, "state", i->quarantined ? "quarantined" : "active");
         return o;
 }
@@ -645,6 +646,11 @@ int protocol_decode_shrinker_info(struct json_object *o, struct shrinker_info_sn
         TRY(get_u64(o, "rejected_answers", true, &st->rejected));
         TRY(get_u64(o, "client_claimed_bytes", false, &i.client_claimed_bytes));
         TRY(get_u64(o, "client_released_bytes", false, &i.client_released_bytes));
+        const char *measured = "resident";
+        TRY(get_string(o, "client_measured", false, &measured));
+        if (!streq(measured, "resident") && !streq(measured, "cgroup"))
+                return -EINVAL;
+        i.client_measured_by_cgroup = streq(measured, "cgroup");
         TRY(get_string(o, "state", true, &state));
         if (pid < 0 || seeks < 0 || batch < 0 || uid > UINT32_MAX)
                 return -EINVAL;

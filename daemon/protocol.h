@@ -98,6 +98,7 @@ struct shrinker_info_snapshot {
         struct shrinker_node_figures *nodes;
         struct shrinker_stats stats; /* `empty` is not on the wire; `rejected` is rejected_answers */
         uint64_t client_claimed_bytes, client_released_bytes; /* measured per client, not per shrinker */
+        bool client_measured_by_cgroup; /* "client_measured": "cgroup" (alone in its own), or "resident" */
         bool quarantined;
 };
 

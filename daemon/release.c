@@ -15,6 +15,7 @@
 struct release_entry {
         char token[sizeof(((struct shrink_client *) NULL)->token)];
         uint64_t before, claimed, released;
+        bool by_cgroup; /* before is its cgroup's usage, not its RSS */
 };
 
 struct release_sample {
@@ -73,7 +74,7 @@ void release_sample_begin(struct release_sample *s, struct shrink_client *cl, ui
                 s->n_alloc = n;
         }
         struct release_entry *e = &s->entries[s->n];
-        *e = (struct release_entry){ .before = resident };
+        *e = (struct release_entry){ .before = resident, .by_cgroup = cl->own_cgroup };
         memcpy(e->token, cl->token, sizeof(e->token));
         cl->measure_round = s->round_id;
         cl->measure_index = s->n++;
@@ -95,6 +96,8 @@ static void measure(struct release_meter *m, struct release_sample *s) {
                 uint64_t after;
                 if (!cl || shrink_client_resident(cl, &after) < 0)
                         continue; /* gone: whatever it held is released, but not by shrinking */
+                if (cl->own_cgroup != e->by_cgroup)
+                        continue; /* no longer alone in its cgroup: the two figures do not compare */
                 uint64_t r = e->before > after ? e->before - after : 0;
                 e->released = r;
                 cl->released_bytes = sat_add(cl->released_bytes, r);

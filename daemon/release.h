@@ -2,8 +2,9 @@
 #pragma once
 
 /* What clients really released. A client's answers say how many bytes it freed; the daemon does not take
- * that on its word. Around a round it reads what the kernel shows of each client asked to scan, its
- * resident memory (/proc/PID/statm), when the round first asks it and again a moment after the round
+ * that on its word. Around a round it reads what the kernel shows of each client asked to scan (its
+ * cgroup's usage while it is alone in a cgroup of its own, its resident memory otherwise: see
+ * shrink_client_resident()), when the round first asks it and again a moment after the round
  * (once the client has had time to give freed memory back: libpressure trims its heap after scans),
  * and reports claimed and released bytes side by side: in the journal, and per client in ListShrinkers.
  * A client that keeps allocating while it is shrunk shows less released than it freed: the figure is

@@ -102,6 +102,8 @@ static int client_pin(struct shrink_client *cl) {
         cl->statm_fd = open(path, O_RDONLY | O_CLOEXEC);
         if (cl->statm_fd < 0)
                 return -errno;
+        const struct cgroup_layout *layout = cl->registry->scopes->env.layout;
+        cl->own_cgroup = layout && cgroup_only_process(layout, cl->cgroup, cl->pid) > 0;
         if (!pidfd_alive(cl->pidfd))
                 return -ESRCH;
         r = sd_event_add_io(cl->registry->event, &cl->pidfd_source, cl->pidfd, EPOLLIN, on_pidfd, cl);
@@ -272,8 +274,21 @@ struct shrinker *shrinker_by_id(const struct shrink_registry *reg, uint64_t id) 
         return hashmap_get_u64(reg->by_id, id);
 }
 
-int shrink_client_resident(const struct shrink_client *cl, uint64_t *ret) {
+int shrink_client_resident(struct shrink_client *cl, uint64_t *ret) {
         char buf[128];
+        const struct cgroup_layout *layout = cl->registry->scopes->env.layout;
+
+        /* Its own cgroup sees what the RSS does not: memory it freed but the heap kept, page cache it
+         * dropped. Checked again each time (cgroup.procs of a group of one is a few bytes): a child or
+         * a second process makes the group no longer the client's alone. */
+        if (cl->own_cgroup && cgroup_only_process(layout, cl->cgroup, cl->pid) > 0) {
+                uint64_t usage, limit;
+                if (cgroup_memory(layout, cl->cgroup, &usage, &limit) >= 0 && pidfd_alive(cl->pidfd)) {
+                        *ret = usage;
+                        return 0;
+                }
+        }
+        cl->own_cgroup = false;
         /* Rounds read this for every client they ask to scan: one pread, no open, no stdio. */
         ssize_t n = pread(cl->statm_fd, buf, sizeof(buf) - 1, 0);
         if (n <= 0)
@@ -323,6 +338,7 @@ int shrinker_info(const struct shrinker *sh, struct shrinker_info_snapshot *ret)
                 .stats = sh->stats,
                 .client_claimed_bytes = cl->claimed_bytes,
                 .client_released_bytes = cl->released_bytes,
+                .client_measured_by_cgroup = cl->own_cgroup,
                 .quarantined = sh->health.quarantined,
         };
         return 0;

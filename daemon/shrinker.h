@@ -48,6 +48,7 @@ struct shrink_client {
         int pidfd;
         sd_event_source *pidfd_source;
         int statm_fd; /* /proc/PID/statm, opened under the pin */
+        bool own_cgroup; /* alone in its cgroup: measured by the cgroup's memory, not its RSS */
         char *cgroup; /* v2 path */
         char token[33];
         uint64_t rejected; /* answers refused: unknown, duplicate, impossible */
@@ -116,8 +117,10 @@ void shrink_client_free(struct shrink_client *cl);
 struct shrink_client *shrink_client_by_token(const struct shrink_registry *reg, const char *token);
 struct shrinker *shrinker_by_id(const struct shrink_registry *reg, uint64_t id);
 
-/* What the client's process has resident now (RSS), from /proc/PID/statm; -ESRCH once it is gone. */
-int shrink_client_resident(const struct shrink_client *cl, uint64_t *ret);
+/* What the kernel shows of the client's memory now: its cgroup's usage (memory.current, v1
+ * memory.usage_in_bytes) while it is alone in a cgroup of its own, otherwise its resident memory (RSS,
+ * /proc/PID/statm); an error once it is gone. */
+int shrink_client_resident(struct shrink_client *cl, uint64_t *ret);
 
 /* The shrinker as ListShrinkers shows it; ret->nodes is allocated, free() it. */
 int shrinker_info(const struct shrinker *sh, struct shrinker_info_snapshot *ret);

@@ -68,6 +68,28 @@ static int client_start(struct test_child *cl, const char *cgroup_dir, bool as_n
         return 0;
 }
 
+/* Start shrinker-client inside a generator's group (the v2 group and, on hybrid systems, the v1 memory
+ * group too, before it allocates anything). */
+static int client_start_in(struct test_child *cl, const struct pressure_gen *g, const char *const *extra) {
+        int p[2];
+        const char *bin = getenv("SHRINKER_CLIENT_BIN");
+        const char *argv[32] = { bin ? bin : "./shrinker-client", "--socket", daemon_.socket };
+        int n = 3;
+        for (int i = 0; extra && extra[i] && n < 30; i++)
+                argv[n++] = extra[i];
+        argv[n] = NULL;
+        if (pipe(p) < 0)
+                return -errno;
+        pid_t pid = pressure_gen_spawn(g, argv, p[1]);
+        close(p[1]);
+        if (pid < 0) {
+                close(p[0]);
+                return (int) pid;
+        }
+        test_child_adopt(cl, pid, p[0]);
+        return 0;
+}
+
 static int client_line(struct test_child *cl, int timeout_ms, char *line, size_t size) {
         return test_lines_next(&cl->lines, timeout_ms, line, size);
 }
@@ -436,6 +458,47 @@ static void test_release_gives_memory_back(void) {
 }
 
 /* The daemon restarts: the client (its library, on its own thread here) reconnects and registers again. */
+/* A client alone in a cgroup of its own is measured by the cgroup's memory, one that shares its cgroup by
+ * its resident memory; either way what it gave back shows. */
+static void test_release_measured_by_own_cgroup(void) {
+#if defined(__SANITIZE_ADDRESS__)
+        printf("skipped under AddressSanitizer ");
+        return;
+#endif
+        struct test_child c1 = { .lines.fd = -1 };
+        struct pressure_gen g;
+        char cwd[400], line[512];
+        static const char *const args[] = { "--objects", "2000", "--size", "16384", "--pin", NULL };
+        const uint64_t cache = 2000 * 16384;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(cwd, sizeof(cwd)));
+        CU_ASSERT_EQUAL_FATAL(pressure_gen_create(&g, cwd, 512ULL << 20), 0);
+        test_cleanup_path(g.v2_dir, true);
+        if (g.mem_dir[0])
+                test_cleanup_path(g.mem_dir, true);
+        CU_ASSERT_EQUAL_FATAL(client_start_in(&c1, &g, args), 0);
+        CU_ASSERT_EQUAL(client_wait(&c1, "ready", 10000, line, sizeof(line)), 0);
+        struct json_object *info = shrinker_of(c1.pid);
+        CU_ASSERT_STRING_EQUAL(json_object_get_string(jget(info, "client_measured")), "cgroup");
+        json_object_put(info);
+
+        (void) shrink_all_of(&c1);
+        int64_t released = 0;
+        for (uint64_t end = test_now_ms() + 10000; released < (int64_t) (cache / 4) && test_now_ms() < end;)
+                released = shrinker_stat(c1.pid, "client_released_bytes");
+        CU_ASSERT(released >= (int64_t) (cache / 4));
+        test_child_stop(&c1);
+        pressure_gen_destroy(&g);
+
+        /* In this test's own cgroup, beside the test itself: its resident memory. */
+        CU_ASSERT_EQUAL_FATAL(client_start(&c1, NULL, false, args), 0);
+        CU_ASSERT_EQUAL(client_wait(&c1, "ready", 10000, line, sizeof(line)), 0);
+        info = shrinker_of(c1.pid);
+        CU_ASSERT_STRING_EQUAL(json_object_get_string(jget(info, "client_measured")), "resident");
+        json_object_put(info);
+        test_child_stop(&c1);
+}
+
 static void test_client_survives_restart(void) {
         struct test_child c1 = { .lines.fd = -1 };
         char line[512];
@@ -523,6 +586,7 @@ int main(void) {
                 { "shrink permissions", test_shrink_permissions },
                 { "bad answers and registrations", test_bad_answers },
                 { "freed heap memory goes back to the kernel", test_release_gives_memory_back },
+                { "a client alone in its cgroup is measured by the cgroup", test_release_measured_by_own_cgroup },
                 { "a client re-registers after a daemon restart", test_client_survives_restart },
                 { "a stopped client delays nobody", test_stopped_client_delays_nobody },
                 { "daemon stops cleanly", test_stop },
