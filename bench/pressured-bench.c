@@ -10,6 +10,8 @@
  *   rounds     1, 100, 1000 clients with 4 shrinkers each: one full count+scan round, against the same
  *              callbacks called in-process
  *   footprint  RSS, CPU and wake-ups idle for 60 s and with 1000 clients connected
+ *   fairness   an honest shrinker's requests per second under real pressure, alone and beside hostile
+ *              clients (one answering each scan just before its deadline, one stopped, a Serve spammer)
  *
  * Usage: pressured-bench [SCENARIO...] (as root; run from the build's tests/ directory by bench/run). */
 
@@ -157,7 +159,8 @@ static struct json_object *peer_wait(struct peer *p, int timeout_ms) {
 static struct test_daemon daemon_;
 
 static int daemon_up(const char *const *args) {
-        setenv("PRESSURED_TEST_NO_LOG", "1", 1);
+        if (!getenv("BENCH_LOG"))
+                setenv("PRESSURED_TEST_NO_LOG", "1", 1);
         return test_daemon_start(&daemon_, args);
 }
 
@@ -603,6 +606,110 @@ static void scenario_latency(void) {
         pressure_gen_destroy(&g);
 }
 
+/* ---- fairness ---- */
+
+/* shrinker-client in the generator's group, stdout on a pipe; SHRINKER_CLIENT_BIN or next to us. */
+static pid_t fair_client(const struct pressure_gen *g, const char *sleep_ms, int *ret_fd) {
+        const char *bin = getenv("SHRINKER_CLIENT_BIN");
+        const char *argv[12] = { bin ? bin : "./shrinker-client", "--socket", daemon_.socket, "--memcg", "--objects",
+                                 "2000", "--refill" }; /* 2 MB, under the group's 16 MiB limit, never empty */
+        int n = 7, p[2];
+        if (sleep_ms) {
+                argv[n++] = "--sleep-in-scan";
+                argv[n++] = sleep_ms;
+        }
+        argv[n] = NULL;
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -errno;
+        pid_t pid = pressure_gen_spawn(g, argv, p[1]);
+        close(p[1]);
+        *ret_fd = p[0];
+        return pid;
+}
+
+/* Requests (count and scan lines) the client's pipe shows within ms. */
+static unsigned long fair_count(struct test_lines *l, uint64_t ms) {
+        char line[512];
+        unsigned long n = 0;
+        for (uint64_t end = test_now_ms() + ms; test_now_ms() < end;)
+                if (test_lines_next(l, (int) (end - test_now_ms()), line, sizeof(line)) == 0 &&
+                    (strncmp(line, "count ", 6) == 0 || strncmp(line, "scan ", 5) == 0))
+                        n++;
+        return n;
+}
+
+/* A loop of connect, Serve, close: registrations that would start rounds for everyone. */
+static pid_t fair_spammer(void) {
+        pid_t pid = fork();
+        if (pid != 0)
+                return pid;
+        const char serve[] = "{\"method\":\"io.pressured.Serve\",\"parameters\":{\"shrinkers\":[{\"name\":\"spam\",\"memcg_aware\":true}]},\"more\":true}";
+        for (;;) {
+                int fd = test_connect(daemon_.socket);
+                if (fd >= 0) {
+                        char *reply = NULL;
+                        (void) test_send_raw(fd, serve, sizeof(serve));
+                        (void) test_recv_msg(fd, 1000, &reply);
+                        free(reply);
+                        close(fd);
+                }
+        }
+}
+
+/* An honest shrinker's requests per second under real pressure in its cgroup, alone and then beside a
+ * client that answers each scan just before its deadline, a stopped one and a Serve spammer. */
+static void scenario_fairness(void) {
+        enum { WINDOW_MS = 10000 };
+        struct pressure_gen g;
+        char cwd[400];
+        const char *const args[] = { "--config", "/dev/null", NULL };
+        if (!getcwd(cwd, sizeof(cwd)) || daemon_up(args) < 0 || pressure_gen_create(&g, cwd, 16ULL << 20) < 0) {
+                fprintf(stderr, "fairness: cannot set up\n");
+                return;
+        }
+        printf("== fairness: an honest shrinker's requests under real pressure, %d s windows ==\n", WINDOW_MS / 1000);
+        int fd;
+        pid_t honest = fair_client(&g, NULL, &fd);
+        struct test_lines lh = { .fd = fd };
+        char line[512];
+        if (honest < 0 || test_lines_next(&lh, 10000, line, sizeof(line)) < 0 || strncmp(line, "ready", 5) != 0) {
+                fprintf(stderr, "fairness: the honest client did not start (%d)\n", (int) honest);
+                return;
+        }
+        (void) pressure_gen_start(&g);
+        (void) fair_count(&lh, 3000); /* the pressure sets in */
+        unsigned long alone = fair_count(&lh, WINDOW_MS);
+
+        int fs, fz;
+        pid_t slow = fair_client(&g, "950", &fs), stopped = fair_client(&g, NULL, &fz);
+        struct test_lines ls = { .fd = fs }, lz = { .fd = fz };
+        (void) test_lines_next(&ls, 10000, line, sizeof(line));
+        (void) test_lines_next(&lz, 10000, line, sizeof(line));
+        kill(stopped, SIGSTOP);
+        pid_t spam = fair_spammer();
+        unsigned long with = fair_count(&lh, WINDOW_MS);
+
+        printf("%-44s %12s\n", "", "requests/s");
+        printf("%-44s %12.1f\n", "honest shrinker alone", (double) alone * 1000 / WINDOW_MS);
+        printf("%-44s %12.1f\n", "beside deadline-edge, stopped and spammer", (double) with * 1000 / WINDOW_MS);
+        printf("ratio %.2fx (goal: within 10%%)\n\n", alone ? (double) with / (double) alone : 0);
+
+        kill(spam, SIGKILL);
+        waitpid(spam, NULL, 0);
+        kill(stopped, SIGCONT);
+        pid_t pids[] = { honest, slow, stopped };
+        for (size_t i = 0; i < 3; i++) {
+                kill(pids[i], SIGTERM);
+                waitpid(pids[i], NULL, 0);
+        }
+        close(fd);
+        close(fs);
+        close(fz);
+        pressure_gen_stop(&g);
+        pressure_gen_destroy(&g);
+        test_daemon_stop(&daemon_);
+}
+
 int main(int argc, char *argv[]) {
         struct rlimit rl;
         if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
@@ -627,6 +734,8 @@ int main(int argc, char *argv[]) {
                         scenario_rounds();
                 if (all || strcmp(s, "footprint") == 0)
                         scenario_footprint();
+                if (all || strcmp(s, "fairness") == 0)
+                        scenario_fairness();
                 if (all)
                         break;
         }

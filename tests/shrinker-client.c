@@ -6,7 +6,9 @@
  *   scan <id> node=<n> cgroup=<path> nr=<n> freed=<n> left=<n>
  *
  * Usage: shrinker-client --socket PATH [--objects N] [--size BYTES] [--shrinkers K] [--numa] [--memcg]
- *                        [--sleep-in-scan MS] [--die-in-scan] [--thread]
+ *                        [--sleep-in-scan MS] [--die-in-scan] [--thread] [--refill]
+ *
+ * --refill: every object a scan frees is allocated again after it (a cache in use, never empty).
  */
 
 #include <errno.h>
@@ -28,7 +30,7 @@ struct cache {
 
 static struct cache cache;
 static volatile sig_atomic_t sleep_ms;
-static int die_in_scan;
+static int die_in_scan, refill;
 
 /* SIGUSR1: stop being slow (a quarantined client that recovers). */
 static void on_usr1(int sig) {
@@ -61,6 +63,13 @@ static uint64_t scan_objects(struct pressure_shrinker *s, struct pressure_shrink
                 freed++;
         }
         sc->nr_bytes = freed * cache.size;
+        for (uint64_t i = 0; refill && i < freed; i++) {
+                void *o = malloc(cache.size);
+                if (!o)
+                        break;
+                memset(o, 1, cache.size);
+                cache.objects[cache.n++] = o;
+        }
         printf("scan %llu node=%d cgroup=%s nr=%llu freed=%llu left=%zu\n",
                (unsigned long long) pressure_shrinker_get_id(s), sc->node, sc->cgroup,
                (unsigned long long) sc->nr_to_scan, (unsigned long long) freed, cache.n);
@@ -78,6 +87,7 @@ int main(int argc, char *argv[]) {
                 { "memcg", no_argument, NULL, 'm' },
                 { "sleep-in-scan", required_argument, NULL, 'w' },
                 { "die-in-scan", no_argument, NULL, 'd' },
+                { "refill", no_argument, NULL, 'f' },
                 { "thread", no_argument, NULL, 't' },
                 /* a small object that stays after each cache object: freed objects leave holes that only
                  * trimming the heap gives back */
@@ -101,6 +111,7 @@ int main(int argc, char *argv[]) {
                 case 'm': flags |= PRESSURE_SHRINKER_MEMCG_AWARE; break;
                 case 'w': sleep_ms = atoi(optarg); break;
                 case 'd': die_in_scan = 1; break;
+                case 'f': refill = 1; break;
                 case 't': use_thread = 1; break;
                 case 'p': pin = 1; break;
                 case 'r': no_release = 1; break;
