@@ -38,6 +38,7 @@ struct reclaim_episode {
         uint64_t mark_total, mark_usec;
         double stall_avg; /* recent rounds' stall, smoothed; < 0: none yet */
         double goal_stall; /* the stall when the goal began; < 0: not known */
+        uint64_t anchor_bytes; /* quiet or futile: the scope's anonymous memory to hold it at; 0: none */
 };
 
 static uint64_t now_usec(const struct reclaim *rc) {
@@ -189,14 +190,18 @@ static int on_episode_timer(sd_event_source *src, uint64_t usec, void *userdata)
                 bool futile = !quiet && !e->quiet && stall >= 0 && e->goal_stall >= 0 && stall >= e->goal_stall * 0.9;
                 if (quiet || futile) {
                         e->quiet = quiet;
-                        /* Except for what the scope grew meanwhile, net of what was released: a cache
-                         * that grows on while the level is held brings the stall back, or, with little
-                         * left to reclaim beside it, the OOM killer before any stall. Its growth alone
-                         * is the goal then, which holds it where it is. */
+                        /* Except for what the scope grew since: a cache that grows on while the level is
+                         * held brings the stall back, or, with little left to reclaim beside it, the OOM
+                         * killer before any stall. What it holds beyond where it was when this began is
+                         * the goal then: that holds it there. (Its growth between two readings, net of
+                         * what was released in between, let it creep up by half its rate.) */
                         scope_refresh_target(e->scope);
-                        if (e->scope->growth_bytes > 0) {
+                        uint64_t anon = e->scope->anon_bytes;
+                        if (e->anchor_bytes == 0)
+                                e->anchor_bytes = anon;
+                        if (anon > e->anchor_bytes) {
                                 e->paused = false;
-                                e->target = e->scope->growth_bytes;
+                                e->target = anon - e->anchor_bytes;
                                 e->freed_bytes = 0;
                                 episode_start_round(e);
                                 return 0;
@@ -211,6 +216,7 @@ static int on_episode_timer(sd_event_source *src, uint64_t usec, void *userdata)
                 e->shortfalls = e->quiet ? 0 : MIN(e->shortfalls + 1, 3u);
                 e->quiet = false;
                 e->paused = false;
+                e->anchor_bytes = 0;
                 e->goal_stall = stall;
                 e->target = episode_goal(e);
                 e->freed_bytes = 0;
@@ -341,6 +347,7 @@ static void scope_changed(struct reclaim *rc, struct scope *s) {
         e->priority = s->level.level < s->previous ? p->at[l] : MIN(e->priority, p->at[l]);
         e->priority = MAX(e->priority, p->floor[l]);
         e->shortfalls = 0;
+        e->anchor_bytes = 0;
         e->goal_stall = e->stall_avg;
         e->target = episode_goal(e);
         e->freed_bytes = 0;
