@@ -151,13 +151,13 @@ static void request_expire(struct shrink_request *q) {
 
 static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
         struct round_engine *rc = userdata;
+        uint64_t now = now_usec(rc); /* usec is when the timer was set for, the loop's time may be later */
         (void) s;
-        (void) usec; /* when it was set for; a deadline counts against the loop's time now */
+        (void) usec;
 
         rc->timer_usec = 0;
-        usec = now_usec(rc);
         /* Expiring a request may send the next job's request: it goes to the end, with a later deadline. */
-        while (rc->first && rc->first->deadline_usec <= usec)
+        while (rc->first && rc->first->deadline_usec <= now)
                 request_expire(rc->first);
         if (rc->first)
                 deadline_timer_set(rc, rc->first->deadline_usec);
