@@ -391,6 +391,57 @@ static void test_batched_serve_and_answers(void) {
         assert_daemon_serves();
 }
 
+/* A client that did not ask for batches gets one request per reply and answers one per call. */
+static void test_unbatched_serve(void) {
+        int serve = connect_daemon(), answer = connect_daemon(), ctl = connect_daemon();
+        char text[1024];
+        const char reg[] = "{\"method\":\"io.pressured.Serve\",\"parameters\":{\"shrinkers\":[{\"name\":\"a\"},{\"name\":\"b\"}]},\"more\":true}";
+        CU_ASSERT_EQUAL_FATAL(test_send_raw(serve, reg, sizeof(reg)), 0);
+        struct json_object *o = next_msg(serve);
+        const char *token = field_str(json_object_object_get(o, "parameters"), "registered", "token");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(token);
+        char tok[64];
+        snprintf(tok, sizeof(tok), "%s", token);
+        json_object_put(o);
+
+        const char shrink[] = "{\"method\":\"io.pressured.Shrink\",\"parameters\":{\"nr_to_scan\":3}}";
+        CU_ASSERT_EQUAL(test_send_raw(ctl, shrink, sizeof(shrink)), 0);
+        /* Two shrinkers asked at once: two replies of one request each. */
+        for (int i = 0; i < 2; i++) {
+                o = next_msg(serve);
+                struct json_object *params = json_object_object_get(o, "parameters");
+                struct json_object *q = json_object_object_get(params, "request");
+                CU_ASSERT_PTR_NULL(json_object_object_get(params, "requests"));
+                CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+                CU_ASSERT_STRING_EQUAL(field_str(q, "op", NULL), "scan");
+                CU_ASSERT_EQUAL(field_int(q, "nr_to_scan"), 3);
+                snprintf(text, sizeof(text), "{\"method\":\"io.pressured.Answer\",\"parameters\":{\"token\":\"%s\","
+                         "\"request\":%lld,\"freed\":%d}}", tok, (long long) field_int(q, "id"), i + 1);
+                json_object_put(o);
+                o = call(answer, text);
+                CU_ASSERT_PTR_NULL(error_of(o));
+                json_object_put(o);
+        }
+        /* A call's own answer and a list are one or the other. */
+        snprintf(text, sizeof(text), "{\"method\":\"io.pressured.Answer\",\"parameters\":{\"token\":\"%s\",\"freed\":1}}", tok);
+        o = call(answer, text);
+        CU_ASSERT_STRING_EQUAL(field_str(o, "parameters", "parameter"), "request");
+        json_object_put(o);
+
+        o = next_msg(ctl);
+        struct json_object *results = json_object_object_get(json_object_object_get(o, "parameters"), "results");
+        CU_ASSERT_EQUAL(results ? json_object_array_length(results) : 0, 2);
+        int64_t freed = 0;
+        for (size_t i = 0; results && i < json_object_array_length(results); i++)
+                freed += field_int(json_object_array_get_idx(results, i), "freed");
+        CU_ASSERT_EQUAL(freed, 3);
+        json_object_put(o);
+        close(serve);
+        close(answer);
+        close(ctl);
+        assert_daemon_serves();
+}
+
 static void test_clean_shutdown(void) {
         int fd = connect_daemon();
         char *msg = NULL;
@@ -422,6 +473,7 @@ int main(void) {
                 { "a streaming connection takes no other call", test_streaming_blocks_other_calls },
                 { "clients that die mid-stream", test_client_dies_mid_stream },
                 { "batched requests and answers", test_batched_serve_and_answers },
+                { "one request per reply without batching", test_unbatched_serve },
                 { "clean shutdown", test_clean_shutdown },
                 {},
         };
