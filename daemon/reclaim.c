@@ -20,6 +20,7 @@ struct reclaim {
                 uid_t uid;
                 uint64_t usec;
         } recent[64]; /* registrations that started rounds, by uid */
+        uint64_t last_goal_id;
 };
 
 struct reclaim_episode {
@@ -29,6 +30,7 @@ struct reclaim_episode {
         struct shrink_round *round;
         uint64_t target;     /* the goal: bytes to release (0: no estimate, the kernel's sizing alone) */
         uint64_t freed_bytes; /* released towards it (as credited) */
+        uint64_t goal_id;     /* names the goal to the rounds, which keep each shrinker's part of it */
         unsigned rounds;
         unsigned shortfalls; /* goals met with the scope still above ok: each doubles the next goal */
         int priority;        /* of the next round */
@@ -40,6 +42,12 @@ struct reclaim_episode {
         double goal_stall; /* the stall when the goal began; < 0: not known */
         uint64_t anchor_bytes; /* quiet or futile: the scope's anonymous memory to hold it at; 0: none */
 };
+
+static void episode_set_goal(struct reclaim_episode *e, uint64_t target) {
+        e->target = target;
+        e->freed_bytes = 0;
+        e->goal_id = ++e->rc->last_goal_id;
+}
 
 static uint64_t now_usec(const struct reclaim *rc) {
         uint64_t t = 0;
@@ -84,6 +92,8 @@ static void episode_start_round(struct reclaim_episode *e) {
                   (unsigned long long) want);
         struct round_spec spec = episode_round_spec(e);
         spec.want = want;
+        spec.goal = e->target;
+        spec.goal_id = e->target > 0 ? e->goal_id : 0;
         round_run(r, &spec); /* it may be over before this returns */
 }
 
@@ -201,8 +211,7 @@ static int on_episode_timer(sd_event_source *src, uint64_t usec, void *userdata)
                                 e->anchor_bytes = anon;
                         if (anon > e->anchor_bytes) {
                                 e->paused = false;
-                                e->target = anon - e->anchor_bytes;
-                                e->freed_bytes = 0;
+                                episode_set_goal(e, anon - e->anchor_bytes);
                                 episode_start_round(e);
                                 return 0;
                         }
@@ -218,8 +227,7 @@ static int on_episode_timer(sd_event_source *src, uint64_t usec, void *userdata)
                 e->paused = false;
                 e->anchor_bytes = 0;
                 e->goal_stall = stall;
-                e->target = episode_goal(e);
-                e->freed_bytes = 0;
+                episode_set_goal(e, episode_goal(e));
         }
         if (e->target == 0 || e->freed_bytes < e->target)
                 episode_start_round(e);
@@ -280,7 +288,9 @@ static void episode_round_done(const struct round_outcome *r, void *userdata) {
                                            short_of_goal, fell);
 
         uint64_t next = rc->config->round_interval_usec;
-        if (e->target > 0 && e->freed_bytes >= e->target) {
+        /* Met, or as far as it fairly goes: every shrinker asked had given its share already, and what
+         * the others did not deliver is nobody's to make up within this goal. */
+        if (e->target > 0 && (e->freed_bytes >= e->target || r->shares_in)) {
                 /* Give the stall a moment to show the effect before going on: two round intervals (the
                  * stall is read afresh then, not from the sampler). */
                 e->paused = true;
@@ -349,8 +359,7 @@ static void scope_changed(struct reclaim *rc, struct scope *s) {
         e->shortfalls = 0;
         e->anchor_bytes = 0;
         e->goal_stall = e->stall_avg;
-        e->target = episode_goal(e);
-        e->freed_bytes = 0;
+        episode_set_goal(e, episode_goal(e));
         e->paused = false;
         e->quiet = false;
         if (s->level.level < s->previous) {

@@ -90,6 +90,8 @@ struct shrink_round {
         uint64_t want;           /* bytes to release; 0: the kernel's sizing alone */
         bool share_sets_priority;
         int floor;
+        uint64_t goal, goal_id;
+        unsigned n_share_jobs, n_shares_in; /* jobs asked for a share of the goal; those that had given it */
         uint64_t known_weight;   /* the split: weights of the jobs whose shrinker counted before */
         unsigned n_known, n_unknown;
         sd_event_source *budget; /* episode rounds: when unfinished jobs are cut */
@@ -401,7 +403,7 @@ static const char *answer_check(const struct shrink_request *q, const struct shr
  * gentle for what is needed. Shrinkers not counted yet weigh what they did last time, or, never counted,
  * as much as this one. */
 static void job_ask_share(struct shrink_job *j, uint64_t bytes) {
-        const struct shrink_round *r = j->round;
+        struct shrink_round *r = j->round;
         if (!r || r->want == 0 || bytes == 0 || j->bytes_per_object_x1000 == 0)
                 return;
         uint64_t w = shrink_weight(bytes, j->shrinker->seeks);
@@ -409,13 +411,32 @@ static void job_ask_share(struct shrink_job *j, uint64_t bytes) {
         uint64_t total = sat_add(r->known_weight, sat_mul(r->n_unknown, unknown));
         total = total - MIN(total, j->start_weight > 0 ? j->start_weight : unknown);
         total = sat_add(total, w);
-        j->share_bytes = mul_div(r->want, MIN(w, total), total);
+        struct shrinker *sh = j->shrinker;
+        size_t slot = shrinker_node_slot(sh, j->node_index);
+        if (r->goal_id > 0 && sh->goal_id != r->goal_id) {
+                sh->goal_id = r->goal_id;
+                memset(sh->goal_freed, 0, sh->n_nodes * sizeof(uint64_t));
+        }
+        if (r->goal_id > 0) {
+                r->n_share_jobs++;
+                /* Its share of the whole goal, less what it gave towards it in the goal's earlier rounds:
+                 * what another shrinker did not deliver is nobody else's to make up. */
+                uint64_t full = mul_div(MAX(r->goal, r->want), MIN(w, total), total);
+                j->share_bytes = full > sh->goal_freed[slot] ? full - sh->goal_freed[slot] : 0;
+                j->share_bytes = MIN(j->share_bytes, r->want);
+                if (j->share_bytes == 0) {
+                        r->n_shares_in++;
+                        j->target_mode = true;
+                        j->plan.total_scan = 0;
+                        return;
+                }
+        } else
+                j->share_bytes = mul_div(r->want, MIN(w, total), total);
         /* A scan budget of twice the share in objects: an LRU with a second chance frees about half of
          * what it looks at when the cache is in use. */
-        uint64_t nr = sat_mul(shrink_target_objects(r->want, w, total, j->bytes_per_object_x1000), 2);
+        uint64_t nr = sat_mul(shrink_target_objects(j->share_bytes, 1, 1, j->bytes_per_object_x1000), 2);
         j->target_mode = true;
-        struct shrinker *sh = j->shrinker;
-        uint64_t deferred = sh->deferred[shrinker_node_slot(sh, j->node_index)];
+        uint64_t deferred = sh->deferred[slot];
         for (int p = j->priority - 1; r->share_sets_priority && j->plan.total_scan < nr && p >= r->floor; p--) {
                 shrink_plan_start(&j->plan, j->plan.freeable, p, sh->seeks, deferred);
                 j->priority = p;
@@ -491,6 +512,10 @@ static void job_scanned(struct shrink_job *j, const struct shrink_answer *a, uin
         j->freed = sat_add(j->freed, freed);
         j->scanned = sat_add(j->scanned, scanned);
         j->bytes_freed = sat_add(j->bytes_freed, bytes);
+        if (j->round && j->round->goal_id > 0 && sh->goal_id == j->round->goal_id) {
+                size_t slot = shrinker_node_slot(sh, j->node_index);
+                sh->goal_freed[slot] = sat_add(sh->goal_freed[slot], bytes);
+        }
         if (j->explicit_nr)
                 j->explicit_left = scanned >= j->explicit_left ? 0 : j->explicit_left - scanned;
         else
@@ -585,6 +610,7 @@ static void round_complete(struct shrink_round *r) {
                         .scanned = r->scanned,
                         .n_asked = r->n_asked,
                         .n_busy = r->n_busy,
+                        .shares_in = r->n_share_jobs > 0 && r->n_shares_in == r->n_share_jobs,
                 };
                 r->on_done(&o, r->userdata);
         }
@@ -790,6 +816,8 @@ struct shrink_round *round_new_explicit(struct round_engine *rc, void *caller) {
 void round_run(struct shrink_round *r, const struct round_spec *s) {
         r->want = s->want;
         r->share_sets_priority = s->share_sets_priority;
+        r->goal = s->goal;
+        r->goal_id = s->goal_id;
         r->floor = MAX(0, MIN(s->floor, 12));
         r->measure = s->measure;
         round_add_jobs(r, s->type, s->node_index, s->cgroup, s->priority, s->nr_to_scan, s->only, s->only_client);

@@ -48,6 +48,7 @@ struct round_outcome {
         uint64_t want;        /* its goal in bytes (0: none) */
         uint64_t freed, scanned;
         uint64_t freed_bytes; /* as credited */
+        bool shares_in;       /* every shrinker counted had released its share of the goal already */
         unsigned n_asked;     /* shrinkers */
         unsigned n_busy;      /* shrinkers in scope left out: still busy with an earlier round */
 };
@@ -63,6 +64,10 @@ struct round_spec {
          * priority that covers it, down to floor (the level's cap on how much one round may ask). */
         bool share_sets_priority;
         int floor;
+        /* The episode's goal this round is part of (goal_id 0: none): a shrinker's share is of the
+         * whole goal, less what it released towards it in earlier rounds, so that one that does not
+         * deliver its share makes nobody else give more than theirs. */
+        uint64_t goal, goal_id;
         uint64_t nr_to_scan; /* explicit rounds: exactly this much each (0: count, then all of it) */
         const struct shrinker *only;
         const struct shrink_client *only_client;

@@ -52,6 +52,7 @@ static void shrinker_free(struct shrinker *sh) {
         free(sh->last_bytes);
         free(sh->deferred);
         free(sh->empty_until);
+        free(sh->goal_freed);
         free(sh);
 }
 
@@ -134,7 +135,9 @@ static int client_add_shrinkers(struct shrink_client *cl, const struct shrinker_
                 sh->last_bytes = calloc(sh->n_nodes, sizeof(uint64_t));
                 sh->deferred = calloc(sh->n_nodes, sizeof(uint64_t));
                 sh->empty_until = calloc(sh->n_nodes, sizeof(uint64_t));
-                if (!sh->name || !sh->last_count || !sh->last_bytes || !sh->deferred || !sh->empty_until)
+                sh->goal_freed = calloc(sh->n_nodes, sizeof(uint64_t));
+                if (!sh->name || !sh->last_count || !sh->last_bytes || !sh->deferred || !sh->empty_until ||
+                    !sh->goal_freed)
                         return -ENOMEM;
         }
         return 0;

@@ -34,6 +34,9 @@ struct shrinker {
         uint64_t *last_bytes;
         uint64_t *deferred;
         uint64_t *empty_until; /* answered EMPTY: not asked in rounds before this time */
+        /* round.c's: bytes released per node towards goal goal_id (an episode's goal, over its rounds) */
+        uint64_t goal_id;
+        uint64_t *goal_freed;
 
         struct shrinker_stats stats;
         struct shrink_health health;

@@ -295,6 +295,42 @@ static void test_no_goal_while_quiet(void) {
         teardown();
 }
 
+/* A shrinker that does not deliver its share makes nobody else give more: over the goal's rounds the
+ * honest one scans its own half of the goal and no more, while the other stops round after round. */
+static void test_undelivered_share_stays(void) {
+        setup();
+        f.config.priorities.at[LEVEL_MEDIUM] = f.config.priorities.floor[LEVEL_MEDIUM] = 0; /* no cap */
+        size_t ballast_size = 256u << 20;
+        char *ballast = malloc(ballast_size);
+        CU_ASSERT_FATAL(ballast != NULL);
+        memset(ballast, 1, ballast_size);
+        const unsigned batch = 1u << 20;
+        struct shrink_client *a = client("a", SHRINKER_NUMA_AWARE, batch), *b = client("b", SHRINKER_NUMA_AWARE, batch);
+
+        scope_feed_level(node1(), LEVEL_MEDIUM, now());
+        uint64_t goal = node1()->reclaim_target, a_scanned = 0;
+        CU_ASSERT_FATAL(goal > 0 && goal < ballast_size / 2);
+        for (int round = 0; round < 4; round++) {
+                RUN_UNTIL(pending_for(a) && pending_for(b));
+                CU_ASSERT_FATAL(pending_for(a) && pending_for(b));
+                CU_ASSERT_EQUAL(answer(pending_for(a), COUNT(100000)), 0);
+                CU_ASSERT_EQUAL(answer(pending_for(b), COUNT(100000)), 0);
+                struct sent *s;
+                while ((s = pending_for(a)) && s->q.op == SHRINK_OP_SCAN) {
+                        a_scanned += s->q.nr_to_scan;
+                        CU_ASSERT_EQUAL(answer(s, FREED((int64_t) s->q.nr_to_scan)), 0);
+                }
+                if ((s = pending_for(b)) && s->q.op == SHRINK_OP_SCAN)
+                        CU_ASSERT_EQUAL(answer(s, STOP), 0);
+        }
+        /* a's half of the goal, in objects of 1000 bytes; the goal is the same for all four rounds. */
+        CU_ASSERT(a_scanned >= goal / 2000 - 2);
+        CU_ASSERT(a_scanned <= goal / 2000 + 2);
+        CU_ASSERT(b->shrinkers[0]->stats.stops >= 2);
+        free(ballast);
+        teardown();
+}
+
 /* A small cache at low: the kernel's sizing at priority 12 asks nothing of 500 objects. Its share of
  * the goal (all of its 2 MB) is asked at once, at the gentlest priority that covers it but not below
  * low's floor: (500 >> 4) * 4 / 2 = 62 objects, in the first round. */
@@ -792,6 +828,7 @@ int main(void) {
                 { "a target of 0", test_target_zero },
                 { "a small cache at low", test_small_cache_at_low },
                 { "no new goal while the stall is gone", test_no_goal_while_quiet },
+                { "a share not delivered is nobody else's", test_undelivered_share_stays },
                 { "a slow client", test_slow_client },
                 { "a client that lies", test_client_that_lies },
                 { "answering counts but never scans is quarantined", test_count_but_never_scan },
