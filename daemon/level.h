@@ -86,7 +86,7 @@ bool level_state_settled(const struct level_state *s);
 /* The reclaim target: an estimate of the bytes to free to bring a scope back under its threshold.
  * size_bytes is what the scope can hold (a cgroup's limit, a node's or the system's total memory);
  * excess_bytes how far it is past the point where reclaim starts (usage above the limit, free memory
- * short of the high watermark); demand_bytes how much its unreclaimable memory grew over the last second.
+ * short of the high watermark); demand_bytes how much its unreclaimable memory grows per second.
  * The estimate is the excess plus a share of the size that grows with the level (1%, 3%, 5%), or the
  * demand where that is more: a cache growing in a group at its limit pushes the rest of the group (its
  * files) out as fast as it grows, and a fixed share would never catch up with it. */
