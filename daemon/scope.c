@@ -106,7 +106,7 @@ static void scope_update_target(struct scope *s) {
 /* Growth of anonymous memory per second, from readings at least GROWTH_MIN_USEC apart; none after a
  * gap of more than GROWTH_MAX_USEC (the scope was idle). The first reading is taken when the scope is
  * made: with a window of 5 s the benchmark's cache, growing since its registration, was seen only
- * after its first level change, whose goal was then 1% of the limit (it survived 5 runs of 9; with
+ * after its first level change, whose goal was then 1% of the limit (it survived 8 of 16 runs; with
  * 30 s, 7 of 7). */
 #define GROWTH_MIN_USEC (200 * 1000)
 #define GROWTH_MAX_USEC (30 * 1000 * 1000)
