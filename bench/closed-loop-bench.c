@@ -24,30 +24,6 @@
 
 static const char *build;
 
-/* The generator's spawn, with the children's chatter on stderr silenced. */
-static pid_t spawn_in(const struct pressure_gen *g, const char *const *argv, int out_fd) {
-        int saved = dup(STDERR_FILENO), null = open("/dev/null", O_WRONLY | O_CLOEXEC);
-        dup2(null, STDERR_FILENO);
-        pid_t pid = pressure_gen_spawn(g, argv, out_fd);
-        dup2(saved, STDERR_FILENO);
-        close(saved);
-        close(null);
-        return pid;
-}
-
-static uint64_t some_total(const struct pressure_gen *g) {
-        char path[700], buf[512];
-        snprintf(path, sizeof(path), "%s/memory.pressure", g->v2_dir);
-        FILE *f = fopen(path, "re");
-        if (!f)
-                return 0;
-        size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-        fclose(f);
-        buf[n] = 0;
-        const char *t = strstr(buf, "total=");
-        return t ? strtoull(t + 6, NULL, 10) : 0;
-}
-
 struct result {
         int survived;
         double seconds;
@@ -59,22 +35,14 @@ static int run(int with_daemon, double seconds, double rate, struct result *res)
         struct pressure_gen g;
         struct test_daemon d = {};
         char cwd[400], ws[600], kv_sock[200], secs[32], rates[32];
-        static char buf[1 << 20];
         int r;
 
         if (!getcwd(cwd, sizeof(cwd)) || (r = pressure_gen_create(&g, cwd, (uint64_t) LIMIT_MIB << 20)) < 0)
                 return -EIO;
         snprintf(ws, sizeof(ws), "%s/closed-loop-bench.dat", cwd);
-        int fd = open(ws, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-        for (int i = 0; fd >= 0 && i < WORKING_SET_MIB; i++) {
-                memset(buf, 'a' + i % 26, sizeof(buf));
-                if (write(fd, buf, sizeof(buf)) < 0)
-                        break;
-        }
-        if (fd >= 0) {
-                fdatasync(fd);
-                posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-                close(fd);
+        if (pressure_gen_working_set(ws, WORKING_SET_MIB) < 0) {
+                pressure_gen_destroy(&g);
+                return -EIO;
         }
 
         if (with_daemon) {
@@ -93,7 +61,7 @@ static int run(int with_daemon, double seconds, double rate, struct result *res)
                 return -errno;
         const char *kv_argv[] = { kvcache, "--listen", kv_sock, "--pressured",
                                   with_daemon ? d.socket : "/nonexistent/socket", NULL };
-        pid_t kv = spawn_in(&g, kv_argv, p[1]);
+        pid_t kv = pressure_gen_spawn_quiet(&g, kv_argv, p[1]);
         close(p[1]);
         char line[256];
         FILE *kv_out = fdopen(p[0], "r");
@@ -105,15 +73,15 @@ static int run(int with_daemon, double seconds, double rate, struct result *res)
         int q[2];
         if (pipe(q) < 0)
                 return -errno;
-        uint64_t stall0 = some_total(&g);
+        uint64_t stall0 = pressure_gen_some_total(&g);
         double t0 = (double) test_now_ms() / 1000;
         const char *load_argv[] = { load, kv_sock, ws, secs, rates, NULL };
-        pid_t ld = spawn_in(&g, load_argv, q[1]);
+        pid_t ld = pressure_gen_spawn_quiet(&g, load_argv, q[1]);
         close(q[1]);
         int status;
         waitpid(ld, &status, 0);
         res->seconds = (double) test_now_ms() / 1000 - t0;
-        res->stall_us = some_total(&g) - stall0;
+        res->stall_us = pressure_gen_some_total(&g) - stall0;
         char out[512] = "";
         ssize_t n = read(q[0], out, sizeof(out) - 1);
         close(q[0]);

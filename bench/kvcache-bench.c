@@ -59,29 +59,6 @@ struct run {
 
 static const char *build;
 
-static pid_t spawn_in(const struct pressure_gen *g, const char *const *argv, int out_fd) {
-        int saved = dup(STDERR_FILENO), null = open("/dev/null", O_WRONLY | O_CLOEXEC);
-        dup2(null, STDERR_FILENO);
-        pid_t pid = pressure_gen_spawn(g, argv, out_fd);
-        dup2(saved, STDERR_FILENO);
-        close(saved);
-        close(null);
-        return pid;
-}
-
-static uint64_t some_total(const struct pressure_gen *g) {
-        char path[700], buf[512];
-        snprintf(path, sizeof(path), "%s/memory.pressure", g->v2_dir);
-        FILE *f = fopen(path, "re");
-        if (!f)
-                return 0;
-        size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-        fclose(f);
-        buf[n] = 0;
-        const char *t = strstr(buf, "total=");
-        return t ? strtoull(t + 6, NULL, 10) : 0;
-}
-
 static unsigned long long field(const char *line, const char *key) {
         const char *p = strstr(line, key);
         return p ? strtoull(p + strlen(key), NULL, 10) : 0;
@@ -119,25 +96,6 @@ static int connect_to(const char *path) {
         return fd;
 }
 
-static int write_working_set(const char *path) {
-        static char buf[1 << 20];
-        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-        if (fd < 0)
-                return -errno;
-        for (int i = 0; i < WORKING_SET_MIB; i++) {
-                memset(buf, 'a' + i % 26, sizeof(buf));
-                if (write(fd, buf, sizeof(buf)) != (ssize_t) sizeof(buf)) {
-                        close(fd);
-                        return -EIO;
-                }
-        }
-        /* Out of the page cache: the reader in the group brings it back, charged to the group. */
-        fdatasync(fd);
-        posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-        close(fd);
-        return 0;
-}
-
 static int run_policy(struct run *run, double seconds) {
         struct pressure_gen g;
         struct test_daemon d = {};
@@ -147,7 +105,7 @@ static int run_policy(struct run *run, double seconds) {
         if (!getcwd(cwd, sizeof(cwd)) || (r = pressure_gen_create(&g, cwd, (uint64_t) LIMIT_MIB << 20)) < 0)
                 return -EIO;
         snprintf(ws, sizeof(ws), "%s/kvcache-bench.dat", cwd);
-        if ((r = write_working_set(ws)) < 0) {
+        if ((r = pressure_gen_working_set(ws, WORKING_SET_MIB)) < 0) {
                 pressure_gen_destroy(&g);
                 return r;
         }
@@ -175,7 +133,7 @@ static int run_policy(struct run *run, double seconds) {
         int p[2];
         if (pipe2(p, O_CLOEXEC) < 0)
                 return -errno;
-        pid_t kv = spawn_in(&g, kv_argv, p[1]);
+        pid_t kv = pressure_gen_spawn_quiet(&g, kv_argv, p[1]);
         close(p[1]);
         FILE *kv_out = fdopen(p[0], "r");
         if (kv < 0 || !fgets(line, sizeof(line), kv_out))
@@ -187,7 +145,7 @@ static int run_policy(struct run *run, double seconds) {
         int rp[2];
         if (pipe2(rp, O_CLOEXEC) < 0)
                 return -errno;
-        pid_t rd = spawn_in(&g, read_argv, rp[1]);
+        pid_t rd = pressure_gen_spawn_quiet(&g, read_argv, rp[1]);
         close(rp[1]);
 
         snprintf(secs, sizeof(secs), "%g", seconds);
@@ -199,8 +157,8 @@ static int run_policy(struct run *run, double seconds) {
         int q[2];
         if (pipe2(q, O_CLOEXEC) < 0)
                 return -errno;
-        uint64_t stall0 = some_total(&g), t0 = test_now_ms();
-        pid_t ld = spawn_in(&g, load_argv, q[1]);
+        uint64_t stall0 = pressure_gen_some_total(&g), t0 = test_now_ms();
+        pid_t ld = pressure_gen_spawn_quiet(&g, load_argv, q[1]);
         close(q[1]);
 
         /* Sample the cache while the load runs; the load's one line comes at its end. */
@@ -231,7 +189,7 @@ static int run_policy(struct run *run, double seconds) {
         }
         out[out_len] = 0;
         waitpid(ld, NULL, 0);
-        run->stall_us = some_total(&g) - stall0;
+        run->stall_us = pressure_gen_some_total(&g) - stall0;
         close(q[0]);
         run->survived = strncmp(out, "survived", 8) == 0;
         run->seconds = atof(strstr(out, "seconds=") ? strstr(out, "seconds=") + 8 : "0");

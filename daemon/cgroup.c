@@ -206,6 +206,19 @@ int cgroup_parse_anon(const char *text, bool v2, uint64_t *ret_bytes) {
         return -ENODATA;
 }
 
+/* The start of a small file, NUL-terminated: one read of at most size - 1 bytes (what the kernel's
+ * seq files hand out at once). */
+static int read_start(const char *path, char *buf, size_t size) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        ssize_t n = read(fd, buf, size - 1);
+        if (n < 0)
+                return -errno;
+        buf[n] = 0;
+        return 0;
+}
+
 int cgroup_anon(const struct cgroup_layout *l, const char *cgroup, uint64_t *ret_bytes) {
         _cleanup_free_ char *path = NULL;
         char buf[8192];
@@ -214,32 +227,21 @@ int cgroup_anon(const struct cgroup_layout *l, const char *cgroup, uint64_t *ret
                 return -EOPNOTSUPP;
         if (join(l->memory_root, cgroup, "memory.stat", &path) < 0)
                 return -ENOMEM;
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        ssize_t n = read(fd, buf, sizeof(buf) - 1);
-        if (n < 0)
-                return -errno;
-        buf[n] = 0;
-        return cgroup_parse_anon(buf, l->memory_v2, ret_bytes);
+        int r = read_start(path, buf, sizeof(buf));
+        return r < 0 ? r : cgroup_parse_anon(buf, l->memory_v2, ret_bytes);
 }
 
 int cgroup_only_process(const struct cgroup_layout *l, const char *cgroup, pid_t pid) {
         _cleanup_free_ char *path = NULL;
-        char buf[64];
+        char buf[64]; /* one pid and a newline fit; anything longer is more than one process */
 
         if (streq(cgroup, "/"))
                 return 0;
         if (cgroup_file_path(l, cgroup, "cgroup.procs", &path) < 0)
                 return -ENOMEM;
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        /* One pid and a newline fit; anything longer is more than one process. */
-        ssize_t n = read(fd, buf, sizeof(buf) - 1);
-        if (n < 0)
-                return -errno;
-        buf[n] = 0;
+        int r = read_start(path, buf, sizeof(buf));
+        if (r < 0)
+                return r;
         char *end;
         long v = strtol(buf, &end, 10);
         return end != buf && *end == '\n' && end[1] == 0 && v == (long) pid;

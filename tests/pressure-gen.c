@@ -202,3 +202,44 @@ void pressure_gen_destroy(struct pressure_gen *g) {
         }
         g->file[0] = g->mem_dir[0] = g->v2_dir[0] = 0;
 }
+
+pid_t pressure_gen_spawn_quiet(const struct pressure_gen *g, const char *const *argv, int out_fd) {
+        int saved = dup(STDERR_FILENO), null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+        dup2(null, STDERR_FILENO);
+        pid_t pid = pressure_gen_spawn(g, argv, out_fd);
+        dup2(saved, STDERR_FILENO);
+        close(saved);
+        close(null);
+        return pid;
+}
+
+uint64_t pressure_gen_some_total(const struct pressure_gen *g) {
+        char path[700], buf[512];
+        snprintf(path, sizeof(path), "%s/memory.pressure", g->v2_dir);
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return 0;
+        size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[n] = 0;
+        const char *t = strstr(buf, "total=");
+        return t ? strtoull(t + 6, NULL, 10) : 0;
+}
+
+int pressure_gen_working_set(const char *path, unsigned mib) {
+        static char buf[1 << 20];
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return -errno;
+        for (unsigned i = 0; i < mib; i++) {
+                memset(buf, 'a' + (int) (i % 26), sizeof(buf));
+                if (write(fd, buf, sizeof(buf)) != (ssize_t) sizeof(buf)) {
+                        close(fd);
+                        return -EIO;
+                }
+        }
+        fdatasync(fd);
+        posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+        close(fd);
+        return 0;
+}

@@ -29,5 +29,13 @@ int pressure_gen_stop(struct pressure_gen *g);
  * (unless negative). Returns the pid. */
 pid_t pressure_gen_spawn(const struct pressure_gen *g, const char *const *argv, int out_fd);
 
+/* pressure_gen_spawn() with the child's stderr on /dev/null (benchmarks keep their tables clean). */
+pid_t pressure_gen_spawn_quiet(const struct pressure_gen *g, const char *const *argv, int out_fd);
+/* The group's cumulative "some" memory stall in microseconds (memory.pressure total=), 0 if unreadable. */
+uint64_t pressure_gen_some_total(const struct pressure_gen *g);
+/* A file of mib MiB at path, written and then dropped from the page cache, so that whoever reads it
+ * next (a process in the group) has it charged to its own cgroup: a file working set. */
+int pressure_gen_working_set(const char *path, unsigned mib);
+
 /* Stop and remove the cgroup and the file. */
 void pressure_gen_destroy(struct pressure_gen *g);

@@ -24,25 +24,6 @@
 static struct test_daemon daemon_;
 
 
-static int make_working_set(const char *path) {
-        static char buf[1 << 20];
-        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-        if (fd < 0)
-                return -errno;
-        for (int i = 0; i < WORKING_SET_MIB; i++) {
-                memset(buf, 'a' + i % 26, sizeof(buf));
-                if (write(fd, buf, sizeof(buf)) != (ssize_t) sizeof(buf)) {
-                        close(fd);
-                        return -EIO;
-                }
-        }
-        fdatasync(fd);
-        /* Out of the page cache, so that reading it inside the cgroup charges it there. */
-        posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-        close(fd);
-        return 0;
-}
-
 static void test_cache_survives(void) {
         struct pressure_gen g;
         char cwd[400], ws[600], kv_sock[200], line[512];
@@ -57,7 +38,7 @@ static void test_cache_survives(void) {
                 test_cleanup_path(g.mem_dir, true);
         snprintf(ws, sizeof(ws), "%s/closed-loop-%d.dat", cwd, (int) getpid());
         test_cleanup_path(ws, false);
-        CU_ASSERT_EQUAL_FATAL(make_working_set(ws), 0);
+        CU_ASSERT_EQUAL_FATAL(pressure_gen_working_set(ws, WORKING_SET_MIB), 0);
         snprintf(kv_sock, sizeof(kv_sock), "%s/kv.sock", daemon_.dir);
         test_cleanup_path(kv_sock, false);
 
