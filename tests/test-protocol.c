@@ -3,6 +3,7 @@
  * service interface, the call rules, and bad input that must never hurt the daemon or other clients. */
 
 #include <errno.h>
+#include <stdbool.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -299,19 +300,29 @@ static int64_t field_int(struct json_object *o, const char *key) {
         return o && json_object_object_get_ex(o, key, &v) ? json_object_get_int64(v) : -1;
 }
 
+/* Register shrinkers a and b on fd (batched or not) and copy the token; 0 or -1. */
+static int serve_ab(int fd, bool batched, char *tok, size_t size) {
+        char reg[256];
+        snprintf(reg, sizeof(reg), "{\"method\":\"io.pressured.Serve\",\"parameters\":{\"shrinkers\":[{\"name\":\"a\"},"
+                 "{\"name\":\"b\"}]%s},\"more\":true}", batched ? ",\"batched\":true" : "");
+        if (test_send_raw(fd, reg, strlen(reg) + 1) < 0)
+                return -1;
+        struct json_object *o = next_msg(fd);
+        const char *token = field_str(json_object_object_get(o, "parameters"), "registered", "token");
+        int r = token ? 0 : -1;
+        if (token)
+                snprintf(tok, size, "%s", token);
+        json_object_put(o);
+        return r;
+}
+
 /* A batched client: the requests of one round come in one reply, the answers go in one call, and each
  * answer of a list stands on its own; a malformed list changes nothing. */
 static void test_batched_serve_and_answers(void) {
         int serve = connect_daemon(), answer = connect_daemon(), ctl = connect_daemon();
-        char text[1024];
-        const char reg[] = "{\"method\":\"io.pressured.Serve\",\"parameters\":{\"shrinkers\":[{\"name\":\"a\"},{\"name\":\"b\"}],\"batched\":true},\"more\":true}";
-        CU_ASSERT_EQUAL_FATAL(test_send_raw(serve, reg, sizeof(reg)), 0);
-        struct json_object *o = next_msg(serve);
-        const char *token = field_str(json_object_object_get(o, "parameters"), "registered", "token");
-        CU_ASSERT_PTR_NOT_NULL_FATAL(token);
-        char tok[64];
-        snprintf(tok, sizeof(tok), "%s", token);
-        json_object_put(o);
+        char text[1024], tok[64];
+        CU_ASSERT_EQUAL_FATAL(serve_ab(serve, true, tok, sizeof(tok)), 0);
+        struct json_object *o;
 
         /* Shrink everything: both shrinkers are counted, in one message. */
         const char shrink[] = "{\"method\":\"io.pressured.Shrink\"}";
@@ -394,15 +405,9 @@ static void test_batched_serve_and_answers(void) {
 /* A client that did not ask for batches gets one request per reply and answers one per call. */
 static void test_unbatched_serve(void) {
         int serve = connect_daemon(), answer = connect_daemon(), ctl = connect_daemon();
-        char text[1024];
-        const char reg[] = "{\"method\":\"io.pressured.Serve\",\"parameters\":{\"shrinkers\":[{\"name\":\"a\"},{\"name\":\"b\"}]},\"more\":true}";
-        CU_ASSERT_EQUAL_FATAL(test_send_raw(serve, reg, sizeof(reg)), 0);
-        struct json_object *o = next_msg(serve);
-        const char *token = field_str(json_object_object_get(o, "parameters"), "registered", "token");
-        CU_ASSERT_PTR_NOT_NULL_FATAL(token);
-        char tok[64];
-        snprintf(tok, sizeof(tok), "%s", token);
-        json_object_put(o);
+        char text[1024], tok[64];
+        CU_ASSERT_EQUAL_FATAL(serve_ab(serve, false, tok, sizeof(tok)), 0);
+        struct json_object *o;
 
         const char shrink[] = "{\"method\":\"io.pressured.Shrink\",\"parameters\":{\"nr_to_scan\":3}}";
         CU_ASSERT_EQUAL(test_send_raw(ctl, shrink, sizeof(shrink)), 0);

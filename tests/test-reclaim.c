@@ -166,6 +166,15 @@ static struct scope *node1(void) {
         return f.scopes->nodes[1];
 }
 
+/* Credit is capped at what a client has resident: 256 MiB of it, touched, for the goals of the tests. */
+#define BALLAST_SIZE (256u << 20)
+static char *ballast_new(void) {
+        char *b = malloc(BALLAST_SIZE);
+        CU_ASSERT_FATAL(b != NULL);
+        memset(b, 1, BALLAST_SIZE);
+        return b;
+}
+
 /* A round asks every shrinker in scope at once, at the level's priority, for its share of the goal, and
  * never more than the kernel's sizing at the gentlest priority down to the level's floor that covers
  * it; a round that fell short, with the stall not falling, makes the next one start two steps lower. */
@@ -262,10 +271,7 @@ static void test_target_zero(void) {
 static void test_no_goal_while_quiet(void) {
         setup();
         f.config.priorities.at[LEVEL_LOW] = f.config.priorities.floor[LEVEL_LOW] = 0;
-        size_t ballast_size = 256u << 20;
-        char *ballast = malloc(ballast_size);
-        CU_ASSERT_FATAL(ballast != NULL);
-        memset(ballast, 1, ballast_size);
+        char *ballast = ballast_new();
         struct shrink_client *a = client("a", SHRINKER_NUMA_AWARE, 1u << 20);
         struct node_sample *n = &f.nodes->cur[1];
         uint64_t short_free = n->high_pages / 2; /* short of its high watermarks */
@@ -300,16 +306,13 @@ static void test_no_goal_while_quiet(void) {
 static void test_undelivered_share_stays(void) {
         setup();
         f.config.priorities.at[LEVEL_MEDIUM] = f.config.priorities.floor[LEVEL_MEDIUM] = 0; /* no cap */
-        size_t ballast_size = 256u << 20;
-        char *ballast = malloc(ballast_size);
-        CU_ASSERT_FATAL(ballast != NULL);
-        memset(ballast, 1, ballast_size);
+        char *ballast = ballast_new();
         const unsigned batch = 1u << 20;
         struct shrink_client *a = client("a", SHRINKER_NUMA_AWARE, batch), *b = client("b", SHRINKER_NUMA_AWARE, batch);
 
         scope_feed_level(node1(), LEVEL_MEDIUM, now());
         uint64_t goal = node1()->reclaim_target, a_scanned = 0;
-        CU_ASSERT_FATAL(goal > 0 && goal < ballast_size / 2);
+        CU_ASSERT_FATAL(goal > 0 && goal < BALLAST_SIZE / 2);
         for (int round = 0; round < 4; round++) {
                 RUN_UNTIL(pending_for(a) && pending_for(b));
                 CU_ASSERT_FATAL(pending_for(a) && pending_for(b));
@@ -399,16 +402,12 @@ static void test_proportional_split(void) {
 static void test_stop_at_goal(void) {
         setup();
         f.config.priorities.at[LEVEL_LOW] = f.config.priorities.floor[LEVEL_LOW] = 0;
-        /* Credit is capped at what a client has resident: have enough of it. */
-        size_t ballast_size = 256u << 20;
-        char *ballast = malloc(ballast_size);
-        CU_ASSERT_FATAL(ballast != NULL);
-        memset(ballast, 1, ballast_size);
+        char *ballast = ballast_new();
         struct shrink_client *a = client("a", SHRINKER_NUMA_AWARE, 1000), *b = client("b", SHRINKER_NUMA_AWARE, 1000);
 
         scope_feed_level(node1(), LEVEL_LOW, now());
         uint64_t goal = node1()->reclaim_target;
-        CU_ASSERT_FATAL(goal > 4000000 && goal < ballast_size / 2);
+        CU_ASSERT_FATAL(goal > 4000000 && goal < BALLAST_SIZE / 2);
         CU_ASSERT_EQUAL(answer(pending_for(a), COUNT(1000000)), 0);
         CU_ASSERT_EQUAL(answer(pending_for(b), COUNT(1000000)), 0);
         struct sent *sb = pending_for(b); /* b's first scan stays out while a works */
