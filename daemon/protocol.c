@@ -586,6 +586,7 @@ struct json_object *protocol_encode_shrinker_info(const struct shrinker_info_sna
         add_u64(o, "client_claimed_bytes", i->client_claimed_bytes);
         add_u64(o, "client_released_bytes", i->client_released_bytes);
         add_string(o, "client_measured", i->client_measured_by_cgroup ? "cgroup" : "resident");
+        add_int(o, "client_trust", (int) i->client_trust);
         add_string(o, "state", i->quarantined ? "quarantined" : "active");
         return o;
 }
@@ -651,6 +652,11 @@ int protocol_decode_shrinker_info(struct json_object *o, struct shrinker_info_sn
         if (!streq(measured, "resident") && !streq(measured, "cgroup"))
                 return -EINVAL;
         i.client_measured_by_cgroup = streq(measured, "cgroup");
+        int trust = 1000;
+        TRY(get_int(o, "client_trust", false, &trust));
+        if (trust < 0 || trust > 1000)
+                return -EINVAL;
+        i.client_trust = (unsigned) trust;
         TRY(get_string(o, "state", true, &state));
         if (pid < 0 || seeks < 0 || batch < 0 || uid > UINT32_MAX)
                 return -EINVAL;

@@ -99,6 +99,7 @@ struct shrinker_info_snapshot {
         struct shrinker_stats stats; /* `empty` is not on the wire; `rejected` is rejected_answers */
         uint64_t client_claimed_bytes, client_released_bytes; /* measured per client, not per shrinker */
         bool client_measured_by_cgroup; /* "client_measured": "cgroup" (alone in its own), or "resident" */
+        unsigned client_trust;          /* per mille of its claims credited */
         bool quarantined;
 };
 

@@ -14,7 +14,7 @@
  * token, never by pointer. */
 struct release_entry {
         char token[sizeof(((struct shrink_client *) NULL)->token)];
-        uint64_t before, claimed, released;
+        uint64_t before, before_usec, claimed, released;
         bool by_cgroup; /* before is its cgroup's usage, not its RSS */
 };
 
@@ -62,7 +62,7 @@ static struct release_entry *entry_of(struct release_sample *s, const struct shr
         return &s->entries[cl->measure_index];
 }
 
-void release_sample_begin(struct release_sample *s, struct shrink_client *cl, uint64_t resident) {
+void release_sample_begin(struct release_sample *s, struct shrink_client *cl, uint64_t resident, uint64_t usec) {
         if (!s || entry_of(s, cl))
                 return;
         if (s->n == s->n_alloc) {
@@ -74,7 +74,7 @@ void release_sample_begin(struct release_sample *s, struct shrink_client *cl, ui
                 s->n_alloc = n;
         }
         struct release_entry *e = &s->entries[s->n];
-        *e = (struct release_entry){ .before = resident, .by_cgroup = cl->own_cgroup };
+        *e = (struct release_entry){ .before = resident, .before_usec = usec, .by_cgroup = cl->own_cgroup };
         memcpy(e->token, cl->token, sizeof(e->token));
         cl->measure_round = s->round_id;
         cl->measure_index = s->n++;
@@ -86,20 +86,39 @@ void release_sample_claim(struct release_sample *s, struct shrink_client *cl, ui
                 e->claimed = sat_add(e->claimed, bytes);
 }
 
+/* The client's trust after this round: its claim against what its memory showed, allowing for what it
+ * grew at before the round. */
+static void client_judge(struct shrink_client *cl, const struct release_entry *e, uint64_t after, uint64_t now) {
+        uint64_t est = shrink_release_estimate(e->claimed, e->before, e->before_usec, after, now, cl->last_after,
+                                               cl->last_after_usec);
+        unsigned trust = shrink_trust_update(cl->trust, e->claimed, est);
+        if (trust < SHRINK_TRUST_FULL / 4 && cl->trust >= SHRINK_TRUST_FULL / 4)
+                log_notice("Client pid %d claimed to free %llu bytes, its memory showed %llu: its claims count for "
+                           "%u per mille now.", (int) cl->pid, (unsigned long long) e->claimed,
+                           (unsigned long long) est, trust);
+        cl->trust = trust;
+        cl->last_after = after;
+        cl->last_after_usec = now;
+}
+
 static void measure(struct release_meter *m, struct release_sample *s) {
-        uint64_t claimed = 0, released = 0;
+        uint64_t claimed = 0, released = 0, now = 0;
         size_t n = 0;
 
+        (void) sd_event_now(m->event, CLOCK_MONOTONIC, &now);
         for (size_t i = 0; i < s->n; i++) {
                 struct release_entry *e = &s->entries[i];
                 struct shrink_client *cl = shrink_client_by_token(m->shrinkers, e->token);
                 uint64_t after;
                 if (!cl || shrink_client_resident(cl, &after) < 0)
                         continue; /* gone: whatever it held is released, but not by shrinking */
-                if (cl->own_cgroup != e->by_cgroup)
-                        continue; /* no longer alone in its cgroup: the two figures do not compare */
+                if (cl->own_cgroup != e->by_cgroup) {
+                        cl->last_after_usec = 0; /* nor does its last reading */
+                        continue;                /* no longer alone in its cgroup: the figures do not compare */
+                }
                 uint64_t r = e->before > after ? e->before - after : 0;
                 e->released = r;
+                client_judge(cl, e, after, now);
                 cl->released_bytes = sat_add(cl->released_bytes, r);
                 cl->claimed_bytes = sat_add(cl->claimed_bytes, e->claimed);
                 claimed = sat_add(claimed, e->claimed);

@@ -28,8 +28,9 @@ struct release_sample *release_sample_new(uint64_t round_id);
 void release_sample_free(struct release_sample *s);
 
 /* The round asks cl to scan for the first time: what it has resident now. */
-void release_sample_begin(struct release_sample *s, struct shrink_client *cl, uint64_t resident);
-/* cl claims to have freed bytes in this round (as credited). */
+void release_sample_begin(struct release_sample *s, struct shrink_client *cl, uint64_t resident, uint64_t usec);
+/* cl claims to have freed bytes in this round (up to what it had resident). After the round, the claims
+ * are held against what its memory showed, and the client's trust follows (shrink_trust_update()). */
 void release_sample_claim(struct release_sample *s, struct shrink_client *cl, uint64_t bytes);
 
 /* The round is over: measure its clients again after the settle time and report it under `what` (a

@@ -112,6 +112,20 @@ static uint64_t now_usec(const struct round_engine *rc) {
 static void job_finish(struct shrink_job *j);
 static void round_job_done(struct shrink_round *r, struct shrink_job *j);
 
+/* What the kernel shows of the client's memory, read once per round, the first time the round needs it:
+ * a cache cannot hold more than that, nor free more in one round. 0 once the client is gone. */
+static uint64_t client_round_resident(struct shrink_job *j) {
+        struct shrink_client *cl = j->shrinker->client;
+        if (cl->credit_round != j->round_id) {
+                uint64_t resident;
+                cl->credit_round = j->round_id;
+                cl->resident = shrink_client_resident(cl, &resident) >= 0 ? resident : 0;
+                cl->resident_usec = now_usec(j->rc);
+                cl->credit_left = cl->resident;
+        }
+        return cl->resident;
+}
+
 /* ---- requests ---- */
 
 static void request_free(struct shrink_request *q) {
@@ -207,13 +221,10 @@ static int request_send(struct shrink_job *j, enum shrink_op op, uint64_t nr_to_
 
         if (op == SHRINK_OP_SCAN) {
                 sh->stats.calls++;
-                if (sh->client->credit_round != j->round_id) {
-                        uint64_t resident;
-                        sh->client->credit_round = j->round_id;
-                        sh->client->credit_left = shrink_client_resident(sh->client, &resident) >= 0 ? resident : 0;
-                        if (j->round)
-                                release_sample_begin(j->round->sample, sh->client, sh->client->credit_left);
-                }
+                /* Measured around the round from the first time it is asked to scan in it. */
+                uint64_t resident = client_round_resident(j);
+                if (j->round)
+                        release_sample_begin(j->round->sample, sh->client, resident, sh->client->resident_usec);
         }
         const struct shrink_request_snapshot snap = {
                 .id = q->id,
@@ -415,14 +426,17 @@ static void job_ask_share(struct shrink_job *j, uint64_t bytes) {
         size_t slot = shrinker_node_slot(sh, j->node_index);
         if (r->goal_id > 0 && sh->goal_id != r->goal_id) {
                 sh->goal_id = r->goal_id;
-                memset(sh->goal_freed, 0, sh->n_nodes * sizeof(uint64_t));
+                memset(sh->goal, 0, sh->n_nodes * sizeof(*sh->goal));
         }
         if (r->goal_id > 0) {
+                struct shrinker_goal *g = &sh->goal[slot];
                 r->n_share_jobs++;
                 /* Its share of the whole goal, less what it gave towards it in the goal's earlier rounds:
                  * what another shrinker did not deliver is nobody else's to make up. */
                 uint64_t full = mul_div(MAX(r->goal, r->want), MIN(w, total), total);
-                j->share_bytes = full > sh->goal_freed[slot] ? full - sh->goal_freed[slot] : 0;
+                g->share = full;
+                g->asks++;
+                j->share_bytes = full > g->freed ? full - g->freed : 0;
                 j->share_bytes = MIN(j->share_bytes, r->want);
                 if (j->share_bytes == 0) {
                         r->n_shares_in++;
@@ -449,9 +463,12 @@ static void job_counted(struct shrink_job *j, const struct shrink_answer *a) {
         struct shrinker *sh = j->shrinker;
         size_t slot = shrinker_node_slot(sh, j->node_index);
         uint64_t count = a->empty ? 0 : (uint64_t) a->count;
+        /* What it says it holds is its weight in the split of a goal: never more than the kernel shows of
+         * its memory, so that a client cannot draw a goal onto itself and then claim it. */
+        uint64_t bytes = given(a->bytes) && !a->empty ? MIN((uint64_t) a->bytes, client_round_resident(j)) : 0;
 
         sh->last_count[slot] = count;
-        sh->last_bytes[slot] = given(a->bytes) ? (uint64_t) a->bytes : 0;
+        sh->last_bytes[slot] = bytes;
         if (a->empty) {
                 /* As the kernel skips a memcg's shrinker with no objects, rounds skip it for a while. */
                 sh->stats.empty++;
@@ -469,25 +486,27 @@ static void job_counted(struct shrink_job *j, const struct shrink_answer *a) {
                 j->explicit_nr = true;
                 j->explicit_left = count;
         }
-        if (a->bytes > 0)
+        /* (The size of its objects is its own business: only its weight is capped.) */
+        if (bytes > 0)
                 j->bytes_per_object_x1000 = mul_div((uint64_t) a->bytes, 1000, count);
         shrink_plan_start(&j->plan, count, j->priority, sh->seeks, sh->deferred[slot]);
-        job_ask_share(j, (uint64_t) MAX(a->bytes, 0));
+        job_ask_share(j, bytes);
         job_next_scan(j);
 }
 
-/* A client cannot have released more than it had resident when the round first asked it to scan: its
- * claims in one round are credited up to that much, whatever it says, so that a liar cannot make a
- * round look as if it reached its target. */
+/* What a claim counts for. A client cannot have released more than it had resident in the round: its
+ * claims in one round go up to that much, whatever it says. Of that, the share its trust allows counts
+ * towards goals: a client whose memory did not fall by what it claimed in earlier rounds (a liar, or a
+ * cache whose allocator keeps what it frees) cannot make a round look as if it reached its target, and
+ * so cannot pause anyone else's reclaim. */
 static uint64_t claim_credit(struct shrink_job *j, uint64_t bytes) {
         struct shrink_client *cl = j->shrinker->client;
-        if (cl->credit_round != j->round_id)
-                return bytes; /* never asked to scan in this round: nothing to go by */
-        uint64_t credit = MIN(bytes, cl->credit_left);
-        cl->credit_left -= credit;
+        (void) client_round_resident(j);
+        uint64_t claim = MIN(bytes, cl->credit_left);
+        cl->credit_left -= claim;
         if (j->round)
-                release_sample_claim(j->round->sample, cl, credit);
-        return credit;
+                release_sample_claim(j->round->sample, cl, claim);
+        return shrink_trust_credit(cl->trust, claim);
 }
 
 /* A scan: account what was freed, go on with the plan. */
@@ -514,7 +533,7 @@ static void job_scanned(struct shrink_job *j, const struct shrink_answer *a, uin
         j->bytes_freed = sat_add(j->bytes_freed, bytes);
         if (j->round && j->round->goal_id > 0 && sh->goal_id == j->round->goal_id) {
                 size_t slot = shrinker_node_slot(sh, j->node_index);
-                sh->goal_freed[slot] = sat_add(sh->goal_freed[slot], bytes);
+                sh->goal[slot].freed = sat_add(sh->goal[slot].freed, bytes);
         }
         if (j->explicit_nr)
                 j->explicit_left = scanned >= j->explicit_left ? 0 : j->explicit_left - scanned;
@@ -670,6 +689,17 @@ static void round_job_done(struct shrink_round *r, struct shrink_job *j) {
                 round_complete(r);
 }
 
+/* A shrinker has done its part in the round's goal: it released its share, or it was asked for it in
+ * GOAL_ASKS_MAX rounds of the goal (one that cannot or will not deliver, or whose claims its memory does
+ * not bear out, holds the goal open, and with it everyone else's next goal, no longer than that). */
+#define GOAL_ASKS_MAX 3u
+static bool goal_done_for(const struct shrink_round *r, const struct shrinker *sh, size_t node_index) {
+        if (r->explicit || r->goal_id == 0 || sh->goal_id != r->goal_id)
+                return false;
+        const struct shrinker_goal *g = &sh->goal[shrinker_node_slot(sh, node_index)];
+        return (g->share > 0 && g->freed >= g->share) || g->asks >= GOAL_ASKS_MAX;
+}
+
 /* Queue the jobs of one shrinker: one per node the scope selects. */
 static void round_add_shrinker(struct shrink_round *r, struct shrinker *sh, enum scope_type type, size_t node_index,
                                bool all_nodes, const char *cgroup, int priority, uint64_t nr_to_scan) {
@@ -687,6 +717,13 @@ static void round_add_shrinker(struct shrink_round *r, struct shrinker *sh, enum
         for (size_t k = first; k <= last; k++) {
                 if (!r->explicit && now < sh->empty_until[shrinker_node_slot(sh, k)])
                         continue; /* said EMPTY a moment ago */
+                if (goal_done_for(r, sh, k)) {
+                        /* Not even counted: it has done its part in this goal, and others' answers (or
+                         * silence) must not make it asked more often than it would be alone. */
+                        r->n_share_jobs++;
+                        r->n_shares_in++;
+                        continue;
+                }
                 struct shrink_job *j = job_new(r, sh, k, cgroup, priority);
                 if (!j) {
                         log_oom();

@@ -70,6 +70,32 @@ uint64_t shrink_target_objects(uint64_t want_bytes, uint64_t weight, uint64_t to
         return objects;
 }
 
+uint64_t shrink_release_estimate(uint64_t claimed, uint64_t before, uint64_t before_usec, uint64_t after,
+                                 uint64_t after_usec, uint64_t prev, uint64_t prev_usec) {
+        enum { GROWTH_WINDOW_USEC = 30 * 1000 * 1000 };
+        uint64_t growth = 0;
+
+        /* What it would have grown to meanwhile, at the rate it grew before the round. */
+        if (prev_usec > 0 && prev_usec < before_usec && before_usec - prev_usec <= GROWTH_WINDOW_USEC &&
+            after_usec > before_usec && before > prev)
+                growth = mul_div(before - prev, after_usec - before_usec, before_usec - prev_usec);
+        uint64_t expected = sat_add(before, growth);
+        uint64_t released = expected > after ? expected - after : 0;
+        return MIN(released, claimed);
+}
+
+unsigned shrink_trust_update(unsigned trust, uint64_t claimed, uint64_t released) {
+        trust = MIN(trust, SHRINK_TRUST_FULL);
+        if (claimed < SHRINK_TRUST_MIN_CLAIM)
+                return trust;
+        unsigned seen = (unsigned) mul_div(MIN(released, claimed), SHRINK_TRUST_FULL, claimed);
+        return (trust + seen + 1) / 2;
+}
+
+uint64_t shrink_trust_credit(unsigned trust, uint64_t claimed) {
+        return mul_div(claimed, MIN(trust, SHRINK_TRUST_FULL), SHRINK_TRUST_FULL);
+}
+
 int shrink_next_priority(int priority, int start, int floor, bool short_of_target, bool stall_fell) {
         if (stall_fell)
                 return MIN(priority + 1, start);

@@ -95,6 +95,33 @@ uint64_t shrink_target_objects(uint64_t want_bytes, uint64_t weight, uint64_t to
  * start) when the stall fell. */
 int shrink_next_priority(int priority, int start, int floor, bool short_of_target, bool stall_fell);
 
+/* ---- what was really released: trust in a client's claims ---- */
+
+/* A client's claims are credited in proportion to how much of what it claimed the kernel saw it give
+ * back in earlier rounds: trust in per mille, 1000 for a new client. */
+#define SHRINK_TRUST_FULL 1000u
+/* Claims smaller than this say nothing against a resident-memory reading (pages, other allocations):
+ * they leave the trust as it was. */
+#define SHRINK_TRUST_MIN_CLAIM (512u * 1024u)
+
+/* What a client released in a round, estimated from two readings of its memory (before: when the round
+ * first asked it to scan; after: a moment after the round) and its growth rate before the round (from
+ * the previous reading after, prev, up to before; no growth if prev_usec is 0, the readings are out of
+ * order, or they lie more than 30 s apart). A client that allocates as it goes (a cache refilling on
+ * misses) would otherwise seem to release nothing. Capped at claimed: the daemon credits no more than
+ * was claimed. */
+uint64_t shrink_release_estimate(uint64_t claimed, uint64_t before, uint64_t before_usec, uint64_t after,
+                                 uint64_t after_usec, uint64_t prev, uint64_t prev_usec);
+
+/* The trust after a measured round: half the old trust and half the share of the claim that was
+ * released (an honest client misread once is back at seven eighths after two rounds, one that
+ * claims what it never gives back falls to a sixteenth within four). Claims below
+ * SHRINK_TRUST_MIN_CLAIM leave it unchanged. */
+unsigned shrink_trust_update(unsigned trust, uint64_t claimed, uint64_t released);
+
+/* The bytes to credit for a claim: claimed * trust / 1000. */
+uint64_t shrink_trust_credit(unsigned trust, uint64_t claimed);
+
 /* ---- who: the kernel's rules ---- */
 
 /* Is cgroup `path` inside `ancestor` (equal to it or below it)? */

@@ -52,7 +52,7 @@ static void shrinker_free(struct shrinker *sh) {
         free(sh->last_bytes);
         free(sh->deferred);
         free(sh->empty_until);
-        free(sh->goal_freed);
+        free(sh->goal);
         free(sh);
 }
 
@@ -135,9 +135,9 @@ static int client_add_shrinkers(struct shrink_client *cl, const struct shrinker_
                 sh->last_bytes = calloc(sh->n_nodes, sizeof(uint64_t));
                 sh->deferred = calloc(sh->n_nodes, sizeof(uint64_t));
                 sh->empty_until = calloc(sh->n_nodes, sizeof(uint64_t));
-                sh->goal_freed = calloc(sh->n_nodes, sizeof(uint64_t));
+                sh->goal = calloc(sh->n_nodes, sizeof(struct shrinker_goal));
                 if (!sh->name || !sh->last_count || !sh->last_bytes || !sh->deferred || !sh->empty_until ||
-                    !sh->goal_freed)
+                    !sh->goal)
                         return -ENOMEM;
         }
         return 0;
@@ -213,6 +213,7 @@ int shrink_client_new(struct shrink_registry *reg, pid_t pid, uid_t uid, void *o
         cl->uid = uid;
         cl->pidfd = -EBADF;
         cl->statm_fd = -EBADF;
+        cl->trust = SHRINK_TRUST_FULL;
 
         r = client_pin(cl);
         if (r >= 0)
@@ -342,6 +343,7 @@ int shrinker_info(const struct shrinker *sh, struct shrinker_info_snapshot *ret)
                 .client_claimed_bytes = cl->claimed_bytes,
                 .client_released_bytes = cl->released_bytes,
                 .client_measured_by_cgroup = cl->own_cgroup,
+                .client_trust = cl->trust,
                 .quarantined = sh->health.quarantined,
         };
         return 0;

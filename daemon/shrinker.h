@@ -34,9 +34,13 @@ struct shrinker {
         uint64_t *last_bytes;
         uint64_t *deferred;
         uint64_t *empty_until; /* answered EMPTY: not asked in rounds before this time */
-        /* round.c's: bytes released per node towards goal goal_id (an episode's goal, over its rounds) */
+        /* round.c's: per node, its part in goal goal_id (an episode's goal, over its rounds) */
         uint64_t goal_id;
-        uint64_t *goal_freed;
+        struct shrinker_goal {
+                uint64_t share; /* its share of the whole goal, from its last count */
+                uint64_t freed; /* released towards it (as credited) */
+                unsigned asks;  /* rounds of the goal that asked it for its share */
+        } *goal;
 
         struct shrinker_stats stats;
         struct shrink_health health;
@@ -59,13 +63,17 @@ struct shrink_client {
         size_t n_shrinkers;
         struct scope **watched; /* its cgroup and the ancestors, watched for MEMCG_AWARE shrinkers */
         size_t n_watched;
-        /* reclaim's: bytes it may still claim to have freed in round credit_round */
-        uint64_t credit_round, credit_left;
+        /* round.c's: its memory as read once in round credit_round (when), the cap on what it may say it
+         * holds, and the bytes it may still claim to have freed in that round */
+        uint64_t credit_round, resident, resident_usec, credit_left;
         /* release.c's: its entry in the sample of round measure_round; what it claimed to free and what
-         * its resident memory showed, over all rounds measured */
+         * its resident memory showed, over all rounds measured; the last reading after a round (for its
+         * growth rate); how much of its claims is credited, per mille, from what the readings showed */
         uint64_t measure_round;
         size_t measure_index;
         uint64_t claimed_bytes, released_bytes;
+        uint64_t last_after, last_after_usec;
+        unsigned trust;
 };
 
 struct shrink_registry_observer {

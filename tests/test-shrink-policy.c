@@ -149,6 +149,47 @@ static void test_next_priority(void) {
         CU_ASSERT_EQUAL(shrink_next_priority(9, 9, 2, false, true), 9);   /* not above the start */
 }
 
+/* What was released: the drop in resident memory, plus what the client would have grown meanwhile. */
+static void test_release_estimate(void) {
+        const uint64_t M = 1 << 20, S = 1000000;
+        /* Flat before, 8 MiB down after: 8 MiB (of 10 claimed). */
+        CU_ASSERT_EQUAL(shrink_release_estimate(10 * M, 100 * M, 10 * S, 92 * M, 11 * S, 100 * M, 9 * S), 8 * M);
+        /* Capped at the claim. */
+        CU_ASSERT_EQUAL(shrink_release_estimate(2 * M, 100 * M, 10 * S, 92 * M, 11 * S, 0, 0), 2 * M);
+        /* Grew 4 MiB/s before; flat over the second after the round began: it gave back 4 MiB. */
+        CU_ASSERT_EQUAL(shrink_release_estimate(10 * M, 100 * M, 10 * S, 100 * M, 11 * S, 96 * M, 9 * S), 4 * M);
+        /* A liar: flat all along, nothing released. */
+        CU_ASSERT_EQUAL(shrink_release_estimate(10 * M, 100 * M, 10 * S, 100 * M, 11 * S, 100 * M, 9 * S), 0);
+        /* Grew further than its rate: nothing released, never negative. */
+        CU_ASSERT_EQUAL(shrink_release_estimate(10 * M, 100 * M, 10 * S, 120 * M, 11 * S, 100 * M, 9 * S), 0);
+        /* A previous reading too old (over 30 s) or out of order gives no rate. */
+        CU_ASSERT_EQUAL(shrink_release_estimate(10 * M, 100 * M, 50 * S, 100 * M, 51 * S, 10 * M, 9 * S), 0);
+        CU_ASSERT_EQUAL(shrink_release_estimate(10 * M, 100 * M, 10 * S, 100 * M, 11 * S, 10 * M, 12 * S), 0);
+        /* Shrunk before the round: that is no rate of growth. */
+        CU_ASSERT_EQUAL(shrink_release_estimate(10 * M, 100 * M, 10 * S, 100 * M, 11 * S, 200 * M, 9 * S), 0);
+        /* Huge numbers saturate. */
+        CU_ASSERT_EQUAL(shrink_release_estimate(UINT64_MAX, UINT64_MAX, 10 * S, 0, 11 * S, 0, 9 * S), UINT64_MAX);
+}
+
+/* Trust: half the old, half what the last measured round showed; small claims say nothing. */
+static void test_trust(void) {
+        const uint64_t M = 1 << 20;
+        unsigned t = SHRINK_TRUST_FULL;
+        for (int i = 0; i < 4; i++)
+                t = shrink_trust_update(t, 8 * M, 0); /* a liar */
+        CU_ASSERT(t <= SHRINK_TRUST_FULL / 16 + 1);
+        CU_ASSERT_EQUAL(shrink_trust_credit(t, 16 * M), mul_div(16 * M, t, 1000));
+        t = shrink_trust_update(t, 8 * M, 8 * M);
+        t = shrink_trust_update(t, 8 * M, 8 * M);
+        t = shrink_trust_update(t, 8 * M, 8 * M);
+        CU_ASSERT(t >= 880); /* it gave back what it claimed: trusted again */
+        CU_ASSERT_EQUAL(shrink_trust_update(500, 100 * 1024, 0), 500);  /* too small to tell */
+        CU_ASSERT_EQUAL(shrink_trust_update(1000, 8 * M, 4 * M), 750); /* half of it */
+        CU_ASSERT_EQUAL(shrink_trust_update(5000, 8 * M, 16 * M), 1000); /* never above full */
+        CU_ASSERT_EQUAL(shrink_trust_credit(SHRINK_TRUST_FULL, UINT64_MAX), UINT64_MAX);
+        CU_ASSERT_EQUAL(shrink_trust_credit(0, 8 * M), 0);
+}
+
 static void test_cgroup_within(void) {
         CU_ASSERT_TRUE(shrink_cgroup_within("/a", "/a"));
         CU_ASSERT_TRUE(shrink_cgroup_within("/a/b/c", "/a"));
@@ -231,6 +272,8 @@ int main(void) {
                 { "priorities per level", test_priorities },
                 { "the split of a target", test_split },
                 { "escalation", test_next_priority },
+                { "what a client released", test_release_estimate },
+                { "trust in claims", test_trust },
                 { "cgroup subtree", test_cgroup_within },
                 { "who is asked", test_select },
                 { "quarantine and recovery", test_quarantine },
