@@ -84,3 +84,18 @@ void log_struct(int level, const char *message_id, const char *scope, const char
         if (sd_journal_sendv(iov, (int) n) < 0)
                 log_internal(level, 0, NULL, 0, "%s", msg);
 }
+
+bool ratelimit_below(struct ratelimit *rl, uint64_t now_usec, unsigned *ret_suppressed) {
+        *ret_suppressed = 0;
+        if (rl->begin == 0 || now_usec - rl->begin >= rl->interval_usec) {
+                *ret_suppressed = rl->suppressed;
+                rl->begin = now_usec;
+                rl->num = rl->suppressed = 0;
+        }
+        if (rl->num < rl->burst) {
+                rl->num++;
+                return true;
+        }
+        rl->suppressed++;
+        return false;
+}

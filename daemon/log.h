@@ -6,6 +6,8 @@
  * errno it was given, so a caller can write "return log_error_errno(r, ...)". "%m" prints strerror(-r). */
 
 #include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <syslog.h>
 
 #include "macro.h"
@@ -35,6 +37,17 @@ int log_internal(int level, int error, const char *file, int line, const char *f
 #define log_error_errno(e, ...) log_full_errno(LOG_ERR, e, __VA_ARGS__)
 
 #define log_oom() log_error_errno(-ENOMEM, "Out of memory.")
+
+/* At most `burst` messages per `interval_usec` for what clients can make happen as often as they like
+ * (registrations, say): one client must not flood the journal. ratelimit_below() says whether the next
+ * one may be logged; once a new interval begins, the count of those left out is in *ret_suppressed. */
+struct ratelimit {
+        uint64_t interval_usec;
+        unsigned burst;
+        uint64_t begin;
+        unsigned num, suppressed;
+};
+bool ratelimit_below(struct ratelimit *rl, uint64_t now_usec, unsigned *ret_suppressed);
 
 /* Message ids of the structured journal entries (documented in pressured(8)). */
 #define PRESSURED_MESSAGE_LEVEL_CHANGE "3f4d0c6a2b9e4f5c9d1e7a8b6c5d4e3f"

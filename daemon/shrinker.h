@@ -14,6 +14,7 @@
 #include <systemd/sd-event.h>
 
 #include "hashmap.h"
+#include "log.h"
 #include "node_monitor.h"
 #include "protocol.h"
 #include "scope_registry.h"
@@ -95,6 +96,7 @@ struct shrink_registry {
          * should close it, which unregisters the client. */
         void (*on_exit)(struct shrink_client *cl, void *userdata);
         void *exit_userdata;
+        struct ratelimit log_limit; /* of the registration lines: a loop of Serve calls floods nothing */
         struct {
                 const struct shrink_registry_observer *ops;
                 void *userdata;

@@ -6,9 +6,11 @@
  *   scan <id> node=<n> cgroup=<path> nr=<n> freed=<n> left=<n>
  *
  * Usage: shrinker-client --socket PATH [--objects N] [--size BYTES] [--shrinkers K] [--numa] [--memcg]
- *                        [--sleep-in-scan MS] [--die-in-scan] [--thread] [--refill]
+ *                        [--sleep-in-scan MS] [--die-in-scan] [--thread] [--refill] [--lie]
  *
  * --refill: every object a scan frees is allocated again after it (a cache in use, never empty).
+ * --lie: counts claim a cache of 1 TiB (in the same number of objects); every scan claims to have freed
+ *        all it was asked to, and frees nothing.
  */
 
 #include <errno.h>
@@ -30,7 +32,7 @@ struct cache {
 
 static struct cache cache;
 static volatile sig_atomic_t sleep_ms;
-static int die_in_scan, refill;
+static int die_in_scan, refill, lie;
 
 /* SIGUSR1: stop being slow (a quarantined client that recovers). */
 static void on_usr1(int sig) {
@@ -41,7 +43,7 @@ static void on_usr1(int sig) {
 static uint64_t count_objects(struct pressure_shrinker *s, struct pressure_shrink_control *sc, void *userdata) {
         (void) userdata;
         uint64_t n = cache.n;
-        sc->nr_bytes = n * cache.size;
+        sc->nr_bytes = lie ? 1ULL << 40 : n * cache.size;
         printf("count %llu node=%d cgroup=%s -> %llu\n", (unsigned long long) pressure_shrinker_get_id(s), sc->node,
                sc->cgroup, (unsigned long long) n);
         fflush(stdout);
@@ -57,6 +59,14 @@ static uint64_t scan_objects(struct pressure_shrinker *s, struct pressure_shrink
         }
         if (sleep_ms > 0)
                 usleep((useconds_t) sleep_ms * 1000);
+        if (lie) {
+                sc->nr_bytes = sc->nr_to_scan * ((1ULL << 40) / (cache.n ? cache.n : 1));
+                printf("scan %llu node=%d cgroup=%s nr=%llu freed=%llu left=%zu (lie)\n",
+                       (unsigned long long) pressure_shrinker_get_id(s), sc->node, sc->cgroup,
+                       (unsigned long long) sc->nr_to_scan, (unsigned long long) sc->nr_to_scan, cache.n);
+                fflush(stdout);
+                return sc->nr_to_scan;
+        }
         uint64_t freed = 0;
         while (freed < sc->nr_to_scan && cache.n > 0) {
                 free(cache.objects[--cache.n]);
@@ -88,6 +98,7 @@ int main(int argc, char *argv[]) {
                 { "sleep-in-scan", required_argument, NULL, 'w' },
                 { "die-in-scan", no_argument, NULL, 'd' },
                 { "refill", no_argument, NULL, 'f' },
+                { "lie", no_argument, NULL, 'l' },
                 { "thread", no_argument, NULL, 't' },
                 /* a small object that stays after each cache object: freed objects leave holes that only
                  * trimming the heap gives back */
@@ -112,6 +123,7 @@ int main(int argc, char *argv[]) {
                 case 'w': sleep_ms = atoi(optarg); break;
                 case 'd': die_in_scan = 1; break;
                 case 'f': refill = 1; break;
+                case 'l': lie = 1; break;
                 case 't': use_thread = 1; break;
                 case 'p': pin = 1; break;
                 case 'r': no_release = 1; break;

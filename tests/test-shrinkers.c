@@ -16,9 +16,12 @@
 
 #include "pressure-gen.h"
 #include "pressure.h"
+#include "macro.h"
 #include "test-util.h"
 
 static struct test_daemon daemon_;
+/* client_trust of a client whose claims count in full */
+#define TRUST_FULL 1000
 static char conf_path[128];
 
 /* ---- client processes ---- */
@@ -573,6 +576,117 @@ static void test_stopped_client_delays_nobody(void) {
         pressure_gen_destroy(&g);
 }
 
+/* Read whatever lines a child has written, so that it never blocks on a full pipe. */
+static void drain(struct test_child *cl) {
+        char line[512];
+        while (client_line(cl, 0, line, sizeof(line)) == 0)
+                ;
+}
+
+/* A loop of connect, Serve, close, as fast as the daemon answers. */
+static pid_t serve_spammer(void) {
+        pid_t pid = fork();
+        if (pid != 0)
+                return pid;
+        static const char serve[] = "{\"method\":\"io.pressured.Serve\",\"parameters\":{\"shrinkers\":"
+                                    "[{\"name\":\"spam\",\"memcg_aware\":true}]},\"more\":true}";
+        for (;;) {
+                int fd = test_connect(daemon_.socket);
+                if (fd >= 0) {
+                        char *reply = NULL;
+                        (void) test_send_raw(fd, serve, sizeof(serve));
+                        (void) test_recv_msg(fd, 1000, &reply);
+                        free(reply);
+                        close(fd);
+                }
+        }
+}
+
+/* Hostile clients beside an honest one, all in a cgroup under real pressure: one that claims a huge cache
+ * and to free what it keeps, one that answers each scan just before its deadline, a stopped one, and a loop of Serve
+ * calls. The liar weighs no more than its memory in the split (else the honest one's share would be
+ * nothing), and its claims soon count for little (its memory never falls), so they cannot end the
+ * goals: the honest shrinker goes on being asked to scan, and keeps its trust. */
+static void test_hostile_clients(void) {
+        struct test_child honest = { .lines.fd = -1 }, liar = { .lines.fd = -1 }, edge = { .lines.fd = -1 },
+                          stopped = { .lines.fd = -1 };
+        struct pressure_gen g;
+        char cwd[400], line[512], conf3[160];
+
+        snprintf(conf3, sizeof(conf3), "%s.hostile", conf_path);
+        FILE *f = fopen(conf3, "we");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        test_cleanup_path(conf3, false);
+        fprintf(f, "hold=1s\nsample_interval=250ms\nround_interval=100ms\nrequest_timeout=1s\n");
+        fclose(f);
+        const char *const dargs[] = { "--config", conf3, NULL };
+        CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
+        CU_ASSERT_EQUAL_FATAL(test_daemon_restart(&daemon_, dargs), 0);
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(cwd, sizeof(cwd)));
+        CU_ASSERT_EQUAL_FATAL(pressure_gen_create(&g, cwd, 16ULL << 20), 0);
+        test_cleanup_path(g.v2_dir, true);
+        if (g.mem_dir[0])
+                test_cleanup_path(g.mem_dir, true);
+        test_cleanup_path(g.file, false);
+        static const char *const honest_args[] = { "--memcg", "--objects", "100000", NULL };
+        static const char *const liar_args[] = { "--memcg", "--objects", "100000", "--lie", NULL };
+        static const char *const edge_args[] = { "--memcg", "--objects", "100000", "--sleep-in-scan", "900", NULL };
+        static const char *const stopped_args[] = { "--memcg", "--objects", "1000", NULL };
+        CU_ASSERT_EQUAL_FATAL(client_start(&honest, g.v2_dir, false, honest_args), 0);
+        CU_ASSERT_EQUAL_FATAL(client_start(&liar, g.v2_dir, false, liar_args), 0);
+        CU_ASSERT_EQUAL_FATAL(client_start(&edge, g.v2_dir, false, edge_args), 0);
+        CU_ASSERT_EQUAL_FATAL(client_start(&stopped, g.v2_dir, false, stopped_args), 0);
+        struct test_child *all[] = { &honest, &liar, &edge, &stopped };
+        for (size_t i = 0; i < ELEMENTSOF(all); i++)
+                CU_ASSERT_EQUAL(client_wait(all[i], "ready", 10000, line, sizeof(line)), 0);
+        CU_ASSERT_EQUAL(kill(stopped.pid, SIGSTOP), 0);
+        pid_t spam = serve_spammer();
+        CU_ASSERT_FATAL(spam > 0);
+        test_cleanup_pid(spam);
+
+        CU_ASSERT_EQUAL_FATAL(pressure_gen_start(&g), 0);
+        test_cleanup_pid(g.pid);
+        uint64_t t0 = test_now_ms();
+        /* The liar is asked for its share and claims it, round after round; its memory says otherwise. */
+        int64_t trust = TRUST_FULL;
+        for (uint64_t end = test_now_ms() + 60000; trust >= TRUST_FULL / 4 && test_now_ms() < end;) {
+                (void) client_line(&honest, 250, line, sizeof(line)); /* the pause between looks */
+                drain(&liar);
+                drain(&edge);
+                trust = shrinker_stat(liar.pid, "client_trust");
+        }
+        CU_ASSERT(trust >= 0 && trust < TRUST_FULL / 4);
+        printf("(liar distrusted after %.1f s) ", (double) (test_now_ms() - t0) / 1000);
+        /* Its claims no longer end the goals, and its weight is what it has resident, not its 1 TiB: the
+         * honest shrinker is asked for a real share again (weighed against 1 TiB, a share is an object a
+         * goal). */
+        drain(&honest); /* what it did before */
+        unsigned long long freed = 0;
+        for (uint64_t end = test_now_ms() + 30000; freed < 256 && test_now_ms() < end;) {
+                const char *p;
+                if (client_line(&honest, 250, line, sizeof(line)) == 0 && strncmp(line, "scan ", 5) == 0 &&
+                    (p = strstr(line, " freed=")))
+                        freed += strtoull(p + 7, NULL, 10);
+                drain(&liar);
+                drain(&edge);
+        }
+        CU_ASSERT(freed >= 256);
+        printf("(the honest one freed %llu objects after %.1f s) ", freed, (double) (test_now_ms() - t0) / 1000);
+        CU_ASSERT(shrinker_stat(honest.pid, "client_trust") >= TRUST_FULL / 2);
+        CU_ASSERT(test_daemon_alive(&daemon_));
+
+        kill(spam, SIGKILL);
+        waitpid(spam, NULL, 0);
+        test_cleanup_forget_pid(spam);
+        test_cleanup_forget_pid(g.pid);
+        pressure_gen_stop(&g);
+        kill(stopped.pid, SIGCONT);
+        for (size_t i = 0; i < ELEMENTSOF(all); i++)
+                test_child_stop(all[i]);
+        pressure_gen_destroy(&g);
+}
+
 static void test_stop(void) {
         CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
         unlink(conf_path);
@@ -589,6 +703,7 @@ int main(void) {
                 { "a client alone in its cgroup is measured by the cgroup", test_release_measured_by_own_cgroup },
                 { "a client re-registers after a daemon restart", test_client_survives_restart },
                 { "a stopped client delays nobody", test_stopped_client_delays_nobody },
+                { "hostile clients cannot pause an honest one", test_hostile_clients },
                 { "daemon stops cleanly", test_stop },
                 {},
         };
