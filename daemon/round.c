@@ -700,6 +700,17 @@ static bool goal_done_for(const struct shrink_round *r, const struct shrinker *s
         return (g->share > 0 && g->freed >= g->share) || g->asks >= GOAL_ASKS_MAX;
 }
 
+/* A shrinker in scope that the round does not ask (busy, quarantined) still weighs what it held at its
+ * last count: the others' shares are of the goal as if it had been asked, so that what it does not
+ * deliver is nobody else's to make up. */
+static void round_weigh_absent(struct shrink_round *r, const struct shrinker *sh, size_t node_index) {
+        uint64_t w = shrink_weight(sh->last_bytes[shrinker_node_slot(sh, node_index)], sh->seeks);
+        if (w == 0)
+                return;
+        r->known_weight = sat_add(r->known_weight, w);
+        r->n_known++;
+}
+
 /* Queue the jobs of one shrinker: one per node the scope selects. */
 static void round_add_shrinker(struct shrink_round *r, struct shrinker *sh, enum scope_type type, size_t node_index,
                                bool all_nodes, const char *cgroup, int priority, uint64_t nr_to_scan) {
@@ -709,9 +720,12 @@ static void round_add_shrinker(struct shrink_round *r, struct shrinker *sh, enum
 
         uint64_t now = now_usec(r->rc);
         struct shrinker_queue *qu = hashmap_get_u64(r->rc->queues, sh->id);
-        /* Paced on its own: a shrinker still busy with an earlier round's work is not asked again yet. */
+        /* Paced on its own: a shrinker still busy with an earlier round's work is not asked again yet. Its
+         * part of the goal stays its own: it weighs in the split as if it were asked. */
         if (!r->explicit && qu && qu->head) {
                 r->n_busy++;
+                for (size_t k = first; k <= last; k++)
+                        round_weigh_absent(r, sh, k);
                 return;
         }
         for (size_t k = first; k <= last; k++) {
@@ -735,10 +749,12 @@ static void round_add_shrinker(struct shrink_round *r, struct shrinker *sh, enum
                 } else if (r->explicit)
                         j->explicit_all = true;
                 job_enqueue(j);
-                /* A probe of a quarantined shrinker runs beside an episode's round, not in it. An explicit
-                 * Shrink keeps it, to report it. */
-                if (j->probe_only && !r->explicit)
+                /* A probe of a quarantined shrinker runs beside an episode's round, not in it (its part of
+                 * the goal stays its own). An explicit Shrink keeps it, to report it. */
+                if (j->probe_only && !r->explicit) {
+                        round_weigh_absent(r, sh, k);
                         continue;
+                }
                 j->start_weight = shrink_weight(sh->last_bytes[shrinker_node_slot(sh, k)], sh->seeks);
                 if (j->start_weight > 0) {
                         r->known_weight = sat_add(r->known_weight, j->start_weight);

@@ -377,6 +377,7 @@ static void test_proportional_split(void) {
         setup();
         char *ballast = ballast_new();
         f.config.priorities.at[LEVEL_MEDIUM] = f.config.priorities.floor[LEVEL_MEDIUM] = 0; /* no cap */
+        f.config.round_budget_usec = 0; /* on a slow machine a cut job would still be busy in round 2 */
         const unsigned batch = 1u << 20; /* a whole share in one request */
         struct shrink_client *a = client("a", SHRINKER_NUMA_AWARE, batch), *b = client("b", SHRINKER_NUMA_AWARE, batch);
 
@@ -402,6 +403,36 @@ static void test_proportional_split(void) {
         uint64_t goal_objects = node1()->reclaim_target / 1000;
         CU_ASSERT(a2 + b2 <= goal_objects + 2);
         CU_ASSERT(a2 + b2 + 10 >= goal_objects);
+        free(ballast);
+        teardown();
+}
+
+/* A shrinker busy with an earlier round's scan is not asked, but it still weighs in the split: the one
+ * that is asked gets its own half of the goal, not the absent one's part too. */
+static void test_busy_share_stays(void) {
+        setup();
+        char *ballast = ballast_new();
+        f.config.priorities.at[LEVEL_MEDIUM] = f.config.priorities.floor[LEVEL_MEDIUM] = 0; /* no cap */
+        f.config.round_budget_usec = 20000;
+        f.config.request_timeout_usec = 60000000;
+        const unsigned batch = 1u << 20;
+        struct shrink_client *a = client("a", SHRINKER_NUMA_AWARE, batch), *s = client("s", SHRINKER_NUMA_AWARE, batch);
+
+        scope_feed_level(node1(), LEVEL_MEDIUM, now());
+        uint64_t goal = node1()->reclaim_target;
+        CU_ASSERT_FATAL(goal > 0 && goal < BALLAST_SIZE / 2);
+        CU_ASSERT_EQUAL(answer(pending_for(a), COUNT(100000)), 0);
+        CU_ASSERT_EQUAL(answer(pending_for(s), COUNT(100000)), 0);
+        CU_ASSERT_FATAL(pending_for(s) && pending_for(s)->q.op == SHRINK_OP_SCAN); /* left waiting */
+        CU_ASSERT_EQUAL(answer(pending_for(a), STOP), 0);
+
+        /* The budget cuts s's job; the next round asks a alone. */
+        size_t from = f.n_sent;
+        RUN_UNTIL(pending_for(a) != NULL);
+        CU_ASSERT_FATAL(pending_for(a) && pending_for(a)->q.op == SHRINK_OP_COUNT);
+        CU_ASSERT_EQUAL(answer(pending_for(a), COUNT(100000)), 0);
+        uint64_t asked = scan_total(a, from);
+        CU_ASSERT(asked >= goal / 2000 - 2 && asked <= goal / 2000 + 2);
         free(ballast);
         teardown();
 }
@@ -888,6 +919,7 @@ int main(void) {
                 { "a small cache at low", test_small_cache_at_low },
                 { "no new goal while the stall is gone", test_no_goal_while_quiet },
                 { "a share not delivered is nobody else's", test_undelivered_share_stays },
+                { "a busy shrinker's part is its own", test_busy_share_stays },
                 { "a slow client", test_slow_client },
                 { "a client that lies", test_client_that_lies },
                 { "answering counts but never scans is quarantined", test_count_but_never_scan },
