@@ -10,8 +10,9 @@
  *   rounds     1, 100, 1000 clients with 4 shrinkers each: one full count+scan round, against the same
  *              callbacks called in-process
  *   footprint  RSS, CPU and wake-ups idle for 60 s and with 1000 clients connected
- *   fairness   an honest shrinker's requests per second under real pressure, alone and beside hostile
- *              clients (one answering each scan just before its deadline, one stopped, a Serve spammer)
+ *   fairness   an honest shrinker's requests per second under real pressure, alone, beside honest peers
+ *              and beside hostile clients (one answering each scan just before its deadline, one
+ *              stopped, one lying about what it holds and frees, a Serve spammer)
  *
  * Usage: pressured-bench [SCENARIO...] (as root; run from the build's tests/ directory by bench/run). */
 
@@ -608,16 +609,15 @@ static void scenario_latency(void) {
 
 /* ---- fairness ---- */
 
-/* shrinker-client in the generator's group, stdout on a pipe; SHRINKER_CLIENT_BIN or next to us. */
-static pid_t fair_client(const struct pressure_gen *g, const char *sleep_ms, int *ret_fd) {
+/* shrinker-client in the generator's group, stdout on a pipe; SHRINKER_CLIENT_BIN or next to us. `extra`:
+ * what makes it hostile (NULL: honest). */
+static pid_t fair_client(const struct pressure_gen *g, const char *const *extra, int *ret_fd) {
         const char *bin = getenv("SHRINKER_CLIENT_BIN");
-        const char *argv[12] = { bin ? bin : "./shrinker-client", "--socket", daemon_.socket, "--memcg", "--objects",
+        const char *argv[16] = { bin ? bin : "./shrinker-client", "--socket", daemon_.socket, "--memcg", "--objects",
                                  "2000", "--refill" }; /* 2 MB, under the group's 16 MiB limit, never empty */
         int n = 7, p[2];
-        if (sleep_ms) {
-                argv[n++] = "--sleep-in-scan";
-                argv[n++] = sleep_ms;
-        }
+        for (size_t i = 0; extra && extra[i] && n < 15; i++)
+                argv[n++] = extra[i];
         argv[n] = NULL;
         if (pipe2(p, O_CLOEXEC) < 0)
                 return -errno;
@@ -627,18 +627,26 @@ static pid_t fair_client(const struct pressure_gen *g, const char *sleep_ms, int
         return pid;
 }
 
-/* Requests the client's pipe shows within ms: counts and scans. */
+/* What the honest client's pipe shows within ms: counts, scans and objects freed. The other clients'
+ * pipes are read too, so that none blocks on a full one. */
 struct fair_tally {
-        unsigned long counts, scans;
+        unsigned long counts, scans, freed;
 };
-static struct fair_tally fair_count(struct test_lines *l, uint64_t ms) {
+static struct fair_tally fair_count(struct test_lines *l, struct test_lines *others, size_t n_others, uint64_t ms) {
         char line[512];
         struct fair_tally t = {};
         for (uint64_t end = test_now_ms() + ms; test_now_ms() < end;) {
-                if (test_lines_next(l, (int) (end - test_now_ms()), line, sizeof(line)) != 0)
+                for (size_t i = 0; i < n_others; i++)
+                        while (test_lines_next(&others[i], 0, line, sizeof(line)) == 0)
+                                ;
+                if (test_lines_next(l, 100, line, sizeof(line)) != 0)
                         continue;
                 t.counts += strncmp(line, "count ", 6) == 0;
-                t.scans += strncmp(line, "scan ", 5) == 0;
+                if (strncmp(line, "scan ", 5) == 0) {
+                        const char *f = strstr(line, " freed=");
+                        t.scans++;
+                        t.freed += f ? strtoul(f + 7, NULL, 10) : 0;
+                }
         }
         return t;
 }
@@ -661,61 +669,91 @@ static pid_t fair_spammer(void) {
         }
 }
 
-/* An honest shrinker's requests per second under real pressure in its cgroup, alone and then beside a
- * client that answers each scan just before its deadline, a stopped one and a Serve spammer. */
-static void scenario_fairness(void) {
-        enum { WINDOW_MS = 10000 };
+enum fair_company { FAIR_ALONE, FAIR_PEERS, FAIR_HOSTILE };
+
+/* One phase on a fresh daemon and a fresh group under the generator's pressure: the honest client alone,
+ * beside three honest clients of its size, or beside three hostile ones of its size (one answering each
+ * scan just before its 1 s deadline, one stopped, one claiming a 1 TiB cache and freeing nothing) and a
+ * Serve loop. The peers are the control: they bring the same memory into the group as the hostile
+ * clients, so that what differs between the two is only how the neighbours behave. */
+static int fair_phase(enum fair_company company, uint64_t window_ms, struct fair_tally *ret) {
         struct pressure_gen g;
-        char cwd[400];
+        char cwd[400], line[512];
         const char *const args[] = { "--config", "/dev/null", NULL };
-        if (!getcwd(cwd, sizeof(cwd)) || daemon_up(args) < 0 || pressure_gen_create(&g, cwd, 16ULL << 20) < 0) {
-                fprintf(stderr, "fairness: cannot set up\n");
-                return;
+        static const char *const edge[] = { "--sleep-in-scan", "950", NULL }, *const liar[] = { "--lie", NULL };
+        /* the neighbours' extra arguments; the third hostile one is honest but stopped */
+        const char *const *kinds[3] = { company == FAIR_HOSTILE ? edge : NULL, company == FAIR_HOSTILE ? liar : NULL,
+                                        NULL };
+        struct test_lines lines[4];
+        pid_t pids[4], spam = -1;
+        size_t n = company == FAIR_ALONE ? 1 : 4;
+        int r = 0;
+
+        if (!getcwd(cwd, sizeof(cwd)) || daemon_up(args) < 0)
+                return -EIO;
+        if (pressure_gen_create(&g, cwd, 16ULL << 20) < 0) {
+                test_daemon_stop(&daemon_);
+                return -EIO;
         }
-        printf("== fairness: an honest shrinker's requests under real pressure, %d s windows ==\n", WINDOW_MS / 1000);
-        int fd;
-        pid_t honest = fair_client(&g, NULL, &fd);
-        struct test_lines lh = { .fd = fd };
-        char line[512];
-        if (honest < 0 || test_lines_next(&lh, 10000, line, sizeof(line)) < 0 || strncmp(line, "ready", 5) != 0) {
-                fprintf(stderr, "fairness: the honest client did not start (%d)\n", (int) honest);
-                return;
+        for (size_t i = 0; i < n; i++) {
+                int fd = -1;
+                pids[i] = fair_client(&g, i == 0 ? NULL : kinds[i - 1], &fd);
+                lines[i] = (struct test_lines){ .fd = fd };
+                if (pids[i] < 0 || test_lines_next(&lines[i], 10000, line, sizeof(line)) < 0 ||
+                    strncmp(line, "ready", 5) != 0)
+                        r = -EIO;
         }
-        (void) pressure_gen_start(&g);
-        (void) fair_count(&lh, 3000); /* the pressure sets in */
-        struct fair_tally alone = fair_count(&lh, WINDOW_MS);
-
-        int fs, fz;
-        pid_t slow = fair_client(&g, "950", &fs), stopped = fair_client(&g, NULL, &fz);
-        struct test_lines ls = { .fd = fs }, lz = { .fd = fz };
-        (void) test_lines_next(&ls, 10000, line, sizeof(line));
-        (void) test_lines_next(&lz, 10000, line, sizeof(line));
-        kill(stopped, SIGSTOP);
-        pid_t spam = fair_spammer();
-        struct fair_tally with = fair_count(&lh, WINDOW_MS);
-
-        printf("%-44s %10s %10s\n", "", "counts/s", "scans/s");
-        printf("%-44s %10.1f %10.1f\n", "honest shrinker alone", (double) alone.counts * 1000 / WINDOW_MS,
-               (double) alone.scans * 1000 / WINDOW_MS);
-        printf("%-44s %10.1f %10.1f\n", "beside deadline-edge, stopped and spammer",
-               (double) with.counts * 1000 / WINDOW_MS, (double) with.scans * 1000 / WINDOW_MS);
-        unsigned long a = alone.counts + alone.scans, w = with.counts + with.scans;
-        printf("requests: ratio %.2fx (goal: within 10%%)\n\n", a ? (double) w / (double) a : 0);
-
-        kill(spam, SIGKILL);
-        waitpid(spam, NULL, 0);
-        kill(stopped, SIGCONT);
-        pid_t pids[] = { honest, slow, stopped };
-        for (size_t i = 0; i < 3; i++) {
+        if (r == 0 && company == FAIR_HOSTILE) {
+                kill(pids[3], SIGSTOP);
+                spam = fair_spammer();
+        }
+        if (r == 0) {
+                (void) pressure_gen_start(&g);
+                (void) fair_count(&lines[0], lines + 1, n - 1, 3000); /* the pressure sets in */
+                *ret = fair_count(&lines[0], lines + 1, n - 1, window_ms);
+                pressure_gen_stop(&g);
+        }
+        if (spam > 0) {
+                kill(spam, SIGKILL);
+                waitpid(spam, NULL, 0);
+        }
+        for (size_t i = 0; i < n; i++) {
+                if (pids[i] <= 0)
+                        continue;
+                kill(pids[i], SIGCONT);
                 kill(pids[i], SIGTERM);
                 waitpid(pids[i], NULL, 0);
+                close(lines[i].fd);
         }
-        close(fd);
-        close(fs);
-        close(fz);
-        pressure_gen_stop(&g);
         pressure_gen_destroy(&g);
         test_daemon_stop(&daemon_);
+        return r;
+}
+
+/* An honest shrinker's requests under real pressure in its cgroup: alone, beside honest peers, beside
+ * hostile clients. Each phase on its own daemon and group. */
+static void scenario_fairness(void) {
+        enum { WINDOW_MS = 20000 };
+        static const char *const names[] = { "honest shrinker alone", "beside three honest peers",
+                                              "beside edge, stopped, liar and spammer" };
+        struct fair_tally t[3] = {};
+
+        printf("== fairness: an honest shrinker's requests under real pressure, %d s windows ==\n", WINDOW_MS / 1000);
+        for (int c = FAIR_ALONE; c <= FAIR_HOSTILE; c++)
+                if (fair_phase((enum fair_company) c, WINDOW_MS, &t[c]) < 0) {
+                        fprintf(stderr, "fairness: cannot set up\n");
+                        return;
+                }
+        printf("%-44s %10s %10s %12s\n", "", "counts/s", "scans/s", "freed/s");
+        for (int c = FAIR_ALONE; c <= FAIR_HOSTILE; c++)
+                printf("%-44s %10.1f %10.1f %12.1f\n", names[c], (double) t[c].counts * 1000 / WINDOW_MS,
+                       (double) t[c].scans * 1000 / WINDOW_MS, (double) t[c].freed * 1000 / WINDOW_MS);
+        unsigned long a = t[FAIR_ALONE].counts + t[FAIR_ALONE].scans, p = t[FAIR_PEERS].counts + t[FAIR_PEERS].scans,
+                      h = t[FAIR_HOSTILE].counts + t[FAIR_HOSTILE].scans;
+        printf("requests beside hostile clients: %.2fx those beside peers, %.2fx those alone (goal: within 10%%)\n",
+               p ? (double) h / (double) p : 0, a ? (double) h / (double) a : 0);
+        printf("objects freed beside hostile clients: %.2fx those beside peers\n\n",
+               t[FAIR_PEERS].freed ? (double) t[FAIR_HOSTILE].freed / (double) t[FAIR_PEERS].freed : 0);
 }
 
 int main(int argc, char *argv[]) {

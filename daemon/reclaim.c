@@ -43,6 +43,12 @@ struct reclaim_episode {
         uint64_t anchor_bytes; /* quiet or futile: the scope's anonymous memory to hold it at; 0: none */
 };
 
+/* Growth held against a quiet or futile spell's anchor below this is noise, not a goal: heaps, stacks and
+ * page tables of the processes in scope move by that much on their own, and rounds for a few pages each
+ * only cost every shrinker in scope requests (seen: a goal of 4 KiB every other round interval). Growth
+ * is measured against the anchor, so that a slow creep still adds up to a goal. */
+#define GROWTH_MIN_BYTES (256u * 1024u)
+
 static void episode_set_goal(struct reclaim_episode *e, uint64_t target) {
         e->target = target;
         e->freed_bytes = 0;
@@ -209,7 +215,7 @@ static int on_episode_timer(sd_event_source *src, uint64_t usec, void *userdata)
                         uint64_t anon = e->scope->anon_bytes;
                         if (e->anchor_bytes == 0)
                                 e->anchor_bytes = anon;
-                        if (anon > e->anchor_bytes) {
+                        if (anon > sat_add(e->anchor_bytes, GROWTH_MIN_BYTES)) {
                                 e->paused = false;
                                 episode_set_goal(e, anon - e->anchor_bytes);
                                 episode_start_round(e);
