@@ -280,15 +280,26 @@ int pressure_client_dispatch(struct pressure_client *client);
  * Structure: one sublist and one mutex per NUMA node; objects are added at the tail (newest) and walked
  * from the head (oldest).
  *
- * Locking rules:
- *  - add, del and walk take the object's node lock; they may be called from any thread.
- *  - pressure_lru_touch() takes no lock: it sets a flag in the object (second chance). The object must be
- *    on the list or about to be added; touching an object being freed is the caller's bug.
+ * An object is in one of three states, kept in its node's nid under the node lock: on no list (-1), on
+ * node nid's list (>= 0), or isolated (PRESSURE_LRU_ISOLATED): a walk took it off its list and put it on
+ * a dispose list, whose holder now owns it (the built-in shrinker frees it with the free callback).
+ *
+ * Locking rules, complete:
+ *  - add, del and walk take the node lock of the object's node; they may be called from any thread, at
+ *    the same time, on the same objects. The list serialises them: every object is in exactly one state.
+ *  - pressure_lru_add() links only an object on no list; an isolated one is refused (-EBUSY).
+ *  - pressure_lru_del() unlinks an object on a list (1), says 0 for one on none, and -EBUSY for an
+ *    isolated one: a walk has it, and its dispose list's holder will free it; the caller must not free it
+ *    (or touch it again) itself. So an application may call del() and add() freely from any thread; what
+ *    it must serialise itself is freeing: an object is freed either after a del() that returned 1 or 0,
+ *    or by the holder of the dispose list it was isolated to, never both.
+ *  - pressure_lru_touch() takes no lock: it sets a flag in the object (second chance). Touching an object
+ *    that may be freed meanwhile is the caller's bug (look it up under the caller's own lock, and take
+ *    that lock in the free callback too).
  *  - counts are read without a lock and may be stale by a few objects.
  *  - the isolate callback runs with the node lock held: it must not call add/del/walk on the same list,
- *    nor block. Objects it isolates are handed back on a dispose list after the lock is dropped; free
- *    them there (the built-in shrinker calls the free callback for each).
- *  - The caller owns the objects: pressure_lru_del() before freeing an object that is on the list.
+ *    nor block. The dispose list is built and terminated under the lock; objects on it stay isolated
+ *    until their holder frees them or gives them back with pressure_lru_node_init().
  *
  * Per-cgroup sublists (the kernel's memcg-aware list_lru) are not needed here: all memory of one process
  * is charged to the one cgroup the process is in, so every object on a process's list belongs to the
@@ -299,11 +310,18 @@ struct pressure_lru;
 
 struct pressure_lru_node {
         struct pressure_lru_node *prev, *next;
-        int nid;        /* node of the list the object is on; -1 when it is on none */
+        int nid;        /* node of the list the object is on; -1 on none; PRESSURE_LRU_ISOLATED */
         int referenced; /* set by pressure_lru_touch(), cleared by the walk */
 };
 
-/** What an isolate callback tells the walk to do with an object. */
+/** nid of an object that a walk isolated: it is on its walker's dispose list. */
+#define PRESSURE_LRU_ISOLATED (-2)
+
+/** The object that contains the embedded node ptr: PRESSURE_LRU_ENTRY(n, struct my_object, lru). */
+#define PRESSURE_LRU_ENTRY(ptr, type, member) ((type *) (void *) ((char *) (ptr) - offsetof(type, member)))
+
+/** What an isolate callback tells the walk to do with an object. Any other value is a programming error
+ * (the walk aborts). */
 enum pressure_lru_status {
         PRESSURE_LRU_REMOVED, /* take it off the list and hand it back on the dispose list */
         PRESSURE_LRU_ROTATE,  /* it was used: move it to the newest end, give it another pass */
@@ -313,7 +331,8 @@ enum pressure_lru_status {
 
 typedef enum pressure_lru_status (*pressure_lru_isolate_t)(struct pressure_lru_node *item, void *userdata);
 
-/** Initialise an embedded node before first use (not on any list). */
+/** Initialise an embedded node before first use (on no list). The holder of a dispose list also uses it
+ * to give an isolated object back, so that it may be added again. Never on an object that is on a list. */
 void pressure_lru_node_init(struct pressure_lru_node *item);
 
 /**
@@ -337,11 +356,13 @@ int pressure_lru_node_of(const void *addr);
 
 /**
  * Put item at the newest end of node nid's sublist (nid < 0: the node of the item's own memory, see
- * pressure_lru_node_of()). Returns 1 if added, 0 if it was already on a list, -EINVAL for a bad node.
+ * pressure_lru_node_of()). Returns 1 if added, 0 if it was already on a list, -EBUSY if a walk isolated
+ * it (its dispose list's holder owns it), -EINVAL for a bad node.
  */
 int pressure_lru_add(struct pressure_lru *lru, struct pressure_lru_node *item, int nid);
 
-/** Take item off its list. Returns 1 if removed, 0 if it was on none. */
+/** Take item off its list. Returns 1 if removed, 0 if it was on none, -EBUSY if a walk isolated it: the
+ * holder of the walk's dispose list (the built-in shrinker's free callback) frees it, not the caller. */
 int pressure_lru_del(struct pressure_lru *lru, struct pressure_lru_node *item);
 
 /** Mark item used: the walk gives it a second chance. Lock-free. */
@@ -357,9 +378,9 @@ uint64_t pressure_lru_count(const struct pressure_lru *lru);
 /**
  * Walk node nid from its oldest object, calling isolate for each, for at most *nr_to_walk objects (the
  * budget is decremented before each call) and not past the first object it rotated (a rotated object
- * gets its second pass in a later walk). Objects the
- * callback answers PRESSURE_LRU_REMOVED for are unlinked and chained on *ret_dispose through their next
- * pointer (their nid is -1), after the lock is dropped. Returns the number isolated.
+ * gets its second pass in a later walk). Objects the callback answers PRESSURE_LRU_REMOVED for are
+ * unlinked, marked PRESSURE_LRU_ISOLATED and chained on *ret_dispose through their next pointer (the
+ * chain is complete before the lock is dropped); the caller owns them. Returns the number isolated.
  */
 uint64_t pressure_lru_walk_node(struct pressure_lru *lru, int nid, pressure_lru_isolate_t isolate, void *userdata,
                                 uint64_t *nr_to_walk, struct pressure_lru_node **ret_dispose);

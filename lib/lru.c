@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* pressure_lru: a per-NUMA-node LRU list with the shrinker built in (after the kernel's list_lru). */
 
+#include <assert.h>
 #include <errno.h>
 #include <numa.h>
 #include <numaif.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "macro.h"
@@ -34,8 +36,10 @@ struct pressure_lru {
 
 EXPORT void pressure_lru_node_init(struct pressure_lru_node *item) {
         item->prev = item->next = NULL;
-        item->nid = -1;
-        item->referenced = 0;
+        __atomic_store_n(&item->referenced, 0, __ATOMIC_RELAXED);
+        /* Last, and released: an add() that sees "on no list" sees the rest too. Done by the holder of a
+         * dispose list, it races with add() and del() on other threads, which only read nid. */
+        __atomic_store_n(&item->nid, -1, __ATOMIC_RELEASE);
 }
 
 EXPORT int pressure_lru_new(int n_nodes, struct pressure_lru **ret) {
@@ -116,12 +120,16 @@ EXPORT int pressure_lru_add(struct pressure_lru *lru, struct pressure_lru_node *
         struct lru_sublist *l = &lru->nodes[nid];
         int added = 0;
         pthread_mutex_lock(&l->lock);
-        if (__atomic_load_n(&item->nid, __ATOMIC_RELAXED) < 0) {
+        /* Claimed with a compare-and-swap, not a load and a store: two add()s of one object to two
+         * nodes hold two different locks, and only one of them may link it. Whoever claims it links it
+         * before dropping this node's lock, which a del() or walk of this node takes first. */
+        int cur = -1;
+        if (__atomic_compare_exchange_n(&item->nid, &cur, nid, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
                 link_tail(l, item);
-                __atomic_store_n(&item->nid, nid, __ATOMIC_RELAXED);
                 __atomic_store_n(&l->count, l->count + 1, __ATOMIC_RELAXED);
                 added = 1;
-        }
+        } else if (cur == PRESSURE_LRU_ISOLATED)
+                added = -EBUSY;
         pthread_mutex_unlock(&l->lock);
         return added;
 }
@@ -130,18 +138,20 @@ EXPORT int pressure_lru_del(struct pressure_lru *lru, struct pressure_lru_node *
         if (!lru || !item)
                 return -EINVAL;
         for (;;) {
-                int nid = __atomic_load_n(&item->nid, __ATOMIC_RELAXED);
+                int nid = __atomic_load_n(&item->nid, __ATOMIC_ACQUIRE);
+                if (nid == PRESSURE_LRU_ISOLATED)
+                        return -EBUSY; /* a walk has it: its dispose list's holder frees it */
                 if (nid < 0 || nid >= lru->n_nodes)
                         return 0;
                 struct lru_sublist *l = &lru->nodes[nid];
                 pthread_mutex_lock(&l->lock);
                 /* A walk may have isolated it between our look and the lock. */
-                if (__atomic_load_n(&item->nid, __ATOMIC_RELAXED) != nid) {
+                if (__atomic_load_n(&item->nid, __ATOMIC_ACQUIRE) != nid) {
                         pthread_mutex_unlock(&l->lock);
                         continue;
                 }
                 unlink_item(item);
-                __atomic_store_n(&item->nid, -1, __ATOMIC_RELAXED);
+                __atomic_store_n(&item->nid, -1, __ATOMIC_RELEASE);
                 __atomic_store_n(&l->count, l->count - 1, __ATOMIC_RELAXED);
                 pthread_mutex_unlock(&l->lock);
                 return 1;
@@ -193,24 +203,37 @@ EXPORT uint64_t pressure_lru_walk_node(struct pressure_lru *lru, int nid, pressu
                 enum pressure_lru_status st = isolate(p, userdata);
                 if (st == PRESSURE_LRU_STOP)
                         break;
-                if (st == PRESSURE_LRU_REMOVED) {
+                switch (st) {
+                case PRESSURE_LRU_REMOVED:
+                        /* Isolated, not "on no list": add() refuses it and del() says so until its holder
+                         * is done with it. Chained while the lock is held, so that nobody else ever
+                         * writes its pointers meanwhile. */
                         unlink_item(p);
-                        __atomic_store_n(&p->nid, -1, __ATOMIC_RELAXED);
+                        __atomic_store_n(&p->nid, PRESSURE_LRU_ISOLATED, __ATOMIC_RELEASE);
                         __atomic_store_n(&l->count, l->count - 1, __ATOMIC_RELAXED);
                         *tail = p;
                         tail = &p->next;
                         isolated++;
-                } else if (st == PRESSURE_LRU_ROTATE && p->next != &l->head) {
-                        unlink_item(p);
-                        link_tail(l, p);
-                        if (end == &l->head)
-                                end = p;
+                        break;
+                case PRESSURE_LRU_ROTATE:
+                        if (p->next != &l->head) {
+                                unlink_item(p);
+                                link_tail(l, p);
+                                if (end == &l->head)
+                                        end = p;
+                        }
+                        break;
+                case PRESSURE_LRU_SKIP:
+                        break;
+                default:
+                        assert(!"pressure_lru: the isolate callback returned an unknown status");
+                        abort();
                 }
                 p = next;
         }
+        *tail = NULL;
         pthread_mutex_unlock(&l->lock);
 
-        *tail = NULL;
         *ret_dispose = dispose;
         return isolated;
 }

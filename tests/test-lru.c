@@ -1,19 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "pressure.h"
 #include "test-util.h"
 
 struct obj {
         int key;
-        int busy; /* the concurrency test's object lock: who may link or unlink it */
+        int freed; /* the concurrency test: times the holder of a dispose list "freed" it */
         struct pressure_lru_node lru;
 };
 
-#define OBJ(n) ((struct obj *) ((char *) (n) - offsetof(struct obj, lru)))
+#define OBJ(n) PRESSURE_LRU_ENTRY(n, struct obj, lru)
 
 static struct obj *objs_new(int n) {
         struct obj *o = calloc((size_t) n, sizeof(*o));
@@ -101,7 +105,12 @@ static void test_walk(void) {
         CU_ASSERT_EQUAL(calls, 3);
         CU_ASSERT_EQUAL(keys(dispose, k, 8), 3);
         CU_ASSERT(k[0] == 0 && k[1] == 1 && k[2] == 2);
-        CU_ASSERT_EQUAL(o[0].lru.nid, -1);
+        /* Isolated: the dispose list's holder owns them; add() and del() say so and change nothing. */
+        CU_ASSERT_EQUAL(o[0].lru.nid, PRESSURE_LRU_ISOLATED);
+        CU_ASSERT_EQUAL(pressure_lru_add(lru, &o[0].lru, 0), -EBUSY);
+        CU_ASSERT_EQUAL(pressure_lru_del(lru, &o[0].lru), -EBUSY);
+        CU_ASSERT_PTR_EQUAL(dispose, &o[0].lru);
+        CU_ASSERT_PTR_EQUAL(o[0].lru.next, &o[1].lru);
         CU_ASSERT_EQUAL(pressure_lru_count(lru), 5u);
 
         /* Keys 3..7: 3 removed, 4 removed, 5 rotated, 6 skipped, 7 removed; the walk then stops at 5, which
@@ -127,6 +136,11 @@ static void test_walk(void) {
         budget = 5;
         CU_ASSERT_EQUAL(pressure_lru_walk_node(lru, 3, remove_all, &calls, &budget, &dispose), 0u);
         CU_ASSERT_PTR_NULL(dispose);
+
+        /* Given back by its holder, an isolated object may be added again. */
+        pressure_lru_node_init(&o[0].lru);
+        CU_ASSERT_EQUAL(pressure_lru_add(lru, &o[0].lru, 0), 1);
+        CU_ASSERT_EQUAL(pressure_lru_del(lru, &o[0].lru), 1);
         pressure_lru_free(lru);
         free(o);
         free(p);
@@ -187,54 +201,51 @@ static void test_node_of(void) {
 
 /* ---- concurrency: add/del/touch from several threads while others walk ---- */
 
+/* What the header allows, and nothing more: mutators add, delete and touch any object from any thread
+ * with no lock of their own; walkers run the built-in shrinker's walk (second chance, then "free" what
+ * they isolated: here, give it back to the pool with pressure_lru_node_init()). Nobody else ever frees an
+ * object, so a del() that returns -EBUSY is the header's word that the walker owns it. */
 #define THREADS 4
 #define PER_THREAD 2000
 #define ROUNDS 200
 
 static struct pressure_lru *shared;
 static struct obj *pool;
+static unsigned long busy_answers;
 
 static void *mutator(void *arg) {
         int t = (int) (long) arg;
-        struct obj *mine = pool + t * PER_THREAD;
         unsigned seed = (unsigned) t;
+        unsigned long busy = 0;
         for (int r = 0; r < ROUNDS; r++)
                 for (int i = 0; i < PER_THREAD; i++) {
-                        struct obj *o = &mine[rand_r(&seed) % PER_THREAD];
-                        int op = rand_r(&seed) % 3, nid = rand_r(&seed) % 2;
+                        /* any object, also those other threads work on */
+                        struct obj *o = &pool[rand_r(&seed) % (THREADS * PER_THREAD)];
+                        int op = rand_r(&seed) % 3, nid = rand_r(&seed) % 2, ret;
                         if (op == 2) {
                                 pressure_lru_touch(&o->lru); /* the hot path takes no lock */
                                 continue;
                         }
-                        /* As a cache would: hold the object while linking or unlinking it. A walk that
-                         * isolated it holds it until it is done with it. */
-                        if (__atomic_exchange_n(&o->busy, 1, __ATOMIC_ACQUIRE))
-                                continue;
-                        if (op == 0)
-                                pressure_lru_add(shared, &o->lru, nid);
-                        else
-                                pressure_lru_del(shared, &o->lru);
-                        __atomic_store_n(&o->busy, 0, __ATOMIC_RELEASE);
+                        ret = op == 0 ? pressure_lru_add(shared, &o->lru, nid) : pressure_lru_del(shared, &o->lru);
+                        CU_ASSERT(ret == 0 || ret == 1 || ret == -EBUSY);
+                        busy += ret == -EBUSY;
                 }
+        __atomic_add_fetch(&busy_answers, busy, __ATOMIC_RELAXED);
         return NULL;
 }
 
-static enum pressure_lru_status count_removed(struct pressure_lru_node *n, void *ud) {
-        struct obj *o = OBJ(n);
+static enum pressure_lru_status second_chance_any(struct pressure_lru_node *n, void *ud) {
         (void) ud;
-        if (__atomic_exchange_n(&o->busy, 1, __ATOMIC_ACQUIRE))
-                return PRESSURE_LRU_SKIP; /* someone is working on it */
-        if (pressure_lru_test_and_clear_referenced(n)) {
-                __atomic_store_n(&o->busy, 0, __ATOMIC_RELEASE);
-                return PRESSURE_LRU_ROTATE;
-        }
-        return PRESSURE_LRU_REMOVED; /* stays held until the walker lets go */
+        return pressure_lru_test_and_clear_referenced(n) ? PRESSURE_LRU_ROTATE : PRESSURE_LRU_REMOVED;
 }
 
-static void release_dispose(struct pressure_lru_node *d) {
+/* The holder of a dispose list frees what is on it: each exactly once, and each still isolated. */
+static void free_dispose(struct pressure_lru_node *d) {
         while (d) {
                 struct pressure_lru_node *next = d->next;
-                __atomic_store_n(&OBJ(d)->busy, 0, __ATOMIC_RELEASE);
+                CU_ASSERT_EQUAL(__atomic_load_n(&d->nid, __ATOMIC_ACQUIRE), PRESSURE_LRU_ISOLATED);
+                __atomic_add_fetch(&OBJ(d)->freed, 1, __ATOMIC_RELAXED);
+                pressure_lru_node_init(d);
                 d = next;
         }
 }
@@ -246,9 +257,10 @@ static void *walker(void *arg) {
         while (!__atomic_load_n(&stop_walkers, __ATOMIC_RELAXED)) {
                 struct pressure_lru_node *d;
                 uint64_t budget = 64;
-                pressure_lru_walk_node(shared, nid, count_removed, NULL, &budget, &d);
-                /* Isolated objects are ours; "free" them: off the list, free for the mutators again. */
-                release_dispose(d);
+                pressure_lru_walk_node(shared, nid, second_chance_any, NULL, &budget, &d);
+                for (int k = 0; k < 20; k++)
+                        sched_yield(); /* hold them a moment: the mutators meet isolated objects */
+                free_dispose(d);
         }
         return NULL;
 }
@@ -258,6 +270,7 @@ static void test_concurrent(void) {
         CU_ASSERT_EQUAL_FATAL(pressure_lru_new(2, &shared), 0);
         pool = objs_new(THREADS * PER_THREAD);
         stop_walkers = 0;
+        busy_answers = 0;
         for (long i = 0; i < 2; i++)
                 pthread_create(&w[i], NULL, walker, (void *) i);
         for (long i = 0; i < THREADS; i++)
@@ -267,12 +280,18 @@ static void test_concurrent(void) {
         __atomic_store_n(&stop_walkers, 1, __ATOMIC_RELAXED);
         for (int i = 0; i < 2; i++)
                 pthread_join(w[i], NULL);
+        printf("(%lu add/del answered busy) ", busy_answers);
 
-        /* Every object is on exactly the list its nid says, and the counts add up. */
-        uint64_t on[2] = { 0, 0 };
-        for (int i = 0; i < THREADS * PER_THREAD; i++)
+        /* Every object is on exactly the list its nid says, none is left isolated, the counts add up,
+         * and the walkers freed something. */
+        uint64_t on[2] = { 0, 0 }, freed = 0;
+        for (int i = 0; i < THREADS * PER_THREAD; i++) {
+                CU_ASSERT(pool[i].lru.nid >= -1 && pool[i].lru.nid <= 1);
                 if (pool[i].lru.nid >= 0)
                         on[pool[i].lru.nid]++;
+                freed += (uint64_t) pool[i].freed;
+        }
+        CU_ASSERT(freed > 0);
         CU_ASSERT_EQUAL(pressure_lru_count_node(shared, 0), on[0]);
         CU_ASSERT_EQUAL(pressure_lru_count_node(shared, 1), on[1]);
         /* Walking everything away leaves both lists empty and consistent. */
@@ -280,14 +299,82 @@ static void test_concurrent(void) {
                 struct pressure_lru_node *d;
                 uint64_t budget = UINT64_MAX, got = 0;
                 for (int pass = 0; pass < 3; pass++) {
-                        got += pressure_lru_walk_node(shared, nid, count_removed, NULL, &budget, &d);
-                        release_dispose(d);
+                        got += pressure_lru_walk_node(shared, nid, second_chance_any, NULL, &budget, &d);
+                        free_dispose(d);
                 }
                 CU_ASSERT_EQUAL(got, on[nid]);
                 CU_ASSERT_EQUAL(pressure_lru_count_node(shared, nid), 0u);
         }
         pressure_lru_free(shared);
         free(pool);
+}
+
+/* Two threads adding the same objects to different nodes at once: each is linked once. */
+static void *adder(void *arg) {
+        int nid = (int) (long) arg;
+        for (int r = 0; r < 50; r++)
+                for (int i = 0; i < THREADS * PER_THREAD; i++)
+                        if (pressure_lru_add(shared, &pool[i].lru, nid) < 0)
+                                CU_FAIL("add of an object on no list failed");
+        return NULL;
+}
+
+static void *deleter(void *arg) {
+        (void) arg;
+        for (int r = 0; r < 50; r++)
+                for (int i = 0; i < THREADS * PER_THREAD; i++)
+                        (void) pressure_lru_del(shared, &pool[i].lru);
+        return NULL;
+}
+
+static void test_concurrent_add(void) {
+        pthread_t t[3];
+        CU_ASSERT_EQUAL_FATAL(pressure_lru_new(2, &shared), 0);
+        pool = objs_new(THREADS * PER_THREAD);
+        pthread_create(&t[0], NULL, adder, (void *) 0L);
+        pthread_create(&t[1], NULL, adder, (void *) 1L);
+        pthread_create(&t[2], NULL, deleter, NULL);
+        for (int i = 0; i < 3; i++)
+                pthread_join(t[i], NULL);
+        uint64_t on[2] = { 0, 0 };
+        for (int i = 0; i < THREADS * PER_THREAD; i++)
+                if (pool[i].lru.nid >= 0)
+                        on[pool[i].lru.nid]++;
+        CU_ASSERT_EQUAL(pressure_lru_count_node(shared, 0), on[0]);
+        CU_ASSERT_EQUAL(pressure_lru_count_node(shared, 1), on[1]);
+        for (int i = 0; i < THREADS * PER_THREAD; i++)
+                (void) pressure_lru_del(shared, &pool[i].lru);
+        CU_ASSERT_EQUAL(pressure_lru_count(shared), 0u);
+        pressure_lru_free(shared);
+        free(pool);
+}
+
+/* An isolate callback that answers something the header does not name is a programming error: the walk
+ * aborts rather than skip it silently. */
+static enum pressure_lru_status nonsense(struct pressure_lru_node *n, void *ud) {
+        (void) n;
+        (void) ud;
+        return (enum pressure_lru_status) 42;
+}
+
+static void test_unknown_status_aborts(void) {
+        pid_t pid = fork();
+        CU_ASSERT_FATAL(pid >= 0);
+        if (pid == 0) {
+                struct pressure_lru *lru;
+                struct obj *o = objs_new(1);
+                struct pressure_lru_node *d;
+                uint64_t budget = 1;
+                signal(SIGABRT, SIG_DFL);
+                if (pressure_lru_new(1, &lru) < 0 || pressure_lru_add(lru, &o->lru, 0) != 1)
+                        _exit(3);
+                (void) close(STDERR_FILENO); /* the assertion's message */
+                pressure_lru_walk_node(lru, 0, nonsense, NULL, &budget, &d);
+                _exit(0);
+        }
+        int status;
+        CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
+        CU_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
 }
 
 int main(void) {
@@ -297,6 +384,8 @@ int main(void) {
                 { "touch and second chance", test_touch_second_chance },
                 { "node detection", test_node_of },
                 { "concurrent add, delete, touch and walk", test_concurrent },
+                { "concurrent adds of one object to two nodes", test_concurrent_add },
+                { "an unknown isolate status aborts", test_unknown_status_aborts },
                 {},
         };
         return test_run("lru", cases, NULL);
