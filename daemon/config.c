@@ -15,6 +15,9 @@
 void config_init(struct config *c) {
         *c = (struct config){
                 .max_message_size = FRAME_DEFAULT_MAX_SIZE,
+                .max_connections = 1024,
+                .max_connections_per_uid = 64,
+                .idle_timeout_usec = 60000000,
                 .sample_interval_usec = 1000000,
                 .node_interval_usec = 30000000,
                 .hold_usec = 10000000,
@@ -245,6 +248,9 @@ static int parse_sysfs_root(struct config *c, const struct config_key *k, const 
 static const struct config_key config_keys[] = {
         { "socket", parse_socket, AT(socket_path) },
         { "max_message_size", parse_size, AT(max_message_size), 1024, 16u * 1024 * 1024, "1024..16777216" },
+        { "max_connections", parse_unsigned, AT(max_connections), 1, 65536, "1..65536" },
+        { "max_connections_per_uid", parse_unsigned, AT(max_connections_per_uid), 1, 65536, "1..65536" },
+        { "idle_timeout", parse_bounded_duration, AT(idle_timeout_usec), 0, 86400000000ULL, "0..1d" },
         { "round_interval", parse_bounded_duration, AT(round_interval_usec), 1000, 600000000, "1ms..10min" },
         { "round_budget", parse_bounded_duration, AT(round_budget_usec), 0, 600000000, "0..10min" },
         { "request_timeout", parse_bounded_duration, AT(request_timeout_usec), 1000, 600000000, "1ms..10min" },

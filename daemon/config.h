@@ -15,6 +15,9 @@
 struct config {
         char *socket_path; /* NULL: the default for the user the daemon runs as */
         size_t max_message_size;
+        /* what local users may hold of the server: see varlink_server_set_limits() */
+        unsigned max_connections, max_connections_per_uid;
+        uint64_t idle_timeout_usec; /* 0: never */
         uint64_t sample_interval_usec; /* sampling while a scope is above ok */
         uint64_t node_interval_usec;   /* sampling of node figures while everything is ok; 0: never */
         uint64_t hold_usec;            /* hysteresis: how long pressure must stay below a level to fall */

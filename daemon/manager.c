@@ -103,12 +103,21 @@ static void config_take_reloadable(struct config *cur, struct config *c) {
         config_done(&old);
 }
 
+static void manager_set_server_limits(struct manager *m) {
+        varlink_server_set_max_message_size(m->server, m->config.max_message_size);
+        (void) varlink_server_set_limits(m->server, &(struct varlink_limits){
+                .max_connections = m->config.max_connections,
+                .max_connections_per_uid = m->config.max_connections_per_uid,
+                .idle_timeout_usec = m->config.idle_timeout_usec,
+        });
+}
+
 int manager_reload(struct manager *m, struct config *c) {
         bool rearm = memcmp(&c->psi.t[LEVEL_LOW], &m->config.psi.t[LEVEL_LOW], sizeof(struct psi_trigger)) != 0;
 
         /* Every module reads the configuration through m->config: replacing it in place is the reload. */
         config_take_reloadable(&m->config, c);
-        varlink_server_set_max_message_size(m->server, m->config.max_message_size);
+        manager_set_server_limits(m);
         if (rearm)
                 scope_registry_rearm(m->scopes);
         scope_registry_watch_configured(m->scopes);
@@ -306,7 +315,7 @@ static int start_server(struct manager *m, int listen_fd) {
         int r = varlink_server_new(m->event, service_interfaces, service_n_interfaces, &info, m->service, &m->server);
         if (r < 0)
                 return log_oom();
-        varlink_server_set_max_message_size(m->server, m->config.max_message_size);
+        manager_set_server_limits(m);
 
         if (listen_fd < 0)
                 return listen_path(m);

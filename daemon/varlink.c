@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "frame.h"
+#include "hashmap.h"
 #include "log.h"
 #include "macro.h"
 
@@ -34,6 +35,7 @@ struct varlink_connection {
         void (*call_data_free)(void *);
         void (*drain)(struct varlink_connection *c, void *data);
 
+        uint64_t last_active_usec; /* when it connected, or a call of it began or ended */
         bool eof;  /* the peer shut down its side */
         bool reading; /* in on_connection_io()'s read loop, which goes on until EAGAIN by itself */
         bool dead; /* to be freed from the event loop */
@@ -60,11 +62,29 @@ struct varlink_server {
 
         struct varlink_connection *connections;
         size_t n_connections;
+
+        struct varlink_limits limits;
+        struct hashmap *per_uid; /* uid -> connections open (as a pointer-sized count) */
+        uint64_t n_refused, n_idle_closed;
+        struct ratelimit refuse_log;
+        sd_event_source *idle_timer;
+        /* accept() ran out of file descriptors or memory: the listening socket rests a moment instead
+         * of waking the loop again at once (it is level-triggered) */
+        sd_event_source *listen_retry;
+        uint64_t listen_backoff_usec;
+        struct ratelimit accept_log;
 };
 
 #define CONNECTIONS_PER_WAKEUP 64
 
+static uint64_t server_now(const struct varlink_server *s) {
+        uint64_t t = 0;
+        (void) sd_event_now(s->event, CLOCK_MONOTONIC, &t);
+        return t;
+}
+
 static void connection_free(struct varlink_connection *c);
+static void idle_timer_arm(struct varlink_server *s, uint64_t deadline);
 static void connection_update_events(struct varlink_connection *c);
 static void connection_set_events(struct varlink_connection *c, bool rearm);
 
@@ -168,6 +188,10 @@ static void call_end(struct varlink_connection *c) {
         c->drain = NULL;
         if (free_fn)
                 free_fn(data);
+        /* Holding nothing now: it may go idle. */
+        c->last_active_usec = server_now(c->server);
+        if (c->server->limits.idle_timeout_usec > 0)
+                idle_timer_arm(c->server, c->last_active_usec + c->server->limits.idle_timeout_usec);
 
         /* Calls may be waiting in the input buffer, or still in the socket. Inside the read loop (a
          * oneway call ends there) the loop itself goes on with both: a deferred pass or a renewed
@@ -430,6 +454,7 @@ static int process_message(struct varlink_connection *c, const char *text, size_
         const char *bad;
         struct call call;
 
+        c->last_active_usec = server_now(c->server);
         struct json_object *msg = parse_object(text, len, &bad);
         if (!msg && !bad)
                 return -ENOMEM;
@@ -601,6 +626,19 @@ static int on_connection_defer(sd_event_source *s, void *userdata) {
         return 0;
 }
 
+/* Connections per uid, kept as a count in the table's value (a pointer-sized integer): no allocation
+ * per connection beyond the table's own entry. */
+static size_t uid_count(const struct varlink_server *s, uid_t uid) {
+        return (size_t) (uintptr_t) hashmap_get_u64(s->per_uid, uid);
+}
+
+static int uid_count_add(struct varlink_server *s, uid_t uid, int delta) {
+        size_t n = uid_count(s, uid);
+        n = delta < 0 ? (n > 0 ? n - 1 : 0) : n + 1;
+        (void) hashmap_remove_u64(s->per_uid, uid); /* the table replaces nothing in place */
+        return n == 0 ? 0 : hashmap_put_u64(s->per_uid, uid, (void *) (uintptr_t) n);
+}
+
 static void connection_free(struct varlink_connection *c) {
         if (!c)
                 return;
@@ -628,22 +666,44 @@ static void connection_free(struct varlink_connection *c) {
         if (c->next)
                 c->next->prev = c->prev;
         s->n_connections--;
+        uid_count_add(s, c->peer.uid, -1);
         free(c);
 }
 
+/* Over a limit: closed before anything is read from it, counted, and logged at most a few times a
+ * minute (a flood of refused connections must not become a flood of log lines). */
+static int connection_refuse(struct varlink_server *s, int fd, const struct ucred *peer, const char *which) {
+        unsigned suppressed;
+        close(fd);
+        s->n_refused++;
+        if (ratelimit_below(&s->refuse_log, server_now(s), &suppressed))
+                log_warning("Refused a connection of uid %u (pid %d): %s reached (%llu refused so far%s).",
+                            (unsigned) peer->uid, (int) peer->pid, which, (unsigned long long) s->n_refused,
+                            suppressed > 0 ? ", some not logged" : "");
+        return -EDQUOT;
+}
+
 static int connection_new(struct varlink_server *s, int fd) {
-        struct varlink_connection *c = calloc(1, sizeof(*c));
-        socklen_t len = sizeof(c->peer);
+        struct ucred peer = { .pid = 0, .uid = (uid_t) -1, .gid = (gid_t) -1 };
+        socklen_t len = sizeof(peer);
         int r;
 
-        if (!c) {
+        (void) getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len);
+        if (s->limits.max_connections > 0 && s->n_connections >= s->limits.max_connections)
+                return connection_refuse(s, fd, &peer, "max_connections");
+        if (s->limits.max_connections_per_uid > 0 && uid_count(s, peer.uid) >= s->limits.max_connections_per_uid)
+                return connection_refuse(s, fd, &peer, "max_connections_per_uid");
+
+        struct varlink_connection *c = calloc(1, sizeof(*c));
+        if (!c || uid_count_add(s, peer.uid, +1) < 0) {
+                free(c);
                 close(fd);
                 return -ENOMEM;
         }
         c->server = s;
         c->fd = fd;
-        c->peer = (struct ucred){ .pid = 0, .uid = (uid_t) -1, .gid = (gid_t) -1 };
-        (void) getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c->peer, &len);
+        c->peer = peer;
+        c->last_active_usec = server_now(s);
         frame_reader_init(&c->in, s->max_message_size);
         frame_writer_init(&c->out);
 
@@ -665,7 +725,77 @@ static int connection_new(struct varlink_server *s, int fd) {
                 connection_free(c);
                 return r;
         }
+        if (s->limits.idle_timeout_usec > 0)
+                idle_timer_arm(s, c->last_active_usec + s->limits.idle_timeout_usec);
         return 0;
+}
+
+/* ---- idle connections ---- */
+
+/* The timer is set for the earliest moment a connection with no call could have been idle long enough,
+ * and is off while there is none: subscribers (a call that stays open) never wake the daemon for this. */
+static void idle_timer_arm(struct varlink_server *s, uint64_t deadline) {
+        uint64_t cur = 0;
+        int enabled = SD_EVENT_OFF;
+        if (!s->idle_timer)
+                return;
+        (void) sd_event_source_get_enabled(s->idle_timer, &enabled);
+        if (enabled != SD_EVENT_OFF && sd_event_source_get_time(s->idle_timer, &cur) >= 0 && cur <= deadline)
+                return;
+        (void) sd_event_source_set_time(s->idle_timer, deadline);
+        (void) sd_event_source_set_enabled(s->idle_timer, SD_EVENT_ONESHOT);
+}
+
+static int on_idle_timer(sd_event_source *src, uint64_t usec, void *userdata) {
+        struct varlink_server *s = userdata;
+        uint64_t now = server_now(s), timeout = s->limits.idle_timeout_usec, next = UINT64_MAX;
+        (void) src;
+        (void) usec;
+
+        for (struct varlink_connection *c = s->connections, *n; c; c = n) {
+                n = c->next;
+                if (c->in_call || c->dead || timeout == 0)
+                        continue;
+                if (now - c->last_active_usec >= timeout) {
+                        s->n_idle_closed++;
+                        log_debug("Closing connection of uid %u (pid %d): idle for %llu s.", (unsigned) c->peer.uid,
+                                  (int) c->peer.pid, (unsigned long long) ((now - c->last_active_usec) / 1000000));
+                        connection_free(c);
+                } else
+                        next = MIN(next, c->last_active_usec + timeout);
+        }
+        if (next != UINT64_MAX)
+                idle_timer_arm(s, next);
+        return 0;
+}
+
+/* ---- the listening socket ---- */
+
+static int on_listen_retry(sd_event_source *src, uint64_t usec, void *userdata) {
+        struct varlink_server *s = userdata;
+        (void) src;
+        (void) usec;
+        (void) sd_event_source_set_enabled(s->listen_source, SD_EVENT_ON);
+        return 0;
+}
+
+/* accept() failed for want of resources (file descriptors, socket buffers, memory): stop listening for
+ * a moment, longer each time it happens again (up to 2 s), so that the loop does not spin on a socket
+ * that stays readable. */
+static void listen_back_off(struct varlink_server *s, int error) {
+        unsigned suppressed;
+        s->listen_backoff_usec = s->listen_backoff_usec == 0 ? 50000 : MIN(s->listen_backoff_usec * 2, 2000000u);
+        if (ratelimit_below(&s->accept_log, server_now(s), &suppressed))
+                log_warning_errno(error, "Failed to accept a connection, not accepting for %llu ms: %m",
+                                  (unsigned long long) (s->listen_backoff_usec / 1000));
+        if (!s->listen_retry && sd_event_add_time(s->event, &s->listen_retry, CLOCK_MONOTONIC, 0, 10000,
+                                                  on_listen_retry, s) >= 0)
+                (void) sd_event_source_set_description(s->listen_retry, "varlink-listen-retry");
+        if (!s->listen_retry)
+                return; /* cannot even back off: keep accepting as before */
+        (void) sd_event_source_set_enabled(s->listen_source, SD_EVENT_OFF);
+        (void) sd_event_source_set_time(s->listen_retry, server_now(s) + s->listen_backoff_usec);
+        (void) sd_event_source_set_enabled(s->listen_retry, SD_EVENT_ONESHOT);
 }
 
 static int on_listen(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
@@ -679,12 +809,15 @@ static int on_listen(sd_event_source *src, int fd, uint32_t revents, void *userd
                 if (cfd < 0) {
                         if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED)
                                 return 0;
-                        /* EMFILE and friends: keep running, log, and try again on the next wake-up. */
-                        log_warning_errno(-errno, "Failed to accept connection, ignoring: %m");
+                        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+                                listen_back_off(s, -errno);
+                        else
+                                log_warning_errno(-errno, "Failed to accept connection, ignoring: %m");
                         return 0;
                 }
+                s->listen_backoff_usec = 0;
                 int r = connection_new(s, cfd);
-                if (r < 0)
+                if (r < 0 && r != -EDQUOT)
                         log_warning_errno(r, "Failed to set up connection, ignoring: %m");
         }
         return 0;
@@ -702,9 +835,18 @@ int varlink_server_new(sd_event *event, const struct varlink_interface *interfac
                 s->info = *info;
         s->userdata = userdata;
         s->max_message_size = FRAME_DEFAULT_MAX_SIZE;
+        s->refuse_log = s->accept_log = (struct ratelimit){ .interval_usec = 10 * 1000000ULL, .burst = 5 };
         s->listen_fd = -EBADF;
         s->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
         int r = s->epoll_fd < 0 ? -errno : 0;
+        if (r >= 0)
+                r = hashmap_new(HASHMAP_KEY_U64, &s->per_uid);
+        if (r >= 0)
+                r = sd_event_add_time(event, &s->idle_timer, CLOCK_MONOTONIC, 0, 1000000, on_idle_timer, s);
+        if (r >= 0) {
+                (void) sd_event_source_set_enabled(s->idle_timer, SD_EVENT_OFF);
+                (void) sd_event_source_set_description(s->idle_timer, "varlink-idle");
+        }
         if (r >= 0)
                 r = sd_event_add_io(event, &s->epoll_source, s->epoll_fd, EPOLLIN, on_connections, s);
         if (r < 0) {
@@ -722,11 +864,31 @@ void varlink_server_set_max_message_size(struct varlink_server *s, size_t size) 
                 c->in.max_size = size;
 }
 
+int varlink_server_set_limits(struct varlink_server *s, const struct varlink_limits *limits) {
+        s->limits = *limits;
+        /* A new or shorter timeout applies to the connections that hold nothing now, too. */
+        for (struct varlink_connection *c = s->connections; c && limits->idle_timeout_usec > 0; c = c->next)
+                if (!c->in_call)
+                        idle_timer_arm(s, c->last_active_usec + limits->idle_timeout_usec);
+        return 0;
+}
+
+uint64_t varlink_server_n_refused(const struct varlink_server *s) {
+        return s->n_refused;
+}
+
+uint64_t varlink_server_n_idle_closed(const struct varlink_server *s) {
+        return s->n_idle_closed;
+}
+
 struct varlink_server *varlink_server_free(struct varlink_server *s) {
         if (!s)
                 return NULL;
         while (s->connections)
                 connection_free(s->connections);
+        hashmap_free(s->per_uid);
+        sd_event_source_disable_unref(s->idle_timer);
+        sd_event_source_disable_unref(s->listen_retry);
         sd_event_source_disable_unref(s->epoll_source);
         if (s->epoll_fd >= 0)
                 close(s->epoll_fd);

@@ -59,6 +59,23 @@ struct varlink_server *varlink_server_free(struct varlink_server *s);
 
 void varlink_server_set_max_message_size(struct varlink_server *s, size_t size);
 
+/* What one local user, or all of them, may hold of the server (in the spirit of sd-varlink's
+ * connections_max and connections_per_uid_max): a connection over a limit is accepted and closed at once,
+ * before anything of it is read, and counted. A connection with no call in progress whose last call began
+ * or ended (or which connected) idle_timeout_usec ago is closed (0: never): a peer that opened a
+ * connection and went quiet, or sends half a message a byte at a time, holds nothing for long. */
+struct varlink_limits {
+        size_t max_connections;
+        size_t max_connections_per_uid;
+        uint64_t idle_timeout_usec;
+};
+/* None by default (0 everywhere). Applies to connections made from now on; existing ones over a lowered
+ * limit stay. */
+int varlink_server_set_limits(struct varlink_server *s, const struct varlink_limits *limits);
+/* Connections refused over a limit, and closed for being idle, since the start. */
+uint64_t varlink_server_n_refused(const struct varlink_server *s);
+uint64_t varlink_server_n_idle_closed(const struct varlink_server *s);
+
 /* Serve on an already listening socket (socket activation). The server takes the fd. */
 int varlink_server_listen_fd(struct varlink_server *s, int fd);
 /* Create, bind and listen on a unix socket path, replacing a stale socket file. The file is removed again
