@@ -10,6 +10,7 @@
  *   rounds     1, 100, 1000 clients with 4 shrinkers each: one full count+scan round, against the same
  *              callbacks called in-process
  *   footprint  RSS, CPU and wake-ups idle for 60 s and with 1000 clients connected
+ *   flood      another client's GetStatus round trips while one connection floods oneway calls
  *   fairness   an honest shrinker's requests per second under real pressure, alone, beside honest peers
  *              and beside hostile clients (one answering each scan just before its deadline, one
  *              stopped, one lying about what it holds and frees, a Serve spammer)
@@ -607,6 +608,77 @@ static void scenario_latency(void) {
         pressure_gen_destroy(&g);
 }
 
+/* ---- flood: one connection's calls against another's ---- */
+
+/* n GetStatus calls on one connection, one after the other: their round-trip times in *us. */
+static int status_times(uint64_t *us, size_t n) {
+        static const char get[] = "{\"method\":\"io.pressured.GetStatus\"}";
+        int fd = test_connect(daemon_.socket);
+        if (fd < 0)
+                return fd;
+        for (size_t i = 0; i < n; i++) {
+                char *reply = NULL;
+                uint64_t t0 = now_us();
+                if (test_send_raw(fd, get, sizeof(get)) < 0 || test_recv_msg(fd, 30000, &reply) != 1) {
+                        free(reply);
+                        close(fd);
+                        return -EIO;
+                }
+                us[i] = now_us() - t0;
+                free(reply);
+        }
+        close(fd);
+        return 0;
+}
+
+/* A connection that sends oneway calls as fast as the daemon takes them, for ever. */
+static pid_t flooder(void) {
+        pid_t pid = fork();
+        if (pid != 0)
+                return pid;
+        static const char call[] = "{\"method\":\"io.pressured.GetStatus\",\"oneway\":true}";
+        char buf[64 * sizeof(call)];
+        for (size_t i = 0; i < 64; i++)
+                memcpy(buf + i * sizeof(call), call, sizeof(call));
+        int fd = test_connect(daemon_.socket);
+        while (fd >= 0 && test_send_raw(fd, buf, sizeof(buf)) == 0)
+                ;
+        _exit(0);
+}
+
+/* Another client's GetStatus while one connection floods oneway calls, against the same calls on a
+ * quiet daemon. */
+static void scenario_flood(void) {
+        enum { N = 300 };
+        uint64_t quiet[N], flooded[N];
+        const char *const args[] = { "--config", "/dev/null", NULL };
+        if (daemon_up(args) < 0) {
+                fprintf(stderr, "flood: cannot start the daemon\n");
+                return;
+        }
+        int r = status_times(quiet, N);
+        pid_t f = r >= 0 ? flooder() : -1;
+        if (f > 0) {
+                (void) poll(NULL, 0, 500); /* the flood sets in */
+                r = status_times(flooded, N);
+                kill(f, SIGKILL);
+                waitpid(f, NULL, 0);
+        }
+        test_daemon_stop(&daemon_);
+        if (r < 0) {
+                fprintf(stderr, "flood: GetStatus failed (%d)\n", r);
+                return;
+        }
+        printf("== flood: GetStatus on one connection while another sends oneway calls non-stop (%d calls) ==\n", N);
+        uint64_t q50 = percentile(quiet, N, 0.5), q99 = percentile(quiet, N, 0.99);
+        uint64_t f50 = percentile(flooded, N, 0.5), f99 = percentile(flooded, N, 0.99);
+        printf("%-30s %10s %10s\n", "", "p50 us", "p99 us");
+        printf("%-30s %10llu %10llu\n", "quiet daemon", (unsigned long long) q50, (unsigned long long) q99);
+        printf("%-30s %10llu %10llu\n", "beside a oneway flood", (unsigned long long) f50, (unsigned long long) f99);
+        printf("ratio: p50 %.1fx, p99 %.1fx (goal: p99 under 10 ms)\n\n", q50 ? (double) f50 / (double) q50 : 0,
+               q99 ? (double) f99 / (double) q99 : 0);
+}
+
 /* ---- fairness ---- */
 
 /* shrinker-client in the generator's group, stdout on a pipe; SHRINKER_CLIENT_BIN or next to us. `extra`:
@@ -782,6 +854,8 @@ int main(int argc, char *argv[]) {
                         scenario_footprint();
                 if (all || strcmp(s, "fairness") == 0)
                         scenario_fairness();
+                if (all || strcmp(s, "flood") == 0)
+                        scenario_flood();
                 if (all)
                         break;
         }

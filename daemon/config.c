@@ -15,8 +15,8 @@
 void config_init(struct config *c) {
         *c = (struct config){
                 .max_message_size = FRAME_DEFAULT_MAX_SIZE,
-                .max_connections = 1024,
-                .max_connections_per_uid = 64,
+                .max_connections = 4096,
+                .max_connections_per_uid = 256,
                 .idle_timeout_usec = 60000000,
                 .sample_interval_usec = 1000000,
                 .node_interval_usec = 30000000,

@@ -76,6 +76,8 @@ struct varlink_server {
 };
 
 #define CONNECTIONS_PER_WAKEUP 64
+/* Calls one connection may have processed per wake-up before the others get their turn. */
+#define CALLS_PER_WAKEUP 8
 
 static uint64_t server_now(const struct varlink_server *s) {
         uint64_t t = 0;
@@ -485,8 +487,10 @@ static int process_message(struct varlink_connection *c, const char *text, size_
         return 0;
 }
 
-static int process_input(struct varlink_connection *c) {
-        while (!c->dead && !c->in_call && frame_writer_queued(&c->out) < OUTPUT_HIGH_WATER) {
+/* Calls processed, at most *budget of them (each one counted off): one connection's flood of calls is
+ * served a slice at a time, the others in between. */
+static int process_input(struct varlink_connection *c, unsigned *budget) {
+        while (!c->dead && !c->in_call && frame_writer_queued(&c->out) < OUTPUT_HIGH_WATER && *budget > 0) {
                 const char *text;
                 size_t len;
                 int r = frame_reader_next(&c->in, &text, &len);
@@ -496,6 +500,7 @@ static int process_input(struct varlink_connection *c) {
                 }
                 if (r <= 0)
                         return r;
+                (*budget)--;
                 r = process_message(c, text, len);
                 if (r < 0)
                         return r;
@@ -550,11 +555,13 @@ static void connection_io(struct varlink_connection *c, uint32_t revents) {
         }
 
         if (revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
-                /* Everything there is, as long as calls may be processed; what stays in the socket is
-                 * reported again when the registration is renewed. */
+                /* Everything there is, as long as calls may be processed and this wake-up's slice of
+                 * calls lasts; what stays in the socket is reported again when the registration is
+                 * renewed, what stays in the buffer is processed from the deferred source. */
                 bool drained = false;
+                unsigned budget = CALLS_PER_WAKEUP;
                 c->reading = true;
-                while (connection_wants_input(c)) {
+                while (connection_wants_input(c) && budget > 0) {
                         ssize_t n = frame_reader_read_fd(&c->in, c->fd);
                         if (n == -EAGAIN) {
                                 drained = true;
@@ -566,7 +573,7 @@ static void connection_io(struct varlink_connection *c, uint32_t revents) {
                                 c->reading = false;
                                 goto kill;
                         }
-                        r = process_input(c);
+                        r = process_input(c, &budget);
                         if (r < 0) {
                                 c->reading = false;
                                 goto kill;
@@ -575,6 +582,9 @@ static void connection_io(struct varlink_connection *c, uint32_t revents) {
                                 break;
                 }
                 c->reading = false;
+                if (budget == 0 && !c->dead)
+                        /* Its slice is used up: the rest after the other connections had theirs. */
+                        (void) sd_event_source_set_enabled(c->defer_source, SD_EVENT_ONESHOT);
                 /* Stopped before EAGAIN (a call is open, or the output is full): what stays in the
                  * socket must be reported again once input is wanted. */
                 if (!drained && !c->eof && !c->dead && connection_wants_input(c))
@@ -616,13 +626,22 @@ static int on_connection_defer(sd_event_source *s, void *userdata) {
         struct varlink_connection *c = userdata;
         (void) s;
 
-        if (!c->dead && process_input(c) < 0)
+        unsigned budget = CALLS_PER_WAKEUP;
+        if (!c->dead && process_input(c, &budget) < 0)
                 c->dead = true;
         if (c->dead || (c->eof && !c->in_call && frame_writer_queued(&c->out) == 0)) {
                 connection_free(c);
                 return 0;
         }
-        connection_update_events(c);
+        if (budget == 0) {
+                /* Another slice later: more complete calls may wait in the buffer. */
+                (void) sd_event_source_set_enabled(c->defer_source, SD_EVENT_ONESHOT);
+                connection_update_events(c);
+                return 0;
+        }
+        /* The buffer holds no complete call now; the socket may still hold data that the read loop
+         * left there when its slice ran out: renew the registration, which reports it. */
+        connection_set_events(c, true);
         return 0;
 }
 
@@ -691,7 +710,10 @@ static int connection_new(struct varlink_server *s, int fd) {
         (void) getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len);
         if (s->limits.max_connections > 0 && s->n_connections >= s->limits.max_connections)
                 return connection_refuse(s, fd, &peer, "max_connections");
-        if (s->limits.max_connections_per_uid > 0 && uid_count(s, peer.uid) >= s->limits.max_connections_per_uid)
+        /* Root is the machine's administrator, bound by the cap of all connections only: a service
+         * running many shrinker clients as root is no attack. */
+        if (s->limits.max_connections_per_uid > 0 && peer.uid != 0 &&
+            uid_count(s, peer.uid) >= s->limits.max_connections_per_uid)
                 return connection_refuse(s, fd, &peer, "max_connections_per_uid");
 
         struct varlink_connection *c = calloc(1, sizeof(*c));

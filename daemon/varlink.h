@@ -60,7 +60,8 @@ struct varlink_server *varlink_server_free(struct varlink_server *s);
 void varlink_server_set_max_message_size(struct varlink_server *s, size_t size);
 
 /* What one local user, or all of them, may hold of the server (in the spirit of sd-varlink's
- * connections_max and connections_per_uid_max): a connection over a limit is accepted and closed at once,
+ * connections_max and connections_per_uid_max; root is bound by the first only): a connection over a
+ * limit is accepted and closed at once,
  * before anything of it is read, and counted. A connection with no call in progress whose last call began
  * or ended (or which connected) idle_timeout_usec ago is closed (0: never): a peer that opened a
  * connection and went quiet, or sends half a message a byte at a time, holds nothing for long. */
