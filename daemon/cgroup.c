@@ -134,6 +134,36 @@ int cgroup_check(const struct cgroup_layout *l, const char *cgroup) {
         return 0;
 }
 
+static bool mode_lets_write(const struct stat *st, uid_t uid, gid_t gid) {
+        if (st->st_uid == uid)
+                return st->st_mode & S_IWUSR;
+        if (st->st_gid == gid)
+                return st->st_mode & S_IWGRP;
+        return st->st_mode & S_IWOTH;
+}
+
+int cgroup_may_watch(const struct cgroup_layout *l, const char *cgroup, uid_t uid, gid_t gid) {
+        _cleanup_free_ char *file = NULL, *dir = NULL;
+        struct stat st;
+        int r;
+
+        if (uid == 0)
+                return 1;
+        r = cgroup_file_path(l, cgroup, "memory.pressure", &file);
+        if (r < 0)
+                return r;
+        if (stat(file, &st) < 0)
+                return -errno;
+        if (mode_lets_write(&st, uid, gid))
+                return 1;
+        r = cgroup_file_path(l, cgroup, "", &dir);
+        if (r < 0)
+                return r;
+        if (stat(dir, &st) < 0)
+                return -errno;
+        return st.st_uid == uid;
+}
+
 static int read_u64(const char *path, uint64_t *ret) {
         _cleanup_fclose_ FILE *f = fopen(path, "re");
         if (!f)

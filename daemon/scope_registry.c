@@ -180,6 +180,10 @@ struct scope *scope_registry_find_node(const struct scope_registry *reg, int nod
         return NULL;
 }
 
+struct scope *scope_registry_find_cgroup(const struct scope_registry *reg, const char *path) {
+        return hashmap_get_string(reg->by_cgroup, path);
+}
+
 static int acquire_cgroup(struct scope_registry *reg, const char *path, struct scope **ret) {
         _cleanup_free_ char *p = NULL;
         struct scope *s;

@@ -64,6 +64,8 @@ void scope_registry_release(struct scope_registry *reg, struct scope *s);
 
 /* The node scope for node id `node` (no reference taken), or NULL. */
 struct scope *scope_registry_find_node(const struct scope_registry *reg, int node);
+/* The watched scope of a cgroup (path normalised), or NULL: nothing is armed by looking. */
+struct scope *scope_registry_find_cgroup(const struct scope_registry *reg, const char *path);
 
 /* Every scope: the system, the nodes, then the cgroups (gone ones included until they are freed). */
 struct scope *scope_registry_next(const struct scope_registry *reg, const struct scope *prev);

@@ -116,11 +116,32 @@ static int reply_acquire_error(struct varlink_connection *c, const struct scope_
                 return varlink_error_invalid_parameter(c, "cgroup");
         if (r == -ENOENT)
                 return reply_no_such_cgroup(c, id->cgroup);
-        log_warning_errno(r, "Failed to watch cgroup %s: %m", id->cgroup);
+        if (r != -EACCES) /* refused for the caller: its doing, not the daemon's fault */
+                log_warning_errno(r, "Failed to watch cgroup %s: %m", id->cgroup);
         struct json_object *p = json_object_new_object();
         json_object_object_add(p, "cgroup", json_object_new_string(id->cgroup));
         json_object_object_add(p, "errno", json_object_new_int(-r));
         return varlink_error(c, ERROR_CGROUP_NOT_WATCHABLE, p);
+}
+
+/* Watching a cgroup means arming a PSI trigger on its memory.pressure, with the daemon's privileges
+ * (with CAP_SYS_RESOURCE, a trigger the kernel serves from a realtime thread). A user other than root
+ * may have the daemon do that only where it could itself: it may write the file, owns the cgroup, or
+ * the cgroup holds the user's own process (its ancestors' pressure is its own). A cgroup already
+ * watched arms nothing new: anyone may read its state. */
+static bool may_watch(const struct service *svc, const struct ucred *peer, const struct scope_id *id) {
+        _cleanup_free_ char *path = NULL, *own = NULL;
+
+        if (id->type != SCOPE_CGROUP || peer->uid == 0)
+                return true;
+        if (cgroup_path_normalize(id->cgroup, &path) < 0)
+                return true; /* acquiring it says what is wrong with it */
+        if (scope_registry_find_cgroup(svc->scopes, path))
+                return true;
+        if (cgroup_pid_get_path(peer->pid, &own) >= 0 && shrink_cgroup_within(own, path))
+                return true;
+        int r = cgroup_may_watch(svc->layout, path, peer->uid, peer->gid);
+        return r != 0; /* an error (no such cgroup) is for acquiring it to report */
 }
 
 static void release_all(struct scope_registry *reg, struct scope **scopes, size_t n) {
@@ -189,6 +210,9 @@ static int method_subscribe(struct varlink_connection *c, struct json_object *pa
         }
         if (!(flags & VARLINK_CALL_MORE))
                 return varlink_error(c, VARLINK_ERROR_EXPECTED_MORE, NULL);
+        for (size_t i = 0; i < n_ids; i++)
+                if (!may_watch(svc, varlink_connection_peer(c), &ids[i]))
+                        return reply_acquire_error(c, &ids[i], -EACCES);
 
         _cleanup_free_ struct scope **scopes = calloc(n_ids, sizeof(struct scope *));
         if (!scopes)

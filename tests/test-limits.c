@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "pressure-gen.h"
 #include "test-util.h"
 
 static struct test_daemon daemon_;
@@ -50,6 +51,41 @@ static int served_within(int fd, int timeout_ms) {
 
 static int served(int fd) {
         return served_within(fd, 10000);
+}
+
+/* As nobody, one Subscribe to cgroup path: its first reply, or NULL. */
+static char *subscribe_as_nobody(const char *path) {
+        int p[2];
+        char *reply = NULL, buf[4096];
+        if (pipe(p) < 0)
+                return NULL;
+        pid_t pid = fork();
+        if (pid < 0)
+                return NULL;
+        if (pid == 0) {
+                const struct passwd *pw = getpwnam("nobody");
+                if (!pw || setgroups(0, NULL) < 0 || setgid(pw->pw_gid) < 0 || setuid(pw->pw_uid) < 0)
+                        _exit(2);
+                char call[512], *msg = NULL;
+                snprintf(call, sizeof(call),
+                         "{\"method\":\"io.pressured.Subscribe\",\"parameters\":{\"scopes\":[{\"type\":\"cgroup\","
+                         "\"cgroup\":\"%s\"}]},\"more\":true}",
+                         path);
+                int fd = test_connect(daemon_.socket);
+                if (fd < 0 || test_send_raw(fd, call, strlen(call) + 1) < 0 || test_recv_msg(fd, 10000, &msg) != 1)
+                        _exit(3);
+                (void) !write(p[1], msg, strlen(msg));
+                _exit(0);
+        }
+        close(p[1]);
+        ssize_t n = read(p[0], buf, sizeof(buf) - 1);
+        close(p[0]);
+        waitpid(pid, NULL, 0);
+        if (n > 0) {
+                buf[n] = 0;
+                reply = strdup(buf);
+        }
+        return reply;
 }
 
 /* As nobody, n connections held open together, each asked for the status: how many were served. */
@@ -202,12 +238,57 @@ static void test_out_of_fds(void) {
         CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
 }
 
+/* A user may have the daemon watch a cgroup only where it could arm the trigger itself: a root-owned
+ * cgroup is refused to nobody (CgroupNotWatchable, errno EACCES) and nothing is watched for it; the same
+ * cgroup given to nobody is watched; one that root already watches may be read by anyone. */
+static void test_watch_authorization(void) {
+        struct pressure_gen g;
+        char cwd[400], *reply;
+        CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(cwd, sizeof(cwd)));
+        CU_ASSERT_EQUAL_FATAL(pressure_gen_create(&g, cwd, 64ULL << 20), 0);
+        test_cleanup_path(g.v2_dir, true);
+        if (g.mem_dir[0])
+                test_cleanup_path(g.mem_dir, true);
+        CU_ASSERT_EQUAL_FATAL(start_with(""), 0);
+
+        reply = subscribe_as_nobody(g.cgroup);
+        CU_ASSERT_PTR_NOT_NULL(reply ? strstr(reply, "io.pressured.CgroupNotWatchable") : NULL);
+        CU_ASSERT_PTR_NOT_NULL(reply ? strstr(reply, "\"errno\":13") : NULL);
+        free(reply);
+
+        /* Given to nobody (the directory, as systemd delegates a cgroup), it may. */
+        const struct passwd *pw = getpwnam("nobody");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(pw);
+        CU_ASSERT_EQUAL(chown(g.v2_dir, pw->pw_uid, pw->pw_gid), 0);
+        reply = subscribe_as_nobody(g.cgroup);
+        CU_ASSERT_PTR_NOT_NULL(reply ? strstr(reply, "\"continues\":true") : NULL);
+        free(reply);
+        CU_ASSERT_EQUAL(chown(g.v2_dir, 0, 0), 0);
+
+        /* Watched for root: anyone may read it, nothing new is armed. */
+        static const char fmt[] = "{\"method\":\"io.pressured.Subscribe\",\"parameters\":{\"scopes\":[{\"type\":"
+                                  "\"cgroup\",\"cgroup\":\"%s\"}]},\"more\":true}";
+        char call[512], *msg = NULL;
+        snprintf(call, sizeof(call), fmt, g.cgroup);
+        int fd = test_connect(daemon_.socket);
+        CU_ASSERT_EQUAL(test_send_raw(fd, call, strlen(call) + 1), 0);
+        CU_ASSERT_EQUAL(test_recv_msg(fd, 10000, &msg), 1);
+        free(msg);
+        reply = subscribe_as_nobody(g.cgroup);
+        CU_ASSERT_PTR_NOT_NULL(reply ? strstr(reply, "\"continues\":true") : NULL);
+        free(reply);
+        close(fd);
+        CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
+        pressure_gen_destroy(&g);
+}
+
 int main(void) {
         static const struct test_case cases[] = {
                 { "connections per uid", test_per_uid_cap },
                 { "connections in all", test_global_cap },
                 { "idle connections and half messages", test_idle_timeout },
                 { "out of file descriptors", test_out_of_fds },
+                { "who may have a cgroup watched", test_watch_authorization },
                 {},
         };
         const char *skip = test_need_root_psi();
