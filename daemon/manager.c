@@ -49,7 +49,11 @@ struct manager *manager_free(struct manager *m) {
                 return NULL;
         /* Connections first: their subscriptions and clients hold references to scopes. Then the scope
          * registry, which tells its observers about every scope it frees; then the observers. */
-        m->server = varlink_server_free(m->server);
+        m->server = varlink_server_free(m->server); /* removes the socket */
+        if (m->socket_dir) {
+                (void) rmdir(m->socket_dir); /* made by us, and empty unless someone put something there */
+                free(m->socket_dir);
+        }
         m->shrinkers = shrink_registry_free(m->shrinkers);
         m->scopes = scope_registry_free(m->scopes);
         m->reclaim = reclaim_free(m->reclaim);
@@ -267,7 +271,8 @@ static int default_socket_path(char **ret) {
         return asprintf(ret, "%s/pressured/io.pressured", rt) < 0 ? -ENOMEM : 0;
 }
 
-static int mkdir_parent(const char *path) {
+/* The socket's directory; *ret_created is set to it when this call made it (removed again at exit). */
+static int mkdir_parent(const char *path, char **ret_created) {
         _cleanup_free_ char *dir = strdup(path);
         if (!dir)
                 return -ENOMEM;
@@ -275,8 +280,9 @@ static int mkdir_parent(const char *path) {
         if (!slash || slash == dir)
                 return 0;
         *slash = 0;
-        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-                return -errno;
+        if (mkdir(dir, 0755) < 0)
+                return errno == EEXIST ? 0 : -errno;
+        *ret_created = TAKE_PTR(dir);
         return 0;
 }
 
@@ -293,7 +299,7 @@ static int listen_path(struct manager *m) {
                                           "with --socket.");
         if (!path)
                 return log_oom();
-        r = mkdir_parent(path);
+        r = mkdir_parent(path, &m->socket_dir);
         if (r < 0)
                 return log_error_errno(r, "Failed to create the directory of %s: %m", path);
         r = varlink_server_listen_path(m->server, path, 0666);

@@ -26,6 +26,7 @@ struct manager {
         struct config config;
         struct cgroup_layout layout;
         bool have_layout;
+        char *socket_dir; /* the socket's directory, when the daemon made it: removed at exit */
         struct node_monitor *nodes;
 
         struct scope_registry *scopes;

@@ -281,10 +281,14 @@ static void scope_log_windows(struct scope_env *env, const struct psi_trigger *w
                            (unsigned long long) (used->stall_usec / 1000),
                            (unsigned long long) (used->window_usec / 1000));
         else
-                log_info("PSI triggers armed as configured: %s %llu ms per %llu ms window (the kernel accepts "
-                         "windows that are not multiples of 2 s from this process).",
+                /* Only a window that is not a multiple of 2 s tells whether the kernel takes such windows
+                 * from this process; a configured 2 s window says nothing about it. */
+                log_info("PSI triggers armed as configured: %s %llu ms per %llu ms window%s.",
                          psi_kind_to_string(used->kind), (unsigned long long) (used->stall_usec / 1000),
-                         (unsigned long long) (used->window_usec / 1000));
+                         (unsigned long long) (used->window_usec / 1000),
+                         used->window_usec % 2000000 != 0 ? " (the kernel accepts windows that are not multiples "
+                                                            "of 2 s from this process)"
+                                                          : "");
 }
 
 static int scope_arm(struct scope *s) {

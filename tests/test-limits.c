@@ -282,6 +282,20 @@ static void test_watch_authorization(void) {
         pressure_gen_destroy(&g);
 }
 
+/* The directory the daemon made for its socket goes with it (it was left behind in /run). */
+static void test_socket_dir_removed(void) {
+        char dir[96], sock[128];
+        struct stat st;
+        snprintf(dir, sizeof(dir), "/tmp/pressured-sockdir-%d", (int) getpid());
+        snprintf(sock, sizeof(sock), "%s/io.pressured", dir);
+        test_cleanup_path(dir, true);
+        const char *const args[] = { "--socket", sock, NULL };
+        CU_ASSERT_EQUAL_FATAL(test_daemon_start(&daemon_, args), 0);
+        CU_ASSERT_EQUAL(stat(sock, &st), 0);
+        CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
+        CU_ASSERT(stat(dir, &st) < 0 && errno == ENOENT);
+}
+
 int main(void) {
         static const struct test_case cases[] = {
                 { "connections per uid", test_per_uid_cap },
@@ -289,6 +303,7 @@ int main(void) {
                 { "idle connections and half messages", test_idle_timeout },
                 { "out of file descriptors", test_out_of_fds },
                 { "who may have a cgroup watched", test_watch_authorization },
+                { "the socket's directory goes with the daemon", test_socket_dir_removed },
                 {},
         };
         const char *skip = test_need_root_psi();
