@@ -81,10 +81,15 @@ static int watch_send(struct watch *w) {
         return varlink_notify(w->sub->conn, p);
 }
 
-/* A change matters to a subscriber when the scope reaches its level or drops back below it. */
+/* A change matters to a subscriber when the scope reaches its level or drops back below it, and when it
+ * is back at ok while the subscriber was last told something else: one that fell through two levels
+ * (critical, then medium, then ok, for a critical subscriber) is told of the medium and must hear of
+ * the ok too. */
 static bool watch_wants(const struct watch *w) {
         const struct scope *s = w->scope;
-        return s->level.level >= w->sub->min_level || s->previous >= w->sub->min_level;
+        if (s->level.level >= w->sub->min_level || s->previous >= w->sub->min_level)
+                return true;
+        return s->level.level == LEVEL_OK && w->last_sent < _LEVEL_MAX && w->last_sent != LEVEL_OK;
 }
 
 static bool watch_backlogged(const struct watch *w) {

@@ -125,8 +125,8 @@ static void on_record(struct pressure_client *c, const struct pressure_scope *s,
                  pressure_level_to_string(pressure_scope_get_level(s)));
 }
 
-/* min_level: told when the scope reaches it and when it falls back below, nothing else; "previous" is
- * what this subscriber last heard. */
+/* min_level: told when the scope reaches it and when it falls back below, and of the return to ok after
+ * that, nothing else; "previous" is what this subscriber last heard. */
 static void test_min_level(void) {
         struct pressure_client *sync, *crit;
         struct seen seen = {};
@@ -145,7 +145,8 @@ static void test_min_level(void) {
                 enum pressure_level level;
         } steps[] = {
                 { 3000, PRESSURE_LEVEL_LOW },      { 2400, PRESSURE_LEVEL_MEDIUM }, { 1000, PRESSURE_LEVEL_CRITICAL },
-                { 2400, PRESSURE_LEVEL_MEDIUM },   { 1000, PRESSURE_LEVEL_CRITICAL }, { 100000, PRESSURE_LEVEL_OK },
+                { 2400, PRESSURE_LEVEL_MEDIUM },   { 1000, PRESSURE_LEVEL_CRITICAL }, { 2400, PRESSURE_LEVEL_MEDIUM },
+                { 100000, PRESSURE_LEVEL_OK },
         };
         for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
                 CU_ASSERT_EQUAL(set_node1_free(steps[i].free), 0);
@@ -153,11 +154,13 @@ static void test_min_level(void) {
         }
         /* Both subscribers are written to in the same pass, so what crit was sent is in its socket now. */
         CU_ASSERT_EQUAL(pressure_client_dispatch(crit), 0);
-        CU_ASSERT_EQUAL(rec.n, 4u);
+        CU_ASSERT_EQUAL(rec.n, 5u);
         CU_ASSERT_STRING_EQUAL(rec.lines[0], "ok->critical");
         CU_ASSERT_STRING_EQUAL(rec.lines[1], "critical->medium");
         CU_ASSERT_STRING_EQUAL(rec.lines[2], "medium->critical");
-        CU_ASSERT_STRING_EQUAL(rec.lines[3], "critical->ok");
+        CU_ASSERT_STRING_EQUAL(rec.lines[3], "critical->medium");
+        /* Fallen through two levels: told of the return to ok too, not left at medium. */
+        CU_ASSERT_STRING_EQUAL(rec.lines[4], "medium->ok");
         pressure_client_unref(crit);
         pressure_client_unref(sync);
         CU_ASSERT_EQUAL(set_node1_free(3000), 0);
