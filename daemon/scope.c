@@ -316,11 +316,25 @@ static int scope_arm(struct scope *s) {
 int scope_rearm(struct scope *s) {
         if (s->type == SCOPE_NODE || s->gone)
                 return 0;
-        s->trigger_source = sd_event_source_disable_unref(s->trigger_source);
-        if (s->trigger_fd >= 0)
-                close(s->trigger_fd);
-        s->trigger_fd = -EBADF;
-        return scope_arm(s);
+        /* The new trigger first (another open file may hold one): if it fails, the old one stays and
+         * the scope is still watched. */
+        sd_event_source *old_source = TAKE_PTR(s->trigger_source);
+        struct psi_trigger old_trigger = s->trigger;
+        int old_fd = TAKE_FD(s->trigger_fd);
+        int r = scope_arm(s);
+        if (r < 0) {
+                s->trigger_source = sd_event_source_disable_unref(s->trigger_source);
+                if (s->trigger_fd >= 0)
+                        close(s->trigger_fd);
+                s->trigger_source = old_source;
+                s->trigger_fd = old_fd;
+                s->trigger = old_trigger;
+                return r;
+        }
+        sd_event_source_disable_unref(old_source);
+        if (old_fd >= 0)
+                close(old_fd);
+        return 0;
 }
 
 int scope_new_system(struct scope_env *env, struct scope **ret) {
