@@ -166,33 +166,6 @@ static int daemon_up(const char *const *args) {
         return test_daemon_start(&daemon_, args);
 }
 
-static void proc_stat(pid_t pid, uint64_t *cpu_ms, uint64_t *rss_kb, uint64_t *vctx) {
-        char path[64], buf[4096];
-        *cpu_ms = *rss_kb = *vctx = 0;
-        snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
-        FILE *f = fopen(path, "re");
-        if (f) {
-                size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-                buf[n] = 0;
-                fclose(f);
-                const char *p = strrchr(buf, ')');
-                unsigned long long ut = 0, st = 0;
-                if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) == 2)
-                        *cpu_ms = (ut + st) * 1000 / (uint64_t) sysconf(_SC_CLK_TCK);
-        }
-        snprintf(path, sizeof(path), "/proc/%d/status", (int) pid);
-        f = fopen(path, "re");
-        while (f && fgets(buf, sizeof(buf), f)) {
-                unsigned long long v;
-                if (sscanf(buf, "VmRSS: %llu", &v) == 1)
-                        *rss_kb = v;
-                if (sscanf(buf, "voluntary_ctxt_switches: %llu", &v) == 1)
-                        *vctx = v;
-        }
-        if (f)
-                fclose(f);
-}
-
 /* ---- fan-out ---- */
 
 static char root[128];
@@ -255,7 +228,7 @@ static void scenario_fanout(void) {
                 uint64_t firsts[5], lasts[5], cpus[5];
                 for (int rep = 0; rep < 5; rep++) {
                         uint64_t cpu0, cpu1, rss, vctx;
-                        proc_stat(daemon_.pid, &cpu0, &rss, &vctx);
+                        test_proc_stat(daemon_.pid, &cpu0, &rss, &vctx);
                         set_node1_free(level_free[change++ % 2]);
                         int got = 0;
                         uint64_t ts = 0, first = 0, last = 0;
@@ -283,7 +256,7 @@ static void scenario_fanout(void) {
                                                 }
                                 }
                         }
-                        proc_stat(daemon_.pid, &cpu1, &rss, &vctx);
+                        test_proc_stat(daemon_.pid, &cpu1, &rss, &vctx);
                         firsts[rep] = first > ts ? first - ts : 0;
                         lasts[rep] = last > ts ? last - ts : 0;
                         cpus[rep] = cpu1 - cpu0;
@@ -404,7 +377,7 @@ static void scenario_rounds(void) {
                 int done = 0;
                 for (int rep = 0; rep < ROUND_REPEAT; rep++) {
                         uint64_t cpu0, cpu1, rss, vctx;
-                        proc_stat(daemon_.pid, &cpu0, &rss, &vctx);
+                        test_proc_stat(daemon_.pid, &cpu0, &rss, &vctx);
                         uint64_t t0 = now_us();
                         requests = 0;
                         done = 0;
@@ -428,7 +401,7 @@ static void scenario_rounds(void) {
                                 }
                         }
                         times[rep] = now_us() - t0;
-                        proc_stat(daemon_.pid, &cpu1, &rss, &vctx);
+                        test_proc_stat(daemon_.pid, &cpu1, &rss, &vctx);
                         cpus[rep] = cpu1 - cpu0;
                 }
                 uint64_t dt = percentile(times, ROUND_REPEAT, 0.5), cpu = percentile(cpus, ROUND_REPEAT, 0.5);
@@ -467,11 +440,11 @@ static void scenario_footprint(void) {
         }
         uint64_t cpu0, rss0, v0, cpu1, rss1, v1;
         printf("== footprint (default configuration) ==\n");
-        proc_stat(daemon_.pid, &cpu0, &rss0, &v0);
+        test_proc_stat(daemon_.pid, &cpu0, &rss0, &v0);
         /* Idle: wait a minute without a word to the daemon. */
         struct pollfd none = { .fd = -1 };
         poll(&none, 0, 60000);
-        proc_stat(daemon_.pid, &cpu1, &rss1, &v1);
+        test_proc_stat(daemon_.pid, &cpu1, &rss1, &v1);
         printf("idle 60 s:            RSS %llu KiB, CPU %llu ms, %llu voluntary wake-ups (%.1f per minute)\n",
                (unsigned long long) rss1, (unsigned long long) (cpu1 - cpu0), (unsigned long long) (v1 - v0),
                (double) (v1 - v0));
@@ -487,7 +460,7 @@ static void scenario_footprint(void) {
         }
         for (int i = 0; i < ok; i++)
                 json_object_put(peer_wait(&subs[i], 5000));
-        proc_stat(daemon_.pid, &cpu0, &rss0, &v0);
+        test_proc_stat(daemon_.pid, &cpu0, &rss0, &v0);
         printf("with %d subscribers: RSS %llu KiB (%.1fx idle)\n", ok, (unsigned long long) rss0,
                (double) rss0 / (double) (rss1 ? rss1 : 1));
         for (int i = 0; i < ok; i++)
@@ -723,24 +696,6 @@ static struct fair_tally fair_count(struct test_lines *l, struct test_lines *oth
         return t;
 }
 
-/* A loop of connect, Serve, close: registrations that would start rounds for everyone. */
-static pid_t fair_spammer(void) {
-        pid_t pid = fork();
-        if (pid != 0)
-                return pid;
-        const char serve[] = "{\"method\":\"io.pressured.Serve\",\"parameters\":{\"shrinkers\":[{\"name\":\"spam\",\"memcg_aware\":true}]},\"more\":true}";
-        for (;;) {
-                int fd = test_connect(daemon_.socket);
-                if (fd >= 0) {
-                        char *reply = NULL;
-                        (void) test_send_raw(fd, serve, sizeof(serve));
-                        (void) test_recv_msg(fd, 1000, &reply);
-                        free(reply);
-                        close(fd);
-                }
-        }
-}
-
 enum fair_company { FAIR_ALONE, FAIR_PEERS, FAIR_HOSTILE };
 
 /* One phase on a fresh daemon and a fresh group under the generator's pressure: the honest client alone,
@@ -777,7 +732,7 @@ static int fair_phase(enum fair_company company, uint64_t window_ms, struct fair
         }
         if (r == 0 && company == FAIR_HOSTILE) {
                 kill(pids[3], SIGSTOP);
-                spam = fair_spammer();
+                spam = test_serve_flood(daemon_.socket);
         }
         if (r == 0) {
                 (void) pressure_gen_start(&g);

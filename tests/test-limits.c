@@ -53,33 +53,49 @@ static int served(int fd) {
         return served_within(fd, 10000);
 }
 
+/* A child running as nobody, which writes its result into *ret_fd's pipe: returns 0 in the child, its
+ * pid in the parent, or a negative errno. */
+static pid_t fork_as_nobody(int *ret_fd) {
+        int p[2];
+        if (pipe(p) < 0)
+                return -errno;
+        pid_t pid = fork();
+        if (pid < 0)
+                return -errno;
+        if (pid == 0) {
+                const struct passwd *pw = getpwnam("nobody");
+                close(p[0]);
+                if (!pw || setgroups(0, NULL) < 0 || setgid(pw->pw_gid) < 0 || setuid(pw->pw_uid) < 0)
+                        _exit(2);
+                *ret_fd = p[1];
+                return 0;
+        }
+        close(p[1]);
+        *ret_fd = p[0];
+        return pid;
+}
+
 /* As nobody, one Subscribe to cgroup path: its first reply, or NULL. */
 static char *subscribe_as_nobody(const char *path) {
-        int p[2];
         char *reply = NULL, buf[4096];
-        if (pipe(p) < 0)
-                return NULL;
-        pid_t pid = fork();
+        int fd;
+        pid_t pid = fork_as_nobody(&fd);
         if (pid < 0)
                 return NULL;
         if (pid == 0) {
-                const struct passwd *pw = getpwnam("nobody");
-                if (!pw || setgroups(0, NULL) < 0 || setgid(pw->pw_gid) < 0 || setuid(pw->pw_uid) < 0)
-                        _exit(2);
                 char call[512], *msg = NULL;
                 snprintf(call, sizeof(call),
                          "{\"method\":\"io.pressured.Subscribe\",\"parameters\":{\"scopes\":[{\"type\":\"cgroup\","
                          "\"cgroup\":\"%s\"}]},\"more\":true}",
                          path);
-                int fd = test_connect(daemon_.socket);
-                if (fd < 0 || test_send_raw(fd, call, strlen(call) + 1) < 0 || test_recv_msg(fd, 10000, &msg) != 1)
+                int c = test_connect(daemon_.socket);
+                if (c < 0 || test_send_raw(c, call, strlen(call) + 1) < 0 || test_recv_msg(c, 10000, &msg) != 1)
                         _exit(3);
-                (void) !write(p[1], msg, strlen(msg));
+                (void) !write(fd, msg, strlen(msg));
                 _exit(0);
         }
-        close(p[1]);
-        ssize_t n = read(p[0], buf, sizeof(buf) - 1);
-        close(p[0]);
+        ssize_t n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
         waitpid(pid, NULL, 0);
         if (n > 0) {
                 buf[n] = 0;
@@ -90,29 +106,23 @@ static char *subscribe_as_nobody(const char *path) {
 
 /* As nobody, n connections held open together, each asked for the status: how many were served. */
 static int served_as_nobody(int n) {
-        int p[2];
-        if (pipe(p) < 0)
-                return -errno;
-        pid_t pid = fork();
+        int fd;
+        pid_t pid = fork_as_nobody(&fd);
         if (pid < 0)
-                return -errno;
+                return (int) pid;
         if (pid == 0) {
-                const struct passwd *pw = getpwnam("nobody");
-                if (!pw || setgroups(0, NULL) < 0 || setgid(pw->pw_gid) < 0 || setuid(pw->pw_uid) < 0)
-                        _exit(2);
                 int count = 0, fds[256];
                 for (int i = 0; i < n && i < 256; i++) {
                         fds[i] = test_connect(daemon_.socket);
                         count += fds[i] >= 0 && served(fds[i]) == 1;
                 }
-                (void) !write(p[1], &count, sizeof(count));
+                (void) !write(fd, &count, sizeof(count));
                 _exit(0);
         }
-        close(p[1]);
         int count = -1;
-        if (read(p[0], &count, sizeof(count)) != sizeof(count))
+        if (read(fd, &count, sizeof(count)) != sizeof(count))
                 count = -1;
-        close(p[0]);
+        close(fd);
         waitpid(pid, NULL, 0);
         return count;
 }
@@ -183,19 +193,9 @@ static void test_idle_timeout(void) {
 }
 
 static uint64_t cpu_ms(pid_t pid) {
-        char path[64], buf[1024];
-        unsigned long long ut = 0, st = 0;
-        snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
-        FILE *f = fopen(path, "re");
-        if (!f)
-                return 0;
-        size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-        fclose(f);
-        buf[n] = 0;
-        const char *p = strrchr(buf, ')');
-        if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
-                return 0;
-        return (ut + st) * 1000 / (uint64_t) sysconf(_SC_CLK_TCK);
+        uint64_t cpu, rss, vctx;
+        test_proc_stat(pid, &cpu, &rss, &vctx);
+        return cpu;
 }
 
 /* Out of file descriptors (a low RLIMIT_NOFILE), accept() fails while connections wait: the daemon rests

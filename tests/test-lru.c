@@ -254,7 +254,9 @@ static volatile int stop_walkers;
 
 static void *walker(void *arg) {
         int nid = (int) (long) arg;
-        while (!__atomic_load_n(&stop_walkers, __ATOMIC_RELAXED)) {
+        /* A thousand walks at least, however the threads are scheduled: on a busy machine the mutators
+         * may be done before a walker first runs. */
+        for (unsigned walks = 0; walks < 1000 || !__atomic_load_n(&stop_walkers, __ATOMIC_RELAXED); walks++) {
                 struct pressure_lru_node *d;
                 uint64_t budget = 64;
                 pressure_lru_walk_node(shared, nid, second_chance_any, NULL, &budget, &d);

@@ -529,30 +529,41 @@ static void test_client_survives_restart(void) {
         test_child_stop(&c1);
 }
 
+/* Restart the daemon with a configuration of its own (the file is removed at exit). */
+static void daemon_restart_with(const char *name, const char *conf) {
+        char path[160];
+        snprintf(path, sizeof(path), "%s.%s", conf_path, name);
+        FILE *f = fopen(path, "we");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        test_cleanup_path(path, false);
+        fputs(conf, f);
+        fclose(f);
+        const char *const dargs[] = { "--config", path, NULL };
+        CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
+        CU_ASSERT_EQUAL_FATAL(test_daemon_restart(&daemon_, dargs), 0);
+}
+
+/* A 16 MiB group with the generator's writer (not started yet), removed at exit whatever happens. */
+static void group_create(struct pressure_gen *g) {
+        char cwd[400];
+        CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(cwd, sizeof(cwd)));
+        CU_ASSERT_EQUAL_FATAL(pressure_gen_create(g, cwd, 16ULL << 20), 0);
+        test_cleanup_path(g->v2_dir, true);
+        if (g->mem_dir[0])
+                test_cleanup_path(g->mem_dir, true);
+        test_cleanup_path(g->file, false);
+}
+
 /* A stopped client delays nobody: under real pressure in one cgroup, with a deadline of 20 s, a client
  * that was SIGSTOPped keeps its one request in flight while the honest client beside it is asked round
  * after round. (With a barrier at the end of each round, the honest one would wait the 20 s.) */
 static void test_stopped_client_delays_nobody(void) {
         struct test_child honest = { .lines.fd = -1 }, stopped = { .lines.fd = -1 };
         struct pressure_gen g;
-        char cwd[400], line[512], conf2[160];
+        char line[512];
 
-        snprintf(conf2, sizeof(conf2), "%s.stopped", conf_path);
-        FILE *f = fopen(conf2, "we");
-        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-        test_cleanup_path(conf2, false);
-        fprintf(f, "hold=1s\nsample_interval=250ms\nround_interval=100ms\nrequest_timeout=20s\n");
-        fclose(f);
-        const char *const dargs[] = { "--config", conf2, NULL };
-        CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
-        CU_ASSERT_EQUAL_FATAL(test_daemon_restart(&daemon_, dargs), 0);
-
-        CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(cwd, sizeof(cwd)));
-        CU_ASSERT_EQUAL_FATAL(pressure_gen_create(&g, cwd, 16ULL << 20), 0);
-        test_cleanup_path(g.v2_dir, true);
-        if (g.mem_dir[0])
-                test_cleanup_path(g.mem_dir, true);
-        test_cleanup_path(g.file, false);
+        daemon_restart_with("stopped", "hold=1s\nsample_interval=250ms\nround_interval=100ms\nrequest_timeout=20s\n");
+        group_create(&g);
         static const char *const args[] = { "--memcg", "--objects", "100000", NULL };
         CU_ASSERT_EQUAL_FATAL(client_start(&honest, g.v2_dir, false, args), 0);
         CU_ASSERT_EQUAL_FATAL(client_start(&stopped, g.v2_dir, false, args), 0);
@@ -583,25 +594,6 @@ static void drain(struct test_child *cl) {
                 ;
 }
 
-/* A loop of connect, Serve, close, as fast as the daemon answers. */
-static pid_t serve_spammer(void) {
-        pid_t pid = fork();
-        if (pid != 0)
-                return pid;
-        static const char serve[] = "{\"method\":\"io.pressured.Serve\",\"parameters\":{\"shrinkers\":"
-                                    "[{\"name\":\"spam\",\"memcg_aware\":true}]},\"more\":true}";
-        for (;;) {
-                int fd = test_connect(daemon_.socket);
-                if (fd >= 0) {
-                        char *reply = NULL;
-                        (void) test_send_raw(fd, serve, sizeof(serve));
-                        (void) test_recv_msg(fd, 1000, &reply);
-                        free(reply);
-                        close(fd);
-                }
-        }
-}
-
 /* Hostile clients beside an honest one, all in a cgroup under real pressure: one that claims a huge cache
  * and to free what it keeps, one that answers each scan just before its deadline, a stopped one, and a loop of Serve
  * calls. The liar weighs no more than its memory in the split (else the honest one's share would be
@@ -611,24 +603,10 @@ static void test_hostile_clients(void) {
         struct test_child honest = { .lines.fd = -1 }, liar = { .lines.fd = -1 }, edge = { .lines.fd = -1 },
                           stopped = { .lines.fd = -1 };
         struct pressure_gen g;
-        char cwd[400], line[512], conf3[160];
+        char line[512];
 
-        snprintf(conf3, sizeof(conf3), "%s.hostile", conf_path);
-        FILE *f = fopen(conf3, "we");
-        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-        test_cleanup_path(conf3, false);
-        fprintf(f, "hold=1s\nsample_interval=250ms\nround_interval=100ms\nrequest_timeout=1s\n");
-        fclose(f);
-        const char *const dargs[] = { "--config", conf3, NULL };
-        CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
-        CU_ASSERT_EQUAL_FATAL(test_daemon_restart(&daemon_, dargs), 0);
-
-        CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(cwd, sizeof(cwd)));
-        CU_ASSERT_EQUAL_FATAL(pressure_gen_create(&g, cwd, 16ULL << 20), 0);
-        test_cleanup_path(g.v2_dir, true);
-        if (g.mem_dir[0])
-                test_cleanup_path(g.mem_dir, true);
-        test_cleanup_path(g.file, false);
+        daemon_restart_with("hostile", "hold=1s\nsample_interval=250ms\nround_interval=100ms\nrequest_timeout=1s\n");
+        group_create(&g);
         static const char *const honest_args[] = { "--memcg", "--objects", "100000", NULL };
         static const char *const liar_args[] = { "--memcg", "--objects", "100000", "--lie", NULL };
         static const char *const edge_args[] = { "--memcg", "--objects", "100000", "--sleep-in-scan", "900", NULL };
@@ -641,7 +619,7 @@ static void test_hostile_clients(void) {
         for (size_t i = 0; i < ELEMENTSOF(all); i++)
                 CU_ASSERT_EQUAL(client_wait(all[i], "ready", 10000, line, sizeof(line)), 0);
         CU_ASSERT_EQUAL(kill(stopped.pid, SIGSTOP), 0);
-        pid_t spam = serve_spammer();
+        pid_t spam = test_serve_flood(daemon_.socket);
         CU_ASSERT_FATAL(spam > 0);
         test_cleanup_pid(spam);
 

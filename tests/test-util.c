@@ -403,3 +403,48 @@ void test_child_stop(struct test_child *c) {
         c->pid = 0;
         c->lines.fd = -1;
 }
+
+void test_proc_stat(pid_t pid, uint64_t *cpu_ms, uint64_t *rss_kb, uint64_t *vctx) {
+        char path[64], buf[4096];
+        *cpu_ms = *rss_kb = *vctx = 0;
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
+        FILE *f = fopen(path, "re");
+        if (f) {
+                size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+                buf[n] = 0;
+                fclose(f);
+                const char *p = strrchr(buf, ')');
+                unsigned long long ut = 0, st = 0;
+                if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) == 2)
+                        *cpu_ms = (ut + st) * 1000 / (uint64_t) sysconf(_SC_CLK_TCK);
+        }
+        snprintf(path, sizeof(path), "/proc/%d/status", (int) pid);
+        f = fopen(path, "re");
+        while (f && fgets(buf, sizeof(buf), f)) {
+                unsigned long long v;
+                if (sscanf(buf, "VmRSS: %llu", &v) == 1)
+                        *rss_kb = v;
+                if (sscanf(buf, "voluntary_ctxt_switches: %llu", &v) == 1)
+                        *vctx = v;
+        }
+        if (f)
+                fclose(f);
+}
+
+pid_t test_serve_flood(const char *socket_path) {
+        pid_t pid = fork();
+        if (pid != 0)
+                return pid;
+        static const char serve[] = "{\"method\":\"io.pressured.Serve\",\"parameters\":{\"shrinkers\":"
+                                    "[{\"name\":\"spam\",\"memcg_aware\":true}]},\"more\":true}";
+        for (;;) {
+                int fd = test_connect(socket_path);
+                if (fd >= 0) {
+                        char *reply = NULL;
+                        (void) test_send_raw(fd, serve, sizeof(serve));
+                        (void) test_recv_msg(fd, 1000, &reply);
+                        free(reply);
+                        close(fd);
+                }
+        }
+}

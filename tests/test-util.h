@@ -87,3 +87,11 @@ int test_send_raw(int fd, const void *data, size_t len);
 /* Receive one NUL-terminated message within timeout_ms into a malloc()ed string. Returns 1, 0 on
  * orderly close, -ETIMEDOUT, or a negative errno. */
 int test_recv_msg(int fd, int timeout_ms, char **ret);
+
+/* A process's CPU time (user + system), resident memory and voluntary context switches, from /proc; 0
+ * for what cannot be read. */
+void test_proc_stat(pid_t pid, uint64_t *cpu_ms, uint64_t *rss_kb, uint64_t *vctx);
+
+/* Fork a process that connects, registers a shrinker (io.pressured.Serve), and closes, again and again,
+ * as fast as the daemon at socket_path answers: the registration flood of a hostile client. Kill it. */
+pid_t test_serve_flood(const char *socket_path);
