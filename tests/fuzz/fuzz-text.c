@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+/* Fuzz target: every text the daemon parses that does not come from a client's message: the kernel's
+ * files (PSI lines, node lists, a node's meminfo and vmstat, /proc/zoneinfo, a cgroup's memory.stat) and
+ * the configuration file with its durations and thresholds, and cgroup paths from clients. The first
+ * byte picks the parser, the rest is its text. Nothing may crash, leak or read out of bounds, whatever
+ * the text. Replayed over its corpus as a unit test; built for libFuzzer with -Dfuzzer=true. */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cgroup.h"
+#include "config.h"
+#include "node_monitor.h"
+#include "psi.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+enum {
+        TEXT_PSI,
+        TEXT_NODE_LIST,
+        TEXT_MEMINFO,
+        TEXT_VMSTAT,
+        TEXT_ZONEINFO,
+        TEXT_MEMORY_STAT,
+        TEXT_CONFIG,
+        TEXT_DURATION,
+        TEXT_THRESHOLD,
+        TEXT_CGROUP_PATH,
+        _TEXT_MAX,
+};
+
+static void parse(unsigned which, const char *text) {
+        switch (which) {
+        case TEXT_PSI: {
+                struct psi_stats st;
+                (void) psi_parse(text, &st);
+                break;
+        }
+        case TEXT_NODE_LIST: {
+                int *ids = NULL;
+                size_t n = 0;
+                if (node_parse_list(text, &ids, &n) >= 0)
+                        free(ids);
+                break;
+        }
+        case TEXT_MEMINFO: {
+                struct node_sample s = {};
+                (void) node_parse_meminfo(text, 1, &s);
+                break;
+        }
+        case TEXT_VMSTAT: {
+                struct node_sample s = {};
+                (void) node_parse_vmstat(text, &s);
+                break;
+        }
+        case TEXT_ZONEINFO: {
+                struct node_sample nodes[2] = { { .id = 0 }, { .id = 1 } };
+                (void) node_parse_zoneinfo(text, nodes, 2);
+                break;
+        }
+        case TEXT_MEMORY_STAT: {
+                uint64_t bytes;
+                (void) cgroup_parse_anon(text, true, &bytes);
+                (void) cgroup_parse_anon(text, false, &bytes);
+                break;
+        }
+        case TEXT_CONFIG: {
+                struct config c;
+                char *error = NULL;
+                config_init(&c);
+                if (config_parse(&c, text, "fuzz.conf", &error) >= 0)
+                        (void) config_verify(&c, &error);
+                free(error);
+                config_done(&c);
+                break;
+        }
+        case TEXT_DURATION: {
+                uint64_t usec;
+                (void) config_parse_duration(text, &usec);
+                break;
+        }
+        case TEXT_THRESHOLD: {
+                struct psi_trigger t;
+                if (config_parse_threshold(text, &t) >= 0) {
+                        char buf[64];
+                        (void) psi_trigger_format(&t, buf, sizeof(buf));
+                }
+                break;
+        }
+        case TEXT_CGROUP_PATH: {
+                char *p = NULL;
+                if (cgroup_path_normalize(text, &p) >= 0)
+                        free(p);
+                break;
+        }
+        }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+        if (size < 1 || size > 65536)
+                return 0;
+        char *text = malloc(size);
+        if (!text)
+                return 0;
+        memcpy(text, data + 1, size - 1);
+        text[size - 1] = 0; /* the parsers take C strings, as read from a file */
+        parse(data[0] % _TEXT_MAX, text);
+        free(text);
+        return 0;
+}
