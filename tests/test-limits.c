@@ -282,6 +282,50 @@ static void test_watch_authorization(void) {
         pressure_gen_destroy(&g);
 }
 
+static uint64_t locked_kb(pid_t pid) {
+        char path[64], line[256];
+        unsigned long long v = 0;
+        snprintf(path, sizeof(path), "/proc/%d/status", (int) pid);
+        FILE *f = fopen(path, "re");
+        while (f && fgets(line, sizeof(line), f))
+                if (sscanf(line, "VmLck: %llu", &v) == 1)
+                        break;
+        if (f)
+                fclose(f);
+        return v;
+}
+
+/* What clients make the daemon hold is not locked memory: 100 connections with 60 KiB of unterminated
+ * input each grow its resident memory by megabytes, its locked memory not at all (with mlockall's
+ * MCL_FUTURE it grew with them). */
+static void test_client_buffers_not_locked(void) {
+        enum { N = 100, SIZE = 60 * 1024 };
+        int fds[N];
+        static char junk[SIZE];
+        uint64_t cpu, rss0, rss, vctx;
+        memset(junk, 'x', sizeof(junk));
+        CU_ASSERT_EQUAL_FATAL(start_with("lock_memory=yes\n"), 0);
+        uint64_t locked0 = locked_kb(daemon_.pid);
+        test_proc_stat(daemon_.pid, &cpu, &rss0, &vctx);
+        for (int i = 0; i < N; i++) {
+                fds[i] = test_connect(daemon_.socket);
+                CU_ASSERT(fds[i] >= 0 && test_send_raw(fds[i], junk, sizeof(junk)) == 0);
+        }
+        /* The daemon has taken the input once its resident memory shows it. */
+        rss = rss0;
+        for (uint64_t end = test_now_ms() + 10000; rss < rss0 + N * SIZE / 2048 && test_now_ms() < end;
+             (void) poll(NULL, 0, 20))
+                test_proc_stat(daemon_.pid, &cpu, &rss, &vctx);
+        uint64_t locked = locked_kb(daemon_.pid);
+        printf("(RSS %llu -> %llu KiB, locked %llu -> %llu KiB) ", (unsigned long long) rss0, (unsigned long long) rss,
+               (unsigned long long) locked0, (unsigned long long) locked);
+        CU_ASSERT(rss >= rss0 + N * SIZE / 2048);
+        CU_ASSERT(locked <= locked0 + 512);
+        for (int i = 0; i < N; i++)
+                close(fds[i]);
+        CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
+}
+
 /* The directory the daemon made for its socket goes with it (it was left behind in /run). */
 static void test_socket_dir_removed(void) {
         char dir[96], sock[128];
@@ -304,6 +348,7 @@ int main(void) {
                 { "out of file descriptors", test_out_of_fds },
                 { "who may have a cgroup watched", test_watch_authorization },
                 { "the socket's directory goes with the daemon", test_socket_dir_removed },
+                { "client buffers are not locked memory", test_client_buffers_not_locked },
                 {},
         };
         const char *skip = test_need_root_psi();
