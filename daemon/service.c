@@ -326,9 +326,12 @@ static int method_serve(struct varlink_connection *c, struct json_object *params
                 return -ENOMEM;
         *call = (struct serve_call){ .svc = svc, .conn = c, .batched = p.batched };
         const struct ucred *peer = varlink_connection_peer(c);
-        int r = shrink_client_new(svc->shrinkers, peer->pid, peer->uid, call, specs, n, &cl);
+        int r = shrink_client_new(svc->shrinkers, peer->pid, varlink_connection_peer_pidfd(c), peer->uid, call, specs,
+                                  n, &cl);
         if (r < 0) {
                 free(call);
+                if (r == -ENOMEM)
+                        return r; /* the connection closes: this is the daemon's trouble, not a refusal */
                 log_warning_errno(r, "Cannot register shrinkers of pid %d: %m", (int) peer->pid);
                 return varlink_error(c, VARLINK_ERROR_PERMISSION_DENIED, NULL);
         }

@@ -90,11 +90,11 @@ static void client_destroy(struct shrink_client *cl) {
 /* Pin the process first, then read its cgroup and open its statm, then check the pin still holds: the
  * cgroup and the memory figures belong to the process that owns the connection, not to a recycled pid
  * (an open proc file keeps reading its own process, and fails once that is gone). */
-static int client_pin(struct shrink_client *cl) {
+static int client_pin(struct shrink_client *cl, int pidfd) {
         char path[64];
-        int r = pidfd_open(cl->pid);
+        int r = pidfd >= 0 ? fcntl(pidfd, F_DUPFD_CLOEXEC, 3) : pidfd_open(cl->pid);
         if (r < 0)
-                return r;
+                return pidfd >= 0 ? -errno : r;
         cl->pidfd = r;
         r = cgroup_pid_get_path(cl->pid, &cl->cgroup);
         if (r < 0)
@@ -210,7 +210,7 @@ static bool registry_may_log(struct shrink_registry *reg) {
         return ok;
 }
 
-int shrink_client_new(struct shrink_registry *reg, pid_t pid, uid_t uid, void *owner,
+int shrink_client_new(struct shrink_registry *reg, pid_t pid, int pidfd, uid_t uid, void *owner,
                       const struct shrinker_spec *specs, size_t n, struct shrink_client **ret) {
         int r;
 
@@ -227,7 +227,7 @@ int shrink_client_new(struct shrink_registry *reg, pid_t pid, uid_t uid, void *o
         cl->statm_fd = -EBADF;
         cl->trust = SHRINK_TRUST_FULL;
 
-        r = client_pin(cl);
+        r = client_pin(cl, pidfd);
         if (r >= 0)
                 r = make_token(cl->token);
         if (r >= 0)

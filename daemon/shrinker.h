@@ -118,8 +118,10 @@ struct shrinker_spec {
 };
 
 /* Register process pid (of uid, as the kernel vouched for it) with its shrinkers (the caller has
- * validated the specs). -ESRCH when the process cannot be pinned. */
-int shrink_client_new(struct shrink_registry *reg, pid_t pid, uid_t uid, void *owner,
+ * validated the specs). pidfd: the kernel's pidfd of that process where there is one (borrowed; it is
+ * duplicated), else -EBADF and the pid is pinned now, which a pid reused since it was read would fool.
+ * -ESRCH when the process cannot be pinned (it exited). */
+int shrink_client_new(struct shrink_registry *reg, pid_t pid, int pidfd, uid_t uid, void *owner,
                       const struct shrinker_spec *specs, size_t n, struct shrink_client **ret);
 /* Tell the observers that the client is there (reclaim may send it requests at once). Separate from
  * shrink_client_new() so that the owner can first tell the client its token and ids. */
