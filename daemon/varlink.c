@@ -595,7 +595,9 @@ static void connection_io(struct varlink_connection *c, uint32_t revents) {
                 if (!drained && !c->eof && !c->dead && connection_wants_input(c))
                         connection_set_events(c, true);
                 frame_reader_trim(&c->in);
-                if (c->eof && (c->in_call || frame_writer_queued(&c->out) == 0))
+                /* The peer shut down its side: what it asked is answered (a call in progress goes on,
+                         * and the connection closes once it has ended and its output is out). */
+                if (c->eof && !c->in_call && frame_writer_queued(&c->out) == 0)
                         goto kill;
                 /* Hung up in both directions (or broken): nobody is left to answer. */
                 if (revents & (EPOLLHUP | EPOLLERR))

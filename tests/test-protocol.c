@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "test-util.h"
@@ -274,6 +275,29 @@ static void test_streaming_blocks_other_calls(void) {
         assert_daemon_serves();
 }
 
+/* A peer that shuts down its sending side with a call in progress is still answered: the call goes on
+ * (here a subscription) until the peer closes. The GetStatus on another connection is the daemon's
+ * word that it has seen the shutdown: epoll reports ready connections in the order they became ready. */
+static void test_half_closed_call_goes_on(void) {
+        int fd = connect_daemon();
+        char *msg = NULL, c;
+        const char sub[] = "{\"method\":\"io.pressured.Subscribe\",\"more\":true}";
+
+        CU_ASSERT_EQUAL(test_send_raw(fd, sub, sizeof(sub)), 0);
+        CU_ASSERT_EQUAL(shutdown(fd, SHUT_WR), 0);
+        assert_daemon_serves();
+        CU_ASSERT_EQUAL(test_recv_msg(fd, 5000, &msg), 1);
+        CU_ASSERT_PTR_NOT_NULL(msg ? strstr(msg, "\"continues\":true") : NULL);
+        free(msg);
+        /* Still open: whatever events came meanwhile, no end. */
+        ssize_t k;
+        while ((k = recv(fd, &c, 1, MSG_DONTWAIT)) > 0)
+                ;
+        CU_ASSERT(k < 0 && errno == EAGAIN);
+        close(fd);
+        assert_daemon_serves();
+}
+
 static void test_client_dies_mid_stream(void) {
         /* Many subscribers that vanish without a word; the daemon drops them and goes on. */
         for (int i = 0; i < 50; i++) {
@@ -477,6 +501,7 @@ int main(void) {
                 { "oversized messages close the connection", test_oversized_closes },
                 { "a streaming connection takes no other call", test_streaming_blocks_other_calls },
                 { "clients that die mid-stream", test_client_dies_mid_stream },
+                { "a half-closed connection's call goes on", test_half_closed_call_goes_on },
                 { "batched requests and answers", test_batched_serve_and_answers },
                 { "one request per reply without batching", test_unbatched_serve },
                 { "clean shutdown", test_clean_shutdown },
