@@ -149,7 +149,8 @@ static int saved_argc;
 static char **saved_argv;
 static const char *saved_config_path;
 
-/* SIGHUP: the file again, then the command line on top, exactly as at start-up. */
+/* SIGHUP: the file again, then the command line on top, then the same checks, exactly as at start-up:
+ * a reload takes nothing that a start would refuse. */
 static int reload_config(struct config *ret, char **ret_error) {
         struct config c;
         const char *path = saved_config_path;
@@ -162,6 +163,8 @@ static int reload_config(struct config *ret, char **ret_error) {
                 if (ret_error)
                         *ret_error = strdup("bad command-line option");
         }
+        if (r >= 0)
+                r = config_verify(&c, ret_error);
         if (r < 0) {
                 config_done(&c);
                 return r;

@@ -111,6 +111,13 @@ static void test_reload(void) {
         CU_ASSERT_EQUAL(count_in_log(where), 1);
         CU_ASSERT_EQUAL(count_in_log("old one stays in force"), 1);
 
+        /* A file each of whose lines parses, but which start-up would refuse as a whole: refused too. */
+        CU_ASSERT_EQUAL(write_conf("priority_low=6\npriority_floor_low=8\n"), 0);
+        CU_ASSERT_EQUAL(kill(daemon_pid, SIGHUP), 0);
+        CU_ASSERT_EQUAL(wait_notify("READY=1", 5000, seen, sizeof(seen)), 0);
+        CU_ASSERT_EQUAL(count_in_log("priority_floor_low is above priority_low"), 1);
+        CU_ASSERT_EQUAL(count_in_log("old one stays in force"), 2);
+
         /* A good file that watches a cgroup: after the reload it is watched, and the subscriber is still
          * there. */
         snprintf(text, sizeof(text), "cgroup=%s\nhold=3s\n", cgroup);
