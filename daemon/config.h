@@ -17,6 +17,7 @@ struct config {
         size_t max_message_size;
         /* what local users may hold of the server: see varlink_server_set_limits() */
         unsigned max_connections, max_connections_per_uid;
+        size_t max_buffered; /* all connections' buffers together */
         uint64_t idle_timeout_usec; /* 0: never */
         uint64_t sample_interval_usec; /* sampling while a scope is above ok */
         uint64_t node_interval_usec;   /* sampling of node figures while everything is ok; 0: never */

@@ -113,6 +113,7 @@ static void manager_set_server_limits(struct manager *m) {
                 .max_connections = m->config.max_connections,
                 .max_connections_per_uid = m->config.max_connections_per_uid,
                 .idle_timeout_usec = m->config.idle_timeout_usec,
+                .max_buffered = m->config.max_buffered,
         });
 }
 

@@ -41,6 +41,7 @@ struct varlink_connection {
         void (*drain)(struct varlink_connection *c, void *data);
 
         uint64_t last_active_usec; /* when it connected, or a call of it began or ended */
+        size_t accounted; /* its buffers' memory as last counted in the server's total */
         bool eof;  /* the peer shut down its side */
         bool reading; /* in on_connection_io()'s read loop, which goes on until EAGAIN by itself */
         bool dead; /* to be freed from the event loop */
@@ -69,6 +70,9 @@ struct varlink_server {
         size_t n_connections;
 
         struct varlink_limits limits;
+        size_t buffered; /* memory of every connection's buffers, as last counted */
+        uint64_t n_overflow_closed;
+        struct ratelimit overflow_log;
         struct hashmap *per_uid; /* uid -> connections open (as a pointer-sized count) */
         uint64_t n_refused, n_idle_closed;
         struct ratelimit refuse_log;
@@ -129,6 +133,50 @@ static void connection_kill(struct varlink_connection *c) {
         (void) sd_event_source_set_enabled(c->defer_source, SD_EVENT_ONESHOT);
 }
 
+/* ---- the memory of all buffers together ---- */
+
+static size_t connection_buffered(const struct varlink_connection *c) {
+        return c->in.alloc + c->out.alloc;
+}
+
+/* Over the cap of all buffers together, the connections holding the most are closed until the rest fits:
+ * the peer that makes the daemon hold the most is the one to lose it (a few clients with megabytes of
+ * unread replies or half-sent messages, not the many holding a few KiB). Closed from the event loop;
+ * what they hold counts until then, so the ones already condemned are left out of the choice. */
+static void buffers_over_cap(struct varlink_server *s) {
+        size_t live = 0;
+        for (struct varlink_connection *c = s->connections; c; c = c->next)
+                if (!c->dead)
+                        live += c->accounted;
+        while (live > s->limits.max_buffered) {
+                struct varlink_connection *big = NULL;
+                for (struct varlink_connection *c = s->connections; c; c = c->next)
+                        if (!c->dead && (!big || c->accounted > big->accounted))
+                                big = c;
+                if (!big)
+                        return;
+                unsigned suppressed;
+                s->n_overflow_closed++;
+                if (ratelimit_below(&s->overflow_log, server_now(s), &suppressed))
+                        log_warning("Closing the connection of uid %u (pid %d): it holds %zu bytes of buffers and all "
+                                    "together hold more than max_buffered (%zu; %llu closed so far).",
+                                    (unsigned) big->peer.uid, (int) big->peer.pid, big->accounted, s->limits.max_buffered,
+                                    (unsigned long long) s->n_overflow_closed);
+                live -= big->accounted;
+                connection_kill(big);
+        }
+}
+
+/* c's buffers may have grown or shrunk: bring the server's total up to date. */
+static void buffers_account(struct varlink_connection *c) {
+        struct varlink_server *s = c->server;
+        size_t now = c->dead ? c->accounted : connection_buffered(c);
+        s->buffered = s->buffered - c->accounted + now;
+        c->accounted = now;
+        if (s->limits.max_buffered > 0 && s->buffered > s->limits.max_buffered && now > 0)
+                buffers_over_cap(s);
+}
+
 /* Write what is queued now; whatever the socket does not take waits for EPOLLOUT. */
 static int connection_flush_now(struct varlink_connection *c) {
         int r = frame_writer_flush(&c->out, c->fd);
@@ -137,6 +185,7 @@ static int connection_flush_now(struct varlink_connection *c) {
                 connection_kill(c);
                 return r;
         }
+        buffers_account(c);
         connection_update_events(c);
         return 0;
 }
@@ -604,6 +653,7 @@ static void connection_io(struct varlink_connection *c, uint32_t revents) {
                         goto kill;
         }
 
+        buffers_account(c);
         if (c->dead)
                 goto kill;
         connection_update_events(c);
@@ -677,6 +727,7 @@ static void connection_free(struct varlink_connection *c) {
         c->call_data = NULL;
         c->call_data_free = NULL;
 
+        s->buffered -= c->accounted;
         if (c->registered)
                 (void) epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
         sd_event_source_disable_unref(c->defer_source);
@@ -871,7 +922,8 @@ int varlink_server_new(sd_event *event, const struct varlink_interface *interfac
                 s->info = *info;
         s->userdata = userdata;
         s->max_message_size = FRAME_DEFAULT_MAX_SIZE;
-        s->refuse_log = s->accept_log = (struct ratelimit){ .interval_usec = 10 * 1000000ULL, .burst = 5 };
+        s->refuse_log = s->accept_log = s->overflow_log =
+                (struct ratelimit){ .interval_usec = 10 * 1000000ULL, .burst = 5 };
         s->listen_fd = -EBADF;
         s->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
         int r = s->epoll_fd < 0 ? -errno : 0;

@@ -69,6 +69,9 @@ struct varlink_limits {
         size_t max_connections;
         size_t max_connections_per_uid;
         uint64_t idle_timeout_usec;
+        /* All connections' read and write buffers together; over it, the connections holding the most
+         * are closed until the rest fits (0: no cap). */
+        size_t max_buffered;
 };
 /* None by default (0 everywhere). Applies to connections made from now on; existing ones over a lowered
  * limit stay. */

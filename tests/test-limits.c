@@ -326,6 +326,42 @@ static void test_client_buffers_not_locked(void) {
         CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
 }
 
+/* All buffers together are capped: 60 connections with 60 KiB of unterminated input each (about 4 MiB
+ * of buffers) against max_buffered=2 MiB: connections are closed until the rest fits, the daemon's RSS
+ * stays near the cap, and a new client is served. */
+static void test_buffers_capped(void) {
+        enum { N = 60, SIZE = 60 * 1024 };
+        int fds[N], closed = 0;
+        static char junk[SIZE];
+        uint64_t cpu, rss0, rss, vctx;
+        memset(junk, 'x', sizeof(junk));
+        CU_ASSERT_EQUAL_FATAL(start_with("max_buffered=2097152\n"), 0);
+        test_proc_stat(daemon_.pid, &cpu, &rss0, &vctx);
+        for (int i = 0; i < N; i++) {
+                fds[i] = test_connect(daemon_.socket);
+                CU_ASSERT(fds[i] >= 0);
+                (void) test_send_raw(fds[i], junk, sizeof(junk)); /* may fail once it is closed */
+        }
+        /* The daemon's word that it has read all of it: a reply on a connection made after them. */
+        int fd = test_connect(daemon_.socket);
+        CU_ASSERT_EQUAL(served(fd), 1);
+        close(fd);
+        for (int i = 0; i < N; i++) {
+                char c;
+                ssize_t k = recv(fds[i], &c, 1, MSG_DONTWAIT);
+                closed += k == 0 || (k < 0 && errno == ECONNRESET); /* closed by the daemon */
+        }
+        test_proc_stat(daemon_.pid, &cpu, &rss, &vctx);
+        printf("(%d of %d closed; RSS %llu -> %llu KiB) ", closed, N, (unsigned long long) rss0,
+               (unsigned long long) rss);
+        CU_ASSERT(closed >= N / 3);
+        CU_ASSERT(rss < rss0 + 6 * 1024); /* the 2 MiB of buffers and allocator slack, not 4 MiB more */
+        CU_ASSERT(test_daemon_log_count(&daemon_, "all together hold more than max_buffered") >= 1);
+        for (int i = 0; i < N; i++)
+                close(fds[i]);
+        CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
+}
+
 /* The directory the daemon made for its socket goes with it (it was left behind in /run). */
 static void test_socket_dir_removed(void) {
         char dir[96], sock[128];
@@ -349,6 +385,7 @@ int main(void) {
                 { "who may have a cgroup watched", test_watch_authorization },
                 { "the socket's directory goes with the daemon", test_socket_dir_removed },
                 { "client buffers are not locked memory", test_client_buffers_not_locked },
+                { "all buffers together are capped", test_buffers_capped },
                 {},
         };
         const char *skip = test_need_root_psi();
