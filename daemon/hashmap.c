@@ -177,3 +177,14 @@ void *hashmap_remove_string(struct hashmap *h, const char *key) {
         assert(h->type == HASHMAP_KEY_STRING);
         return key ? take(h, hash_string(h, key), 0, key) : NULL;
 }
+
+size_t hashmap_count_get_u64(const struct hashmap *h, uint64_t key) {
+        return (size_t) (uintptr_t) hashmap_get_u64(h, key);
+}
+
+int hashmap_count_add_u64(struct hashmap *h, uint64_t key, int delta) {
+        size_t n = hashmap_count_get_u64(h, key);
+        n = delta < 0 ? (n > (size_t) -delta ? n - (size_t) -delta : 0) : n + (size_t) delta;
+        (void) hashmap_remove_u64(h, key); /* put() replaces nothing in place */
+        return n == 0 ? 0 : hashmap_put_u64(h, key, (void *) (uintptr_t) n);
+}

@@ -26,6 +26,11 @@ int hashmap_put_u64(struct hashmap *h, uint64_t key, void *value);
 void *hashmap_get_u64(const struct hashmap *h, uint64_t key);
 void *hashmap_remove_u64(struct hashmap *h, uint64_t key); /* the value, or NULL */
 
+/* A table of counts (a uid's connections, say): the count is kept in the value, no allocation per key.
+ * Adding to a count of 0 creates it, taking one from 1 removes it. */
+size_t hashmap_count_get_u64(const struct hashmap *h, uint64_t key);
+int hashmap_count_add_u64(struct hashmap *h, uint64_t key, int delta);
+
 int hashmap_put_string(struct hashmap *h, const char *key, void *value);
 void *hashmap_get_string(const struct hashmap *h, const char *key);
 void *hashmap_remove_string(struct hashmap *h, const char *key);

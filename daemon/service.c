@@ -116,7 +116,7 @@ static int reply_acquire_error(struct varlink_connection *c, const struct scope_
                 return varlink_error_invalid_parameter(c, "cgroup");
         if (r == -ENOENT)
                 return reply_no_such_cgroup(c, id->cgroup);
-        if (r != -EACCES) /* refused for the caller: its doing, not the daemon's fault */
+        if (r != -EACCES && r != -EDQUOT) /* refused for the caller: its doing, not the daemon's fault */
                 log_warning_errno(r, "Failed to watch cgroup %s: %m", id->cgroup);
         struct json_object *p = json_object_new_object();
         json_object_object_add(p, "cgroup", json_object_new_string(id->cgroup));
@@ -210,9 +210,17 @@ static int method_subscribe(struct varlink_connection *c, struct json_object *pa
         }
         if (!(flags & VARLINK_CALL_MORE))
                 return varlink_error(c, VARLINK_ERROR_EXPECTED_MORE, NULL);
-        for (size_t i = 0; i < n_ids; i++)
-                if (!may_watch(svc, varlink_connection_peer(c), &ids[i]))
+        const struct ucred *peer = varlink_connection_peer(c);
+        size_t n_cgroups = subscriptions_cgroups_of(svc->subscriptions, peer->uid);
+        for (size_t i = 0; i < n_ids; i++) {
+                if (!may_watch(svc, peer, &ids[i]))
                         return reply_acquire_error(c, &ids[i], -EACCES);
+                /* Each is a trigger and a file descriptor: a user with a delegated subtree of thousands
+                 * of cgroups would take the daemon's descriptors from everyone. */
+                if (ids[i].type == SCOPE_CGROUP && peer->uid != 0 &&
+                    ++n_cgroups > svc->scopes->env.config->max_cgroups_per_uid)
+                        return reply_acquire_error(c, &ids[i], -EDQUOT);
+        }
 
         _cleanup_free_ struct scope **scopes = calloc(n_ids, sizeof(struct scope *));
         if (!scopes)

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "hashmap.h"
 #include "log.h"
 #include "macro.h"
 #include "protocol.h"
@@ -14,6 +15,7 @@
 struct subscriptions {
         struct scope_registry *registry;
         int slot; /* on each scope: the head of its watch list */
+        struct hashmap *cgroups_per_uid; /* uid -> cgroup watches its subscriptions hold */
 };
 
 struct subscription;
@@ -30,6 +32,7 @@ struct watch {
 struct subscription {
         struct subscriptions *subs;
         struct varlink_connection *conn;
+        uid_t uid;
         enum level min_level;
         size_t n_watches, n_live;
         struct watch watches[];
@@ -53,6 +56,8 @@ static void watch_detach(struct watch *w) {
         w->scope = NULL;
         w->scope_prev = w->scope_next = NULL;
         w->sub->n_live--;
+        if (s->type == SCOPE_CGROUP)
+                (void) hashmap_count_add_u64(subs->cgroups_per_uid, w->sub->uid, -1);
         scope_registry_release(subs->registry, s);
 }
 
@@ -202,9 +207,11 @@ int subscriptions_new(struct scope_registry *reg, struct subscriptions **ret) {
         if (!subs)
                 return -ENOMEM;
         subs->registry = reg;
-        subs->slot = scope_registry_add_observer(reg, &observer, subs);
-        if (subs->slot < 0) {
-                int r = subs->slot;
+        int r = hashmap_new(HASHMAP_KEY_U64, &subs->cgroups_per_uid);
+        if (r >= 0)
+                r = subs->slot = scope_registry_add_observer(reg, &observer, subs);
+        if (r < 0) {
+                hashmap_free(subs->cgroups_per_uid);
                 free(subs);
                 return r;
         }
@@ -214,6 +221,8 @@ int subscriptions_new(struct scope_registry *reg, struct subscriptions **ret) {
 
 struct subscriptions *subscriptions_free(struct subscriptions *subs) {
         /* Subscriptions themselves belong to their connections, which are gone by now. */
+        if (subs)
+                hashmap_free(subs->cgroups_per_uid);
         free(subs);
         return NULL;
 }
@@ -228,6 +237,7 @@ int subscription_start(struct subscriptions *subs, struct varlink_connection *c,
         }
         sub->subs = subs;
         sub->conn = c;
+        sub->uid = varlink_connection_peer(c)->uid;
         sub->min_level = min_level;
         sub->n_watches = sub->n_live = n_scopes;
 
@@ -240,6 +250,8 @@ int subscription_start(struct subscriptions *subs, struct varlink_connection *c,
 
                 w->sub = sub;
                 w->scope = s;
+                if (s->type == SCOPE_CGROUP)
+                        (void) hashmap_count_add_u64(subs->cgroups_per_uid, sub->uid, +1);
                 w->last_sent = s->level.level;
                 w->scope_next = *head;
                 if (*head)
@@ -254,6 +266,10 @@ int subscription_start(struct subscriptions *subs, struct varlink_connection *c,
         struct json_object *p = json_object_new_object();
         json_object_object_add(p, "state", states);
         return varlink_notify(c, p);
+}
+
+size_t subscriptions_cgroups_of(const struct subscriptions *subs, uid_t uid) {
+        return hashmap_count_get_u64(subs->cgroups_per_uid, uid);
 }
 
 void subscriptions_shutdown(struct subscriptions *subs) {

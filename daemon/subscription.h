@@ -7,6 +7,7 @@
  * its watches hang in its slot on each scope. */
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "level.h"
 #include "scope_registry.h"
@@ -21,6 +22,9 @@ struct subscriptions *subscriptions_free(struct subscriptions *subs);
  * current state first. */
 int subscription_start(struct subscriptions *subs, struct varlink_connection *c, struct scope **scopes,
                        size_t n_scopes, enum level min_level);
+
+/* Cgroups watched for uid's subscriptions (a cgroup in two of them counts twice). */
+size_t subscriptions_cgroups_of(const struct subscriptions *subs, uid_t uid);
 
 /* Shutting down: end every subscription with io.pressured.ShuttingDown. */
 void subscriptions_shutdown(struct subscriptions *subs);

@@ -702,19 +702,6 @@ static int on_connection_defer(sd_event_source *s, void *userdata) {
         return 0;
 }
 
-/* Connections per uid, kept as a count in the table's value (a pointer-sized integer): no allocation
- * per connection beyond the table's own entry. */
-static size_t uid_count(const struct varlink_server *s, uid_t uid) {
-        return (size_t) (uintptr_t) hashmap_get_u64(s->per_uid, uid);
-}
-
-static int uid_count_add(struct varlink_server *s, uid_t uid, int delta) {
-        size_t n = uid_count(s, uid);
-        n = delta < 0 ? (n > 0 ? n - 1 : 0) : n + 1;
-        (void) hashmap_remove_u64(s->per_uid, uid); /* the table replaces nothing in place */
-        return n == 0 ? 0 : hashmap_put_u64(s->per_uid, uid, (void *) (uintptr_t) n);
-}
-
 static void connection_free(struct varlink_connection *c) {
         if (!c)
                 return;
@@ -745,7 +732,7 @@ static void connection_free(struct varlink_connection *c) {
         if (c->next)
                 c->next->prev = c->prev;
         s->n_connections--;
-        uid_count_add(s, c->peer.uid, -1);
+        (void) hashmap_count_add_u64(s->per_uid, c->peer.uid, -1);
         free(c);
 }
 
@@ -773,11 +760,11 @@ static int connection_new(struct varlink_server *s, int fd) {
         /* Root is the machine's administrator, bound by the cap of all connections only: a service
          * running many shrinker clients as root is no attack. */
         if (s->limits.max_connections_per_uid > 0 && peer.uid != 0 &&
-            uid_count(s, peer.uid) >= s->limits.max_connections_per_uid)
+            hashmap_count_get_u64(s->per_uid, peer.uid) >= s->limits.max_connections_per_uid)
                 return connection_refuse(s, fd, &peer, "max_connections_per_uid");
 
         struct varlink_connection *c = calloc(1, sizeof(*c));
-        if (!c || uid_count_add(s, peer.uid, +1) < 0) {
+        if (!c || hashmap_count_add_u64(s->per_uid, peer.uid, +1) < 0) {
                 free(c);
                 close(fd);
                 return -ENOMEM;

@@ -75,33 +75,40 @@ static pid_t fork_as_nobody(int *ret_fd) {
         return pid;
 }
 
-/* As nobody, one Subscribe to cgroup path: its first reply, or NULL. */
-static char *subscribe_as_nobody(const char *path) {
+/* As nobody, one Subscribe to the n cgroups: its first reply, or NULL. */
+static char *subscribe_as_nobody_n(const char *const *paths, size_t n) {
         char *reply = NULL, buf[4096];
         int fd;
         pid_t pid = fork_as_nobody(&fd);
         if (pid < 0)
                 return NULL;
         if (pid == 0) {
-                char call[512], *msg = NULL;
-                snprintf(call, sizeof(call),
-                         "{\"method\":\"io.pressured.Subscribe\",\"parameters\":{\"scopes\":[{\"type\":\"cgroup\","
-                         "\"cgroup\":\"%s\"}]},\"more\":true}",
-                         path);
+                char call[2048], *msg = NULL;
+                size_t len = (size_t) snprintf(call, sizeof(call),
+                                               "{\"method\":\"io.pressured.Subscribe\",\"parameters\":{\"scopes\":[");
+                for (size_t i = 0; i < n && len < sizeof(call); i++)
+                        len += (size_t) snprintf(call + len, sizeof(call) - len, "%s{\"type\":\"cgroup\",\"cgroup\":\"%s\"}",
+                                                 i ? "," : "", paths[i]);
+                if (len < sizeof(call))
+                        snprintf(call + len, sizeof(call) - len, "]},\"more\":true}");
                 int c = test_connect(daemon_.socket);
                 if (c < 0 || test_send_raw(c, call, strlen(call) + 1) < 0 || test_recv_msg(c, 10000, &msg) != 1)
                         _exit(3);
                 (void) !write(fd, msg, strlen(msg));
                 _exit(0);
         }
-        ssize_t n = read(fd, buf, sizeof(buf) - 1);
+        ssize_t got = read(fd, buf, sizeof(buf) - 1);
         close(fd);
         waitpid(pid, NULL, 0);
-        if (n > 0) {
-                buf[n] = 0;
+        if (got > 0) {
+                buf[got] = 0;
                 reply = strdup(buf);
         }
         return reply;
+}
+
+static char *subscribe_as_nobody(const char *path) {
+        return subscribe_as_nobody_n(&path, 1);
 }
 
 /* As nobody, n connections held open together, each asked for the status: how many were served. */
@@ -326,6 +333,41 @@ static void test_client_buffers_not_locked(void) {
         CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
 }
 
+/* A user may have at most max_cgroups_per_uid cgroups watched: three of its own in one Subscribe
+ * against a cap of two are refused (CgroupNotWatchable, errno EDQUOT), two are watched. */
+static void test_cgroups_per_uid(void) {
+        struct pressure_gen g;
+        char cwd[400], *reply, cg[3][256], dir[3][700];
+        const char *paths[3];
+        const struct passwd *pw = getpwnam("nobody");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(pw);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(cwd, sizeof(cwd)));
+        CU_ASSERT_EQUAL_FATAL(pressure_gen_create(&g, cwd, 64ULL << 20), 0);
+        test_cleanup_path(g.v2_dir, true);
+        if (g.mem_dir[0])
+                test_cleanup_path(g.mem_dir, true);
+        for (int i = 0; i < 3; i++) {
+                snprintf(cg[i], sizeof(cg[i]), "%s/c%d", g.cgroup, i);
+                snprintf(dir[i], sizeof(dir[i]), "%s/c%d", g.v2_dir, i);
+                CU_ASSERT_EQUAL_FATAL(mkdir(dir[i], 0755), 0);
+                test_cleanup_path(dir[i], true);
+                CU_ASSERT_EQUAL(chown(dir[i], pw->pw_uid, pw->pw_gid), 0);
+                paths[i] = cg[i];
+        }
+        CU_ASSERT_EQUAL_FATAL(start_with("max_cgroups_per_uid=2\n"), 0);
+        reply = subscribe_as_nobody_n(paths, 3);
+        CU_ASSERT_PTR_NOT_NULL(reply ? strstr(reply, "io.pressured.CgroupNotWatchable") : NULL);
+        CU_ASSERT_PTR_NOT_NULL(reply ? strstr(reply, "\"errno\":122") : NULL);
+        free(reply);
+        reply = subscribe_as_nobody_n(paths, 2);
+        CU_ASSERT_PTR_NOT_NULL(reply ? strstr(reply, "\"continues\":true") : NULL);
+        free(reply);
+        CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
+        for (int i = 0; i < 3; i++)
+                CU_ASSERT_EQUAL(rmdir(dir[i]), 0);
+        pressure_gen_destroy(&g);
+}
+
 /* All buffers together are capped: 60 connections with 60 KiB of unterminated input each (about 4 MiB
  * of buffers) against max_buffered=2 MiB: connections are closed until the rest fits, the daemon's RSS
  * stays near the cap, and a new client is served. */
@@ -386,6 +428,7 @@ int main(void) {
                 { "the socket's directory goes with the daemon", test_socket_dir_removed },
                 { "client buffers are not locked memory", test_client_buffers_not_locked },
                 { "all buffers together are capped", test_buffers_capped },
+                { "cgroups watched per user", test_cgroups_per_uid },
                 {},
         };
         const char *skip = test_need_root_psi();
