@@ -334,8 +334,8 @@ static int method_serve(struct varlink_connection *c, struct json_object *params
                 return -ENOMEM;
         *call = (struct serve_call){ .svc = svc, .conn = c, .batched = p.batched };
         const struct ucred *peer = varlink_connection_peer(c);
-        int r = shrink_client_new(svc->shrinkers, peer->pid, varlink_connection_peer_pidfd(c), peer->uid, call, specs,
-                                  n, &cl);
+        _cleanup_close_ int pidfd = varlink_connection_peer_pidfd(c);
+        int r = shrink_client_new(svc->shrinkers, peer->pid, pidfd, peer->uid, call, specs, n, &cl);
         if (r < 0) {
                 free(call);
                 if (r == -ENOMEM)

@@ -28,7 +28,6 @@ struct varlink_connection {
         struct varlink_connection *prev, *next;
         int fd;
         struct ucred peer;
-        int peer_pidfd; /* SO_PEERPIDFD: the very process that connected (Linux 6.5); -EBADF without */
         bool registered; /* in the server's epoll set */
         sd_event_source *defer_source; /* processes buffered calls and deferred close */
         struct frame_reader in;
@@ -722,8 +721,6 @@ static void connection_free(struct varlink_connection *c) {
         frame_writer_done(&c->out);
         if (c->fd >= 0)
                 close(c->fd);
-        if (c->peer_pidfd >= 0)
-                close(c->peer_pidfd);
 
         if (c->prev)
                 c->prev->next = c->next;
@@ -772,11 +769,7 @@ static int connection_new(struct varlink_server *s, int fd) {
         c->server = s;
         c->fd = fd;
         c->peer = peer;
-        /* The pid of SO_PEERCRED may belong to another process by the time it is pinned; a pidfd taken
-         * by the kernel at connect() cannot. */
-        socklen_t plen = sizeof(c->peer_pidfd);
-        if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &c->peer_pidfd, &plen) < 0)
-                c->peer_pidfd = -EBADF;
+
         c->last_active_usec = server_now(s);
         frame_reader_init(&c->in, s->max_message_size);
         frame_writer_init(&c->out);
@@ -1055,7 +1048,13 @@ size_t varlink_connection_queued(const struct varlink_connection *c) {
 }
 
 int varlink_connection_peer_pidfd(const struct varlink_connection *c) {
-        return c->peer_pidfd;
+        /* The kernel keeps the connecting process with the socket: asked now, it still names that one
+         * (one descriptor per connection for the whole of its life would halve how many fit). */
+        int pidfd = -EBADF;
+        socklen_t len = sizeof(pidfd);
+        if (getsockopt(c->fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) < 0)
+                return -errno;
+        return pidfd;
 }
 
 const struct ucred *varlink_connection_peer(const struct varlink_connection *c) {

@@ -110,8 +110,9 @@ size_t varlink_connection_queued(const struct varlink_connection *c);
 /* Close the connection from the event loop (never under the caller's feet); its call data is freed then. */
 void varlink_connection_close(struct varlink_connection *c);
 const struct ucred *varlink_connection_peer(const struct varlink_connection *c);
-/* A pidfd of the process that connected, from SO_PEERPIDFD (Linux 6.5 and newer; borrowed, -EBADF where
- * the kernel has none): unlike the pid, it can never name another process. */
+/* A new pidfd of the process that connected, from SO_PEERPIDFD (Linux 6.5 and newer; the caller closes
+ * it), or a negative errno where the kernel has none: unlike the pid, it can never name another
+ * process. */
 int varlink_connection_peer_pidfd(const struct varlink_connection *c);
 void *varlink_connection_server_userdata(const struct varlink_connection *c);
 

@@ -3,8 +3,10 @@
  * uid and in all (a user over its cap is refused, others are served), idle connections and half-sent
  * messages closed after the idle timeout while a subscriber stays, and a daemon out of file descriptors
  * that backs off instead of spinning and serves again once descriptors come back. */
+#include <dirent.h>
 #include <errno.h>
 #include <grp.h>
+#include <signal.h>
 #include <poll.h>
 #include <pwd.h>
 #include <stdio.h>
@@ -404,6 +406,78 @@ static void test_buffers_capped(void) {
         CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
 }
 
+static unsigned open_fds(pid_t pid) {
+        char path[64];
+        unsigned n = 0;
+        snprintf(path, sizeof(path), "/proc/%d/fd", (int) pid);
+        DIR *d = opendir(path);
+        for (struct dirent *de; d && (de = readdir(d));)
+                n += de->d_name[0] != '.';
+        if (d)
+                closedir(d);
+        return n;
+}
+
+/* Peers that pipeline calls and never read their replies: the daemon stops reading each once 256 KiB of
+ * replies wait for it, so its memory and descriptors stay bounded, and others are served. */
+static void test_pipelining_non_readers(void) {
+        enum { N = 20, CALLS = 4000 };
+        int fds[N];
+        uint64_t cpu, rss0, rss, vctx;
+        static const char call[] = "{\"method\":\"io.pressured.GetStatus\"}";
+        static char batch[CALLS * sizeof(call)];
+        for (size_t i = 0; i < CALLS; i++)
+                memcpy(batch + i * sizeof(call), call, sizeof(call));
+        CU_ASSERT_EQUAL_FATAL(start_with(""), 0);
+        test_proc_stat(daemon_.pid, &cpu, &rss0, &vctx);
+        unsigned fds0 = open_fds(daemon_.pid);
+        for (int i = 0; i < N; i++) {
+                fds[i] = test_connect(daemon_.socket);
+                CU_ASSERT(fds[i] >= 0);
+                /* As much as the socket takes: the rest would block, as the daemon has stopped reading. */
+                (void) send(fds[i], batch, sizeof(batch), MSG_DONTWAIT);
+        }
+        int fd = test_connect(daemon_.socket);
+        CU_ASSERT_EQUAL(served(fd), 1);
+        test_proc_stat(daemon_.pid, &cpu, &rss, &vctx);
+        unsigned fds1 = open_fds(daemon_.pid);
+        printf("(RSS %llu -> %llu KiB, fds %u -> %u) ", (unsigned long long) rss0, (unsigned long long) rss, fds0, fds1);
+        /* 256 KiB of replies and one read chunk per peer, with room for the allocator */
+        CU_ASSERT(rss < rss0 + N * 512 + 4096);
+        CU_ASSERT(fds1 <= fds0 + N + 1);
+        close(fd);
+        for (int i = 0; i < N; i++)
+                close(fds[i]);
+        CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
+}
+
+/* One connection floods oneway calls for as long as the test lasts: another client is still answered
+ * (it was not within 30 s when a connection was read until its socket ran dry). */
+static void test_oneway_flood(void) {
+        CU_ASSERT_EQUAL_FATAL(start_with(""), 0);
+        pid_t flooder = fork();
+        CU_ASSERT_FATAL(flooder >= 0);
+        if (flooder == 0) {
+                static const char call[] = "{\"method\":\"io.pressured.GetStatus\",\"oneway\":true}";
+                static char buf[64 * sizeof(call)];
+                for (size_t i = 0; i < 64; i++)
+                        memcpy(buf + i * sizeof(call), call, sizeof(call));
+                int f = test_connect(daemon_.socket);
+                while (f >= 0 && test_send_raw(f, buf, sizeof(buf)) == 0)
+                        ;
+                _exit(0);
+        }
+        test_cleanup_pid(flooder);
+        int fd = test_connect(daemon_.socket);
+        for (int i = 0; i < 20; i++)
+                CU_ASSERT_EQUAL(served(fd), 1);
+        close(fd);
+        kill(flooder, SIGKILL);
+        waitpid(flooder, NULL, 0);
+        test_cleanup_forget_pid(flooder);
+        CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
+}
+
 /* The directory the daemon made for its socket goes with it (it was left behind in /run). */
 static void test_socket_dir_removed(void) {
         char dir[96], sock[128];
@@ -429,6 +503,8 @@ int main(void) {
                 { "client buffers are not locked memory", test_client_buffers_not_locked },
                 { "all buffers together are capped", test_buffers_capped },
                 { "cgroups watched per user", test_cgroups_per_uid },
+                { "peers that pipeline calls and never read", test_pipelining_non_readers },
+                { "a oneway flood on one connection", test_oneway_flood },
                 {},
         };
         const char *skip = test_need_root_psi();
