@@ -66,6 +66,8 @@ ssize_t frame_reader_read_fd(struct frame_reader *r, int fd) {
 }
 
 int frame_reader_next(struct frame_reader *r, const char **ret, size_t *ret_len) {
+        if (!r->buf)
+                return 0; /* nothing read since the buffer was given back (NULL + 0 is no pointer) */
         const char *base = r->buf + r->start;
         size_t avail = r->len - r->start;
 

@@ -399,7 +399,9 @@ static void test_buffers_capped(void) {
         printf("(%d of %d closed; RSS %llu -> %llu KiB) ", closed, N, (unsigned long long) rss0,
                (unsigned long long) rss);
         CU_ASSERT(closed >= N / 3);
+#if !defined(__SANITIZE_ADDRESS__) /* its allocator keeps what is freed in quarantine: RSS says nothing */
         CU_ASSERT(rss < rss0 + 6 * 1024); /* the 2 MiB of buffers and allocator slack, not 4 MiB more */
+#endif
         CU_ASSERT(test_daemon_log_count(&daemon_, "all together hold more than max_buffered") >= 1);
         for (int i = 0; i < N; i++)
                 close(fds[i]);
@@ -442,8 +444,10 @@ static void test_pipelining_non_readers(void) {
         test_proc_stat(daemon_.pid, &cpu, &rss, &vctx);
         unsigned fds1 = open_fds(daemon_.pid);
         printf("(RSS %llu -> %llu KiB, fds %u -> %u) ", (unsigned long long) rss0, (unsigned long long) rss, fds0, fds1);
+#if !defined(__SANITIZE_ADDRESS__) /* its allocator keeps what is freed in quarantine: RSS says nothing */
         /* 256 KiB of replies and one read chunk per peer, with room for the allocator */
         CU_ASSERT(rss < rss0 + N * 512 + 4096);
+#endif
         CU_ASSERT(fds1 <= fds0 + N + 1);
         close(fd);
         for (int i = 0; i < N; i++)
