@@ -134,15 +134,17 @@ int cgroup_check(const struct cgroup_layout *l, const char *cgroup) {
         return 0;
 }
 
-static bool mode_lets_write(const struct stat *st, uid_t uid, gid_t gid) {
+/* As the kernel decides (acl aside): the owner's bits for the owner, the group's for a member. */
+static bool mode_lets_write(const struct stat *st, uid_t uid, const gid_t *gids, size_t n_gids) {
         if (st->st_uid == uid)
                 return st->st_mode & S_IWUSR;
-        if (st->st_gid == gid)
-                return st->st_mode & S_IWGRP;
+        for (size_t i = 0; i < n_gids; i++)
+                if (st->st_gid == gids[i])
+                        return st->st_mode & S_IWGRP;
         return st->st_mode & S_IWOTH;
 }
 
-int cgroup_may_watch(const struct cgroup_layout *l, const char *cgroup, uid_t uid, gid_t gid) {
+int cgroup_may_watch(const struct cgroup_layout *l, const char *cgroup, uid_t uid, const gid_t *gids, size_t n_gids) {
         _cleanup_free_ char *file = NULL, *dir = NULL;
         struct stat st;
         int r;
@@ -154,7 +156,7 @@ int cgroup_may_watch(const struct cgroup_layout *l, const char *cgroup, uid_t ui
                 return r;
         if (stat(file, &st) < 0)
                 return -errno;
-        if (mode_lets_write(&st, uid, gid))
+        if (mode_lets_write(&st, uid, gids, n_gids))
                 return 1;
         r = cgroup_file_path(l, cgroup, "", &dir);
         if (r < 0)

@@ -28,11 +28,11 @@ int cgroup_file_path(const struct cgroup_layout *l, const char *cgroup, const ch
 /* Whether the cgroup exists and reports memory pressure. Returns 0, -ENOENT, or another negative errno. */
 int cgroup_check(const struct cgroup_layout *l, const char *cgroup);
 
-/* Whether user uid (primary group gid) could arm a PSI trigger on the cgroup's memory.pressure itself:
- * the file's mode lets it write (as owner, group or other), or it owns the cgroup's directory (and so
- * could make the file its own). 1 or 0; a negative errno when the files cannot be looked at. Root's
- * answer is always 1. Supplementary groups are not consulted. */
-int cgroup_may_watch(const struct cgroup_layout *l, const char *cgroup, uid_t uid, gid_t gid);
+/* Whether user uid (in groups gids[0..n_gids), its primary group among them) could arm a PSI trigger on
+ * the cgroup's memory.pressure itself: the file's mode lets it write (as owner, group or other), or it
+ * owns the cgroup's directory (and so could make the file its own). 1 or 0; a negative errno when the
+ * files cannot be looked at. Root's answer is always 1. */
+int cgroup_may_watch(const struct cgroup_layout *l, const char *cgroup, uid_t uid, const gid_t *gids, size_t n_gids);
 
 /* Memory use and the limit that reclaim works against (v2: the lower of memory.high and memory.max; v1:
  * memory.limit_in_bytes at the same path in the memory hierarchy). *ret_limit is UINT64_MAX when there is

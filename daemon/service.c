@@ -129,8 +129,11 @@ static int reply_acquire_error(struct varlink_connection *c, const struct scope_
  * may have the daemon do that only where it could itself: it may write the file, owns the cgroup, or
  * the cgroup holds the user's own process (its ancestors' pressure is its own). A cgroup already
  * watched arms nothing new: anyone may read its state. */
-static bool may_watch(const struct service *svc, const struct ucred *peer, const struct scope_id *id) {
+static bool may_watch(const struct service *svc, struct varlink_connection *c, const struct scope_id *id) {
+        const struct ucred *peer = varlink_connection_peer(c);
         _cleanup_free_ char *path = NULL, *own = NULL;
+        _cleanup_free_ gid_t *gids = NULL;
+        size_t n_gids = 0;
 
         if (id->type != SCOPE_CGROUP || peer->uid == 0)
                 return true;
@@ -140,7 +143,9 @@ static bool may_watch(const struct service *svc, const struct ucred *peer, const
                 return true;
         if (cgroup_pid_get_path(peer->pid, &own) >= 0 && shrink_cgroup_within(own, path))
                 return true;
-        int r = cgroup_may_watch(svc->layout, path, peer->uid, peer->gid);
+        if (varlink_connection_peer_groups(c, &gids, &n_gids) < 0)
+                return false;
+        int r = cgroup_may_watch(svc->layout, path, peer->uid, gids, n_gids);
         return r != 0; /* an error (no such cgroup) is for acquiring it to report */
 }
 
@@ -213,7 +218,7 @@ static int method_subscribe(struct varlink_connection *c, struct json_object *pa
         const struct ucred *peer = varlink_connection_peer(c);
         size_t n_cgroups = subscriptions_cgroups_of(svc->subscriptions, peer->uid);
         for (size_t i = 0; i < n_ids; i++) {
-                if (!may_watch(svc, peer, &ids[i]))
+                if (!may_watch(svc, c, &ids[i]))
                         return reply_acquire_error(c, &ids[i], -EACCES);
                 /* Each is a trigger and a file descriptor: a user with a delegated subtree of thousands
                  * of cgroups would take the daemon's descriptors from everyone. */

@@ -13,6 +13,9 @@
 #ifndef SO_PEERPIDFD
 #define SO_PEERPIDFD 77
 #endif
+#ifndef SO_PEERGROUPS
+#define SO_PEERGROUPS 59
+#endif
 
 #include "frame.h"
 #include "hashmap.h"
@@ -1045,6 +1048,27 @@ void varlink_connection_close(struct varlink_connection *c) {
 
 size_t varlink_connection_queued(const struct varlink_connection *c) {
         return frame_writer_queued(&c->out);
+}
+
+int varlink_connection_peer_groups(const struct varlink_connection *c, gid_t **ret, size_t *ret_n) {
+        socklen_t len = 16 * sizeof(gid_t);
+        for (;;) {
+                _cleanup_free_ gid_t *g = malloc(sizeof(gid_t) + len);
+                if (!g)
+                        return -ENOMEM;
+                g[0] = c->peer.gid;
+                socklen_t got = len;
+                if (getsockopt(c->fd, SOL_SOCKET, SO_PEERGROUPS, g + 1, &got) < 0) {
+                        if (errno == ERANGE && got > len) {
+                                len = got; /* the kernel says how much room it needs */
+                                continue;
+                        }
+                        got = 0; /* no supplementary groups known: the primary one alone */
+                }
+                *ret_n = 1 + got / sizeof(gid_t);
+                *ret = TAKE_PTR(g);
+                return 0;
+        }
 }
 
 int varlink_connection_peer_pidfd(const struct varlink_connection *c) {

@@ -110,6 +110,9 @@ size_t varlink_connection_queued(const struct varlink_connection *c);
 /* Close the connection from the event loop (never under the caller's feet); its call data is freed then. */
 void varlink_connection_close(struct varlink_connection *c);
 const struct ucred *varlink_connection_peer(const struct varlink_connection *c);
+/* The groups of the process that connected, as the kernel recorded them at connect() (SO_PEERGROUPS):
+ * the primary group first, then the supplementary ones. The caller frees *ret. */
+int varlink_connection_peer_groups(const struct varlink_connection *c, gid_t **ret, size_t *ret_n);
 /* A new pidfd of the process that connected, from SO_PEERPIDFD (Linux 6.5 and newer; the caller closes
  * it), or a negative errno where the kernel has none: unlike the pid, it can never name another
  * process. */

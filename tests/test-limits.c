@@ -55,6 +55,9 @@ static int served(int fd) {
         return served_within(fd, 10000);
 }
 
+/* A supplementary group for the next nobody children (0: none). */
+static gid_t nobody_group;
+
 /* A child running as nobody, which writes its result into *ret_fd's pipe: returns 0 in the child, its
  * pid in the parent, or a negative errno. */
 static pid_t fork_as_nobody(int *ret_fd) {
@@ -67,7 +70,8 @@ static pid_t fork_as_nobody(int *ret_fd) {
         if (pid == 0) {
                 const struct passwd *pw = getpwnam("nobody");
                 close(p[0]);
-                if (!pw || setgroups(0, NULL) < 0 || setgid(pw->pw_gid) < 0 || setuid(pw->pw_uid) < 0)
+                if (!pw || setgroups(nobody_group ? 1 : 0, &nobody_group) < 0 || setgid(pw->pw_gid) < 0 ||
+                    setuid(pw->pw_uid) < 0)
                         _exit(2);
                 *ret_fd = p[1];
                 return 0;
@@ -273,6 +277,23 @@ static void test_watch_authorization(void) {
         CU_ASSERT_PTR_NOT_NULL(reply ? strstr(reply, "\"continues\":true") : NULL);
         free(reply);
         CU_ASSERT_EQUAL(chown(g.v2_dir, 0, 0), 0);
+
+        /* Writable for a group nobody is in as a supplementary group (as the kernel would let it arm a
+         * trigger itself), it may; without that group, it may not. */
+        char file[700];
+        snprintf(file, sizeof(file), "%s/memory.pressure", g.v2_dir);
+        CU_ASSERT_EQUAL(chown(file, 0, 4242), 0);
+        CU_ASSERT_EQUAL(chmod(file, 0664), 0);
+        reply = subscribe_as_nobody(g.cgroup);
+        CU_ASSERT_PTR_NOT_NULL(reply ? strstr(reply, "\"errno\":13") : NULL);
+        free(reply);
+        nobody_group = 4242;
+        reply = subscribe_as_nobody(g.cgroup);
+        nobody_group = 0;
+        CU_ASSERT_PTR_NOT_NULL(reply ? strstr(reply, "\"continues\":true") : NULL);
+        free(reply);
+        CU_ASSERT_EQUAL(chown(file, 0, 0), 0);
+        CU_ASSERT_EQUAL(chmod(file, 0644), 0);
 
         /* Watched for root: anyone may read it, nothing new is armed. */
         static const char fmt[] = "{\"method\":\"io.pressured.Subscribe\",\"parameters\":{\"scopes\":[{\"type\":"
