@@ -107,10 +107,29 @@ static void config_take_reloadable(struct config *cur, struct config *c) {
         config_done(&old);
 }
 
+/* Descriptors kept for the daemon's own work beyond its connections: triggers of watched cgroups, the
+ * files it reads, shrink clients' pidfds and statm files, the journal. */
+#define FDS_RESERVED 256
+
+/* Connections fit the descriptors the daemon may have, with its own work's reserve kept free of them:
+ * a crowd of clients must not leave it unable to open a PSI file. */
+static unsigned connections_that_fit(unsigned wanted) {
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+                return wanted;
+        rlim_t room = rl.rlim_cur > 2 * FDS_RESERVED ? rl.rlim_cur - FDS_RESERVED : rl.rlim_cur / 2;
+        if (room >= wanted)
+                return wanted;
+        log_notice("max_connections lowered from %u to %llu: RLIMIT_NOFILE is %llu and %u descriptors are kept for "
+                   "the daemon's own work.",
+                   wanted, (unsigned long long) room, (unsigned long long) rl.rlim_cur, FDS_RESERVED);
+        return (unsigned) room;
+}
+
 static void manager_set_server_limits(struct manager *m) {
         varlink_server_set_max_message_size(m->server, m->config.max_message_size);
         (void) varlink_server_set_limits(m->server, &(struct varlink_limits){
-                .max_connections = m->config.max_connections,
+                .max_connections = connections_that_fit(m->config.max_connections),
                 .max_connections_per_uid = m->config.max_connections_per_uid,
                 .idle_timeout_usec = m->config.idle_timeout_usec,
                 .max_buffered = m->config.max_buffered,

@@ -503,6 +503,27 @@ static void test_oneway_flood(void) {
         CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
 }
 
+/* With few descriptors to have (a hard RLIMIT_NOFILE of 300), the daemon keeps a reserve for its own work
+ * and takes fewer connections than configured: said in its log. (In a child: a hard limit, once lowered,
+ * cannot be raised again.) */
+static void test_fd_reserve(void) {
+        pid_t pid = fork();
+        CU_ASSERT_FATAL(pid >= 0);
+        if (pid == 0) {
+                const struct rlimit rl = { .rlim_cur = 300, .rlim_max = 300 };
+                if (setrlimit(RLIMIT_NOFILE, &rl) < 0 || start_with("") < 0)
+                        _exit(2);
+                int seen = test_daemon_log_count(&daemon_, "max_connections lowered from 4096 to 150");
+                int fd = test_connect(daemon_.socket);
+                int ok = seen == 1 && served(fd) == 1;
+                close(fd);
+                _exit(test_daemon_stop(&daemon_) == 0 && ok ? 0 : 1);
+        }
+        int status;
+        CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
+        CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 /* The directory the daemon made for its socket goes with it (it was left behind in /run). */
 static void test_socket_dir_removed(void) {
         char dir[96], sock[128];
@@ -530,6 +551,7 @@ int main(void) {
                 { "cgroups watched per user", test_cgroups_per_uid },
                 { "peers that pipeline calls and never read", test_pipelining_non_readers },
                 { "a oneway flood on one connection", test_oneway_flood },
+                { "descriptors kept for the daemon's own work", test_fd_reserve },
                 {},
         };
         const char *skip = test_need_root_psi();
