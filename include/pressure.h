@@ -389,6 +389,14 @@ uint64_t pressure_lru_walk_node(struct pressure_lru *lru, int nid, pressure_lru_
 typedef void (*pressure_lru_free_t)(struct pressure_lru_node *item, void *userdata);
 
 /**
+ * Take every object off every node's list and call free_fn for each, outside the locks (as a walk with
+ * an isolate callback that removes everything, node by node): what a program does before
+ * pressure_lru_free(), which leaves objects alone. Objects added meanwhile by other threads may stay.
+ * Returns the number freed. Since LIBPRESSURE_0.3.
+ */
+uint64_t pressure_lru_drain(struct pressure_lru *lru, pressure_lru_free_t free_fn, void *userdata);
+
+/**
  * Register the list's built-in shrinker with the daemon: NUMA_AWARE (plus the given extra flags, e.g.
  * PRESSURE_SHRINKER_MEMCG_AWARE), count = the node's length (bytes = length * object_size when
  * object_size > 0), scan = walk the node's oldest nr_to_scan objects through isolate (NULL: second

@@ -238,6 +238,29 @@ EXPORT uint64_t pressure_lru_walk_node(struct pressure_lru *lru, int nid, pressu
         return isolated;
 }
 
+static enum pressure_lru_status take_all(struct pressure_lru_node *item, void *userdata) {
+        (void) item;
+        (void) userdata;
+        return PRESSURE_LRU_REMOVED;
+}
+
+EXPORT uint64_t pressure_lru_drain(struct pressure_lru *lru, pressure_lru_free_t free_fn, void *userdata) {
+        uint64_t freed = 0;
+        if (!lru || !free_fn)
+                return 0;
+        for (int nid = 0; nid < lru->n_nodes; nid++) {
+                struct pressure_lru_node *dispose;
+                uint64_t budget = UINT64_MAX;
+                freed += pressure_lru_walk_node(lru, nid, take_all, NULL, &budget, &dispose);
+                while (dispose) {
+                        struct pressure_lru_node *next = dispose->next;
+                        free_fn(dispose, userdata);
+                        dispose = next;
+                }
+        }
+        return freed;
+}
+
 /* ---- the built-in shrinker ---- */
 
 static enum pressure_lru_status second_chance(struct pressure_lru_node *item, void *userdata) {

@@ -379,6 +379,30 @@ static void test_unknown_status_aborts(void) {
         CU_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
 }
 
+static void count_and_free(struct pressure_lru_node *n, void *ud) {
+        (*(unsigned *) ud)++;
+        CU_ASSERT_EQUAL(n->nid, PRESSURE_LRU_ISOLATED);
+        free(OBJ(n));
+}
+
+/* Draining hands every object on every node to the free callback, once, and leaves the lists empty. */
+static void test_drain(void) {
+        struct pressure_lru *lru;
+        unsigned freed = 0;
+        CU_ASSERT_EQUAL_FATAL(pressure_lru_new(3, &lru), 0);
+        for (int i = 0; i < 30; i++) {
+                struct obj *o = calloc(1, sizeof(*o));
+                pressure_lru_node_init(&o->lru);
+                CU_ASSERT_EQUAL(pressure_lru_add(lru, &o->lru, i % 3), 1);
+        }
+        CU_ASSERT_EQUAL(pressure_lru_drain(lru, count_and_free, &freed), 30u);
+        CU_ASSERT_EQUAL(freed, 30u);
+        CU_ASSERT_EQUAL(pressure_lru_count(lru), 0u);
+        CU_ASSERT_EQUAL(pressure_lru_drain(lru, count_and_free, &freed), 0u);
+        CU_ASSERT_EQUAL(pressure_lru_drain(NULL, count_and_free, &freed), 0u);
+        pressure_lru_free(lru);
+}
+
 int main(void) {
         static const struct test_case cases[] = {
                 { "add and delete", test_add_del },
@@ -388,6 +412,7 @@ int main(void) {
                 { "concurrent add, delete, touch and walk", test_concurrent },
                 { "concurrent adds of one object to two nodes", test_concurrent_add },
                 { "an unknown isolate status aborts", test_unknown_status_aborts },
+                { "drain before free", test_drain },
                 {},
         };
         return test_run("lru", cases, NULL);
