@@ -6,6 +6,7 @@
  * the connection closed. Every method with every parameter the input makes, the envelope, the framing,
  * the order of calls: nothing may crash, leak or hang the daemon. Replayed over its corpus as a unit test
  * (an error-free run, the daemon still answering); built for libFuzzer with -Dfuzzer=true. */
+#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdint.h>
@@ -73,8 +74,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
         int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        if (fd < 0 || connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
-                abort(); /* the daemon stopped listening: that is a finding too */
+        if (fd < 0 || connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+                /* The daemon stopped taking connections (a full backlog while its listening socket rests,
+                 * or descriptors run out in this process, the daemon's too): that is a finding too. Say
+                 * which, with the descriptors open. */
+                int e = errno;
+                unsigned n_fds = 0;
+                DIR *d = opendir("/proc/self/fd");
+                for (struct dirent *de; d && (de = readdir(d));)
+                        n_fds += de->d_name[0] != '.';
+                if (d)
+                        closedir(d);
+                fprintf(stderr, "fuzz-varlink: cannot connect to the daemon: %s (%u descriptors open)\n", strerror(e),
+                        n_fds);
+                abort();
+        }
         for (size_t off = 0; off < size;) {
                 ssize_t n = send(fd, data + off, size - off, MSG_NOSIGNAL);
                 if (n <= 0) {
