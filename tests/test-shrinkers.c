@@ -651,7 +651,11 @@ static void test_hostile_clients(void) {
         }
         CU_ASSERT(freed >= 256);
         printf("(the honest one freed %llu objects after %.1f s) ", freed, (double) (test_now_ms() - t0) / 1000);
+#if !defined(__SANITIZE_ADDRESS__)
+        /* (AddressSanitizer's allocator keeps freed memory in quarantine: the honest client's RSS would
+         * not fall either, and the daemon would rightly trust it as little.) */
         CU_ASSERT(shrinker_stat(honest.pid, "client_trust") >= TRUST_FULL / 2);
+#endif
         CU_ASSERT(test_daemon_alive(&daemon_));
 
         kill(spam, SIGKILL);
