@@ -119,7 +119,7 @@ uint64_t shrink_release_estimate(uint64_t claimed, uint64_t before, uint64_t bef
  * SHRINK_TRUST_MIN_CLAIM leave it unchanged. */
 unsigned shrink_trust_update(unsigned trust, uint64_t claimed, uint64_t released);
 
-/* The bytes to credit for a claim: claimed * trust / 1000. */
+/* The bytes to credit for a claim: all of it down to half trust, below that claimed * 2 * trust / 1000. */
 uint64_t shrink_trust_credit(unsigned trust, uint64_t claimed);
 
 /* ---- who: the kernel's rules ---- */

@@ -178,7 +178,9 @@ static void test_trust(void) {
         for (int i = 0; i < 4; i++)
                 t = shrink_trust_update(t, 8 * M, 0); /* a liar */
         CU_ASSERT(t <= SHRINK_TRUST_FULL / 16 + 1);
-        CU_ASSERT_EQUAL(shrink_trust_credit(t, 16 * M), mul_div(16 * M, t, 1000));
+        CU_ASSERT_EQUAL(shrink_trust_credit(t, 16 * M), mul_div(16 * M, 2 * t, 1000));
+        CU_ASSERT_EQUAL(shrink_trust_credit(600, 16 * M), 16 * M); /* the benefit of the doubt down to half */
+        CU_ASSERT_EQUAL(shrink_trust_credit(250, 16 * M), 8 * M);
         t = shrink_trust_update(t, 8 * M, 8 * M);
         t = shrink_trust_update(t, 8 * M, 8 * M);
         t = shrink_trust_update(t, 8 * M, 8 * M);
