@@ -76,7 +76,7 @@ struct varlink_server {
         uint64_t n_overflow_closed;
         struct ratelimit overflow_log;
         struct hashmap *per_uid; /* uid -> connections open (as a pointer-sized count) */
-        uint64_t n_refused, n_idle_closed;
+        uint64_t n_refused; /* for the log line */
         struct ratelimit refuse_log;
         sd_event_source *idle_timer;
         /* accept() ran out of file descriptors or memory: the listening socket rests a moment instead
@@ -827,7 +827,6 @@ static int on_idle_timer(sd_event_source *src, uint64_t usec, void *userdata) {
                 if (c->in_call || c->dead || timeout == 0)
                         continue;
                 if (now - c->last_active_usec >= timeout) {
-                        s->n_idle_closed++;
                         log_debug("Closing connection of uid %u (pid %d): idle for %llu s.", (unsigned) c->peer.uid,
                                   (int) c->peer.pid, (unsigned long long) ((now - c->last_active_usec) / 1000000));
                         connection_free(c);
@@ -942,14 +941,6 @@ int varlink_server_set_limits(struct varlink_server *s, const struct varlink_lim
                 if (!c->in_call)
                         idle_timer_arm(s, c->last_active_usec + limits->idle_timeout_usec);
         return 0;
-}
-
-uint64_t varlink_server_n_refused(const struct varlink_server *s) {
-        return s->n_refused;
-}
-
-uint64_t varlink_server_n_idle_closed(const struct varlink_server *s) {
-        return s->n_idle_closed;
 }
 
 struct varlink_server *varlink_server_free(struct varlink_server *s) {

@@ -76,9 +76,6 @@ struct varlink_limits {
 /* None by default (0 everywhere). Applies to connections made from now on; existing ones over a lowered
  * limit stay. */
 int varlink_server_set_limits(struct varlink_server *s, const struct varlink_limits *limits);
-/* Connections refused over a limit, and closed for being idle, since the start. */
-uint64_t varlink_server_n_refused(const struct varlink_server *s);
-uint64_t varlink_server_n_idle_closed(const struct varlink_server *s);
 
 /* Serve on an already listening socket (socket activation). The server takes the fd. */
 int varlink_server_listen_fd(struct varlink_server *s, int fd);
