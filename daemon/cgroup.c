@@ -289,11 +289,12 @@ int cgroup_pid_get_path(pid_t pid, char **ret) {
 
         _cleanup_free_ char *line = NULL;
         size_t n = 0;
-        while (getline(&line, &n, f) > 0) {
+        for (errno = 0; getline(&line, &n, f) > 0; errno = 0) {
                 if (strncmp(line, "0::", 3) != 0)
                         continue;
                 line[strcspn(line, "\n")] = 0;
                 return cgroup_path_normalize(line + 3, ret);
         }
-        return -ENOENT;
+        /* getline() says ENOMEM when it cannot grow the line: not an answer about the process. */
+        return errno == ENOMEM ? -ENOMEM : -ENOENT;
 }

@@ -8,27 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_build.h"
 #include "macro.h"
 #include "params.h"
 
 /* ---- helpers ---- */
-
-static void add_u64(struct json_object *o, const char *key, uint64_t v) {
-        json_object_object_add(o, key, json_object_new_int64((int64_t) MIN(v, (uint64_t) INT64_MAX)));
-}
-
-static void add_int(struct json_object *o, const char *key, int v) {
-        json_object_object_add(o, key, json_object_new_int(v));
-}
-
-static void add_string(struct json_object *o, const char *key, const char *v) {
-        json_object_object_add(o, key, json_object_new_string(v ? v : ""));
-}
-
-static void add_true(struct json_object *o, const char *key, bool v) {
-        if (v)
-                json_object_object_add(o, key, json_object_new_boolean(1));
-}
 
 /* Decoding: a missing optional key leaves *ret alone; a key of the wrong type is -EINVAL. */
 static struct json_object *get(struct json_object *o, const char *key) {
@@ -113,11 +97,11 @@ static int get_object(struct json_object *o, const char *key, struct json_object
 
 struct json_object *protocol_encode_scope_ref(const struct scope_id *id) {
         struct json_object *o = json_object_new_object();
-        add_string(o, "type", scope_type_to_string(id->type));
+        jb_set_string(&o, "type", scope_type_to_string(id->type));
         if (id->type == SCOPE_NODE)
-                add_int(o, "node", id->node);
+                jb_set_int(&o, "node", id->node);
         else if (id->type == SCOPE_CGROUP)
-                add_string(o, "cgroup", id->cgroup);
+                jb_set_string(&o, "cgroup", id->cgroup);
         return o;
 }
 
@@ -184,10 +168,10 @@ static struct json_object *percent(double v) {
 
 static struct json_object *encode_stall(const struct psi_line *l) {
         struct json_object *o = json_object_new_object();
-        json_object_object_add(o, "avg10", percent(l->avg10));
-        json_object_object_add(o, "avg60", percent(l->avg60));
-        json_object_object_add(o, "avg300", percent(l->avg300));
-        add_u64(o, "total", l->total);
+        jb_set(&o, "avg10", percent(l->avg10));
+        jb_set(&o, "avg60", percent(l->avg60));
+        jb_set(&o, "avg300", percent(l->avg300));
+        jb_set_u64(&o, "total", l->total);
         return o;
 }
 
@@ -209,35 +193,35 @@ static int decode_stall(struct json_object *o, struct psi_line *ret) {
         return 0;
 }
 
-static void encode_figures(struct json_object *o, const struct scope_snapshot *s) {
+static void encode_figures(struct json_object **o, const struct scope_snapshot *s) {
         if (s->have_psi) {
                 struct json_object *p = json_object_new_object();
-                json_object_object_add(p, "some", encode_stall(&s->psi.line[PSI_SOME]));
+                jb_set(&p, "some", encode_stall(&s->psi.line[PSI_SOME]));
                 if (s->psi.has_full)
-                        json_object_object_add(p, "full", encode_stall(&s->psi.line[PSI_FULL]));
-                json_object_object_add(o, "pressure", p);
+                        jb_set(&p, "full", encode_stall(&s->psi.line[PSI_FULL]));
+                jb_set(o, "pressure", p);
         }
         if (s->have_node_memory) {
                 const struct node_memory *n = &s->node;
                 struct json_object *mem = json_object_new_object();
-                add_u64(mem, "total", n->total);
-                add_u64(mem, "free", n->free);
-                add_u64(mem, "watermark_min", n->watermark_min);
-                add_u64(mem, "watermark_low", n->watermark_low);
-                add_u64(mem, "watermark_high", n->watermark_high);
-                add_u64(mem, "numa_foreign", n->numa_foreign);
-                add_u64(mem, "refault_anon", n->refault_anon);
-                add_u64(mem, "refault_file", n->refault_file);
-                json_object_object_add(o, "memory", mem);
+                jb_set_u64(&mem, "total", n->total);
+                jb_set_u64(&mem, "free", n->free);
+                jb_set_u64(&mem, "watermark_min", n->watermark_min);
+                jb_set_u64(&mem, "watermark_low", n->watermark_low);
+                jb_set_u64(&mem, "watermark_high", n->watermark_high);
+                jb_set_u64(&mem, "numa_foreign", n->numa_foreign);
+                jb_set_u64(&mem, "refault_anon", n->refault_anon);
+                jb_set_u64(&mem, "refault_file", n->refault_file);
+                jb_set(o, "memory", mem);
         }
         if (s->have_cgroup_memory) {
                 struct json_object *mem = json_object_new_object();
-                add_u64(mem, "usage", s->usage);
+                jb_set_u64(&mem, "usage", s->usage);
                 if (s->limit != UINT64_MAX)
-                        add_u64(mem, "limit", s->limit);
-                json_object_object_add(o, "cgroup_memory", mem);
+                        jb_set_u64(&mem, "limit", s->limit);
+                jb_set(o, "cgroup_memory", mem);
         }
-        add_u64(o, "reclaim_target", s->reclaim_target);
+        jb_set_u64(o, "reclaim_target", s->reclaim_target);
 }
 
 static int decode_figures(struct json_object *o, struct scope_snapshot *s) {
@@ -290,10 +274,10 @@ static int decode_scope(struct json_object *o, struct scope_snapshot *s) {
 
 struct json_object *protocol_encode_scope_state(const struct scope_snapshot *s) {
         struct json_object *o = json_object_new_object();
-        json_object_object_add(o, "scope", protocol_encode_scope_ref(&s->id));
-        add_string(o, "level", level_to_string(s->level));
-        encode_figures(o, s);
-        add_u64(o, "since", s->since);
+        jb_set(&o, "scope", protocol_encode_scope_ref(&s->id));
+        jb_set_string(&o, "level", level_to_string(s->level));
+        encode_figures(&o, s);
+        jb_set_u64(&o, "since", s->since);
         return o;
 }
 
@@ -311,14 +295,14 @@ int protocol_decode_scope_state(struct json_object *o, struct scope_snapshot *re
 struct json_object *protocol_encode_level_change(const struct scope_snapshot *s, enum level previous,
                                                  unsigned coalesced) {
         struct json_object *o = json_object_new_object();
-        json_object_object_add(o, "scope", protocol_encode_scope_ref(&s->id));
-        add_string(o, "previous", level_to_string(previous));
-        add_string(o, "level", level_to_string(s->level));
-        encode_figures(o, s);
-        add_u64(o, "timestamp", s->since);
+        jb_set(&o, "scope", protocol_encode_scope_ref(&s->id));
+        jb_set_string(&o, "previous", level_to_string(previous));
+        jb_set_string(&o, "level", level_to_string(s->level));
+        encode_figures(&o, s);
+        jb_set_u64(&o, "timestamp", s->since);
         if (coalesced > 0)
-                add_int(o, "coalesced", (int) MIN(coalesced, (unsigned) INT_MAX));
-        add_true(o, "removed", s->removed);
+                jb_set_int(&o, "coalesced", (int) MIN(coalesced, (unsigned) INT_MAX));
+        jb_set_true(&o, "removed", s->removed);
         return o;
 }
 
@@ -352,78 +336,32 @@ static const char *op_to_string(enum shrink_op op) {
 
 struct json_object *protocol_encode_shrink_request(const struct shrink_request_snapshot *q) {
         struct json_object *o = json_object_new_object();
-        add_u64(o, "id", q->id);
-        add_u64(o, "shrinker", q->shrinker);
-        add_string(o, "op", op_to_string(q->op));
-        add_int(o, "node", q->node);
-        add_string(o, "cgroup", q->cgroup);
+        jb_set_u64(&o, "id", q->id);
+        jb_set_u64(&o, "shrinker", q->shrinker);
+        jb_set_string(&o, "op", op_to_string(q->op));
+        jb_set_int(&o, "node", q->node);
+        jb_set_string(&o, "cgroup", q->cgroup);
         if (q->op == SHRINK_OP_SCAN)
-                add_u64(o, "nr_to_scan", q->nr_to_scan);
-        add_int(o, "priority", q->priority);
-        add_u64(o, "deadline", q->deadline);
+                jb_set_u64(&o, "nr_to_scan", q->nr_to_scan);
+        jb_set_int(&o, "priority", q->priority);
+        jb_set_u64(&o, "deadline", q->deadline);
         return o;
 }
 
-int protocol_text_append(struct protocol_text *t, const char *s, size_t n) {
-        if (t->size - t->len < n + 1) {
-                size_t size = t->size ? t->size : 256;
-                while (size - t->len < n + 1)
-                        size *= 2;
-                char *p = realloc(t->data, size);
-                if (!p)
-                        return -ENOMEM;
-                t->data = p;
-                t->size = size;
-        }
-        memcpy(t->data + t->len, s, n);
-        t->len += n;
-        t->data[t->len] = 0;
-        return 0;
-}
-
-void protocol_text_done(struct protocol_text *t) {
-        free(t->data);
-        *t = (struct protocol_text){};
-}
-
-/* A JSON string, escaped as json-c does with JSON_C_TO_STRING_NOSLASHESCAPE. */
-static int text_append_string(struct protocol_text *t, const char *s) {
-        int r = protocol_text_append(t, "\"", 1);
-        for (const char *run = s; r >= 0; s++) {
-                unsigned char ch = (unsigned char) *s;
-                if (ch != 0 && ch >= 0x20 && ch != '"' && ch != '\\')
-                        continue;
-                r = protocol_text_append(t, run, (size_t) (s - run));
-                if (r < 0 || ch == 0)
-                        break;
-                char esc[8];
-                static const char short_esc[] = { ['\b'] = 'b', ['\t'] = 't', ['\n'] = 'n', ['\f'] = 'f', ['\r'] = 'r' };
-                if (ch < sizeof(short_esc) && short_esc[ch])
-                        snprintf(esc, sizeof(esc), "\\%c", short_esc[ch]);
-                else if (ch < 0x20)
-                        snprintf(esc, sizeof(esc), "\\u%04x", ch);
-                else
-                        snprintf(esc, sizeof(esc), "\\%c", ch);
-                r = protocol_text_append(t, esc, strlen(esc));
-                run = s + 1;
-        }
-        return r < 0 ? r : protocol_text_append(t, "\"", 1);
-}
-
-int protocol_text_append_shrink_request(struct protocol_text *t, const struct shrink_request_snapshot *q) {
+int protocol_text_append_shrink_request(struct json_text *t, const struct shrink_request_snapshot *q) {
         char buf[160];
-        /* Numbers saturate at INT64_MAX, as add_u64() has them. */
+        /* Numbers saturate at INT64_MAX, as jb_set_u64() has them. */
         int n = snprintf(buf, sizeof(buf), "{\"id\":%" PRIu64 ",\"shrinker\":%" PRIu64 ",\"op\":\"%s\",\"node\":%d,\"cgroup\":",
                          MIN(q->id, (uint64_t) INT64_MAX), MIN(q->shrinker, (uint64_t) INT64_MAX), op_to_string(q->op), q->node);
-        int r = protocol_text_append(t, buf, (size_t) n);
+        int r = json_text_append(t, buf, (size_t) n);
         if (r >= 0)
-                r = text_append_string(t, q->cgroup);
+                r = json_text_append_string(t, q->cgroup, strlen(q->cgroup));
         if (r < 0)
                 return r;
         n = q->op == SHRINK_OP_SCAN ? snprintf(buf, sizeof(buf), ",\"nr_to_scan\":%" PRIu64, MIN(q->nr_to_scan, (uint64_t) INT64_MAX)) : 0;
         n += snprintf(buf + n, sizeof(buf) - (size_t) n, ",\"priority\":%d,\"deadline\":%" PRIu64 "}", q->priority,
                       MIN(q->deadline, (uint64_t) INT64_MAX));
-        return protocol_text_append(t, buf, (size_t) n);
+        return json_text_append(t, buf, (size_t) n);
 }
 
 int protocol_decode_shrink_request(struct json_object *o, struct shrink_request_snapshot *ret) {
@@ -452,20 +390,20 @@ int protocol_decode_shrink_request(struct json_object *o, struct shrink_request_
 
 struct json_object *protocol_encode_shrink_result(const struct shrink_result *r) {
         struct json_object *o = json_object_new_object();
-        add_u64(o, "shrinker", r->shrinker);
-        add_string(o, "name", r->name);
-        add_int(o, "node", r->node);
-        add_string(o, "cgroup", r->cgroup);
-        add_u64(o, "scanned", r->scanned);
-        add_u64(o, "freed", r->freed);
-        add_u64(o, "bytes_freed", r->bytes_freed);
+        jb_set_u64(&o, "shrinker", r->shrinker);
+        jb_set_string(&o, "name", r->name);
+        jb_set_int(&o, "node", r->node);
+        jb_set_string(&o, "cgroup", r->cgroup);
+        jb_set_u64(&o, "scanned", r->scanned);
+        jb_set_u64(&o, "freed", r->freed);
+        jb_set_u64(&o, "bytes_freed", r->bytes_freed);
         if (r->have_released)
-                add_u64(o, "released_bytes", r->released_bytes);
-        add_true(o, "stopped", r->stopped);
-        add_true(o, "timed_out", r->timed_out);
-        add_true(o, "empty", r->empty);
-        add_true(o, "quarantined", r->quarantined);
-        add_true(o, "rejected", r->rejected);
+                jb_set_u64(&o, "released_bytes", r->released_bytes);
+        jb_set_true(&o, "stopped", r->stopped);
+        jb_set_true(&o, "timed_out", r->timed_out);
+        jb_set_true(&o, "empty", r->empty);
+        jb_set_true(&o, "quarantined", r->quarantined);
+        jb_set_true(&o, "rejected", r->rejected);
         return o;
 }
 
@@ -494,14 +432,14 @@ int protocol_decode_shrink_result(struct json_object *o, struct shrink_result *r
 
 struct json_object *protocol_encode_registration(const struct shrink_registration *g) {
         struct json_object *o = json_object_new_object(), *list = json_object_new_array();
-        add_string(o, "token", g->token);
+        jb_set_string(&o, "token", g->token);
         for (size_t i = 0; i < g->n_shrinkers; i++) {
                 struct json_object *s = json_object_new_object();
-                add_u64(s, "id", g->shrinkers[i].id);
-                add_string(s, "name", g->shrinkers[i].name);
-                json_object_array_add(list, s);
+                jb_set_u64(&s, "id", g->shrinkers[i].id);
+                jb_set_string(&s, "name", g->shrinkers[i].name);
+                jb_append(&list, s);
         }
-        json_object_object_add(o, "shrinkers", list);
+        jb_set(&o, "shrinkers", list);
         return o;
 }
 
@@ -549,45 +487,45 @@ int protocol_decode_registration(struct json_object *o, struct shrink_registrati
 struct json_object *protocol_encode_shrinker_info(const struct shrinker_info_snapshot *i) {
         struct json_object *o = json_object_new_object(), *flags = json_object_new_array();
 
-        add_u64(o, "id", i->id);
-        add_string(o, "name", i->name);
-        add_int(o, "pid", (int) i->pid);
-        add_u64(o, "uid", i->uid);
-        add_string(o, "cgroup", i->cgroup);
+        jb_set_u64(&o, "id", i->id);
+        jb_set_string(&o, "name", i->name);
+        jb_set_int(&o, "pid", (int) i->pid);
+        jb_set_u64(&o, "uid", i->uid);
+        jb_set_string(&o, "cgroup", i->cgroup);
         if (i->flags & SHRINKER_NUMA_AWARE)
-                json_object_array_add(flags, json_object_new_string("numa_aware"));
+                jb_append(&flags, json_object_new_string("numa_aware"));
         if (i->flags & SHRINKER_MEMCG_AWARE)
-                json_object_array_add(flags, json_object_new_string("memcg_aware"));
-        json_object_object_add(o, "flags", flags);
-        add_int(o, "seeks", (int) i->seeks);
-        add_int(o, "batch", (int) i->batch);
+                jb_append(&flags, json_object_new_string("memcg_aware"));
+        jb_set(&o, "flags", flags);
+        jb_set_int(&o, "seeks", (int) i->seeks);
+        jb_set_int(&o, "batch", (int) i->batch);
 
         struct json_object *nodes = json_object_new_array();
         for (size_t k = 0; k < i->n_nodes; k++) {
                 struct json_object *n = json_object_new_object();
-                add_int(n, "node", i->nodes[k].node);
-                add_u64(n, "objects", i->nodes[k].objects);
-                add_u64(n, "bytes", i->nodes[k].bytes);
-                add_u64(n, "deferred", i->nodes[k].deferred);
-                json_object_array_add(nodes, n);
+                jb_set_int(&n, "node", i->nodes[k].node);
+                jb_set_u64(&n, "objects", i->nodes[k].objects);
+                jb_set_u64(&n, "bytes", i->nodes[k].bytes);
+                jb_set_u64(&n, "deferred", i->nodes[k].deferred);
+                jb_append(&nodes, n);
         }
-        json_object_object_add(o, "nodes", nodes);
+        jb_set(&o, "nodes", nodes);
 
         const struct shrinker_stats *st = &i->stats;
-        add_u64(o, "calls", st->calls);
-        add_u64(o, "scanned", st->scanned);
-        add_u64(o, "freed", st->freed);
-        add_u64(o, "bytes_freed", st->bytes_freed);
-        add_u64(o, "timeouts", st->timeouts);
-        add_u64(o, "stops", st->stops);
-        add_u64(o, "last_latency_usec", st->last_latency_usec);
-        add_u64(o, "worst_latency_usec", st->worst_latency_usec);
-        add_u64(o, "rejected_answers", st->rejected);
-        add_u64(o, "client_claimed_bytes", i->client_claimed_bytes);
-        add_u64(o, "client_released_bytes", i->client_released_bytes);
-        add_string(o, "client_measured", i->client_measured_by_cgroup ? "cgroup" : "resident");
-        add_int(o, "client_trust", (int) i->client_trust);
-        add_string(o, "state", i->quarantined ? "quarantined" : "active");
+        jb_set_u64(&o, "calls", st->calls);
+        jb_set_u64(&o, "scanned", st->scanned);
+        jb_set_u64(&o, "freed", st->freed);
+        jb_set_u64(&o, "bytes_freed", st->bytes_freed);
+        jb_set_u64(&o, "timeouts", st->timeouts);
+        jb_set_u64(&o, "stops", st->stops);
+        jb_set_u64(&o, "last_latency_usec", st->last_latency_usec);
+        jb_set_u64(&o, "worst_latency_usec", st->worst_latency_usec);
+        jb_set_u64(&o, "rejected_answers", st->rejected);
+        jb_set_u64(&o, "client_claimed_bytes", i->client_claimed_bytes);
+        jb_set_u64(&o, "client_released_bytes", i->client_released_bytes);
+        jb_set_string(&o, "client_measured", i->client_measured_by_cgroup ? "cgroup" : "resident");
+        jb_set_int(&o, "client_trust", (int) i->client_trust);
+        jb_set_string(&o, "state", i->quarantined ? "quarantined" : "active");
         return o;
 }
 

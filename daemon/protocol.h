@@ -4,13 +4,15 @@
 /* The io.pressured wire format, as declared in io.pressured.varlink and shown in docs/protocol.md: a
  * codec between JSON and snapshots, plain structs that the daemon fills from its state. It knows no
  * daemon state: what a scope, a request or a shrinker is to the daemon stays behind the snapshot.
- * Decoded strings point into the JSON they came from; decoded arrays are allocated, free() them. */
+ * Decoded strings point into the JSON they came from; decoded arrays are allocated, free() them.
+ * Encoders return NULL when an allocation failed (nothing half-built is returned, see json_build.h). */
 
 #include <json-c/json.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "json_build.h"
 #include "level.h"
 #include "psi.h"
 #include "scope_id.h"
@@ -117,16 +119,9 @@ int protocol_decode_level_change(struct json_object *o, struct scope_snapshot *r
                                  unsigned *ret_coalesced);
 
 struct json_object *protocol_encode_shrink_request(const struct shrink_request_snapshot *q);
-/* Text that grows, for messages written without building json-c objects (rounds send thousands of
- * requests; the objects cost more than the sending). */
-struct protocol_text {
-        char *data;
-        size_t len, size;
-};
-int protocol_text_append(struct protocol_text *t, const char *s, size_t n);
-void protocol_text_done(struct protocol_text *t);
-/* The same JSON as protocol_encode_shrink_request() produces, appended as text. */
-int protocol_text_append_shrink_request(struct protocol_text *t, const struct shrink_request_snapshot *q);
+/* The same JSON as protocol_encode_shrink_request() produces, appended as text without building json-c
+ * objects (rounds send thousands of requests; the objects cost more than the sending). */
+int protocol_text_append_shrink_request(struct json_text *t, const struct shrink_request_snapshot *q);
 int protocol_decode_shrink_request(struct json_object *o, struct shrink_request_snapshot *ret);
 
 struct json_object *protocol_encode_shrink_result(const struct shrink_result *r);

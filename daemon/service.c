@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_build.h"
 #include "log.h"
 #include "macro.h"
 #include "params.h"
@@ -41,7 +42,7 @@ struct serve_call {
         struct varlink_connection *conn;
         struct shrink_client *client;
         bool batched;                /* the client takes "requests", a list, in one reply */
-        struct protocol_text queued; /* the reply being put together: requests not sent yet */
+        struct json_text queued; /* the reply being put together: requests not sent yet */
         struct serve_call *outbox_next;
 };
 
@@ -66,9 +67,7 @@ static struct json_object *scope_state(const struct scope *s) {
 
 static int reply_error_with(struct varlink_connection *c, const char *error, const char *key,
                             struct json_object *value) {
-        struct json_object *p = json_object_new_object();
-        json_object_object_add(p, key, value);
-        return varlink_error(c, error, p);
+        return varlink_error(c, error, jb_object_with(key, value));
 }
 
 /* ---- GetStatus ---- */
@@ -87,14 +86,14 @@ static int method_get_status(struct varlink_connection *c, struct json_object *p
                 if (s->type != SCOPE_NODE)
                         scope_refresh(s); /* PSI figures as of the call */
                 if (s->type == SCOPE_SYSTEM)
-                        json_object_object_add(p, "system", scope_state(s));
+                        jb_set(&p, "system", scope_state(s));
                 else if (s->type == SCOPE_NODE)
-                        json_object_array_add(nodes, scope_state(s));
+                        jb_append(&nodes, scope_state(s));
                 else if (!s->gone)
-                        json_object_array_add(cgroups, scope_state(s));
+                        jb_append(&cgroups, scope_state(s));
         }
-        json_object_object_add(p, "nodes", nodes);
-        json_object_object_add(p, "cgroups", cgroups);
+        jb_set(&p, "nodes", nodes);
+        jb_set(&p, "cgroups", cgroups);
         return varlink_reply(c, p);
 }
 
@@ -110,6 +109,8 @@ static int reply_no_such_node(struct varlink_connection *c, int node) {
 
 /* The reply for a scope that cannot be acquired. */
 static int reply_acquire_error(struct varlink_connection *c, const struct scope_id *id, int r) {
+        if (r == -ENOMEM)
+                return r; /* the daemon's trouble, not an answer about the cgroup: the connection goes */
         if (id->type == SCOPE_NODE)
                 return reply_no_such_node(c, id->node);
         if (r == -EINVAL)
@@ -119,8 +120,8 @@ static int reply_acquire_error(struct varlink_connection *c, const struct scope_
         if (r != -EACCES && r != -EDQUOT) /* refused for the caller: its doing, not the daemon's fault */
                 log_warning_errno(r, "Failed to watch cgroup %s: %m", id->cgroup);
         struct json_object *p = json_object_new_object();
-        json_object_object_add(p, "cgroup", json_object_new_string(id->cgroup));
-        json_object_object_add(p, "errno", json_object_new_int(-r));
+        jb_set_string(&p, "cgroup", id->cgroup);
+        jb_set_int(&p, "errno", -r);
         return varlink_error(c, ERROR_CGROUP_NOT_WATCHABLE, p);
 }
 
@@ -214,7 +215,7 @@ static int method_subscribe(struct varlink_connection *c, struct json_object *pa
                 }
         }
         if (!(flags & VARLINK_CALL_MORE))
-                return varlink_error(c, VARLINK_ERROR_EXPECTED_MORE, NULL);
+                return varlink_error(c, VARLINK_ERROR_EXPECTED_MORE, json_object_new_object());
         const struct ucred *peer = varlink_connection_peer(c);
         size_t n_cgroups = subscriptions_cgroups_of(svc->subscriptions, peer->uid);
         for (size_t i = 0; i < n_ids; i++) {
@@ -317,7 +318,7 @@ static void serve_free(void *data) {
                         *p = call->outbox_next;
                         break;
                 }
-        protocol_text_done(&call->queued);
+        json_text_done(&call->queued);
         shrink_client_free(call->client);
         free(call);
 }
@@ -332,7 +333,7 @@ static int method_serve(struct varlink_connection *c, struct json_object *params
         if (parse_params(c, params, serve_table, &p) < 0 || parse_specs(c, p.shrinkers, specs, &n) < 0)
                 return 0;
         if (!(flags & VARLINK_CALL_MORE))
-                return varlink_error(c, VARLINK_ERROR_EXPECTED_MORE, NULL);
+                return varlink_error(c, VARLINK_ERROR_EXPECTED_MORE, json_object_new_object());
 
         struct serve_call *call = calloc(1, sizeof(*call));
         if (!call)
@@ -346,7 +347,7 @@ static int method_serve(struct varlink_connection *c, struct json_object *params
                 if (r == -ENOMEM)
                         return r; /* the connection closes: this is the daemon's trouble, not a refusal */
                 log_warning_errno(r, "Cannot register shrinkers of pid %d: %m", (int) peer->pid);
-                return varlink_error(c, VARLINK_ERROR_PERMISSION_DENIED, NULL);
+                return varlink_error(c, VARLINK_ERROR_PERMISSION_DENIED, json_object_new_object());
         }
         call->client = cl;
         varlink_connection_set_call_data(c, call, serve_free);
@@ -355,11 +356,11 @@ static int method_serve(struct varlink_connection *c, struct json_object *params
         for (size_t i = 0; i < cl->n_shrinkers; i++)
                 refs[i] = (struct shrinker_ref){ .id = cl->shrinkers[i]->id, .name = cl->shrinkers[i]->name };
         const struct shrink_registration g = { .token = cl->token, .n_shrinkers = cl->n_shrinkers, .shrinkers = refs };
-        struct json_object *reply = json_object_new_object();
-        json_object_object_add(reply, "registered", protocol_encode_registration(&g));
-        r = varlink_notify(c, reply);
+        r = varlink_notify(c, jb_object_with("registered", protocol_encode_registration(&g)));
+        if (r < 0)
+                return r; /* the connection goes, and the client with it */
         shrink_client_start(cl);
-        return r;
+        return 0;
 }
 
 /* The client's process exited: close its serving connection, which unregisters it. */
@@ -395,7 +396,7 @@ static int method_answer(struct varlink_connection *c, struct json_object *param
                 return varlink_error_invalid_parameter(c, bad);
         struct shrink_client *cl = answer_client(svc, c, token);
         if (!cl)
-                return varlink_error(c, VARLINK_ERROR_PERMISSION_DENIED, NULL);
+                return varlink_error(c, VARLINK_ERROR_PERMISSION_DENIED, json_object_new_object());
         if (r < 0) {
                 cl->rejected++;
                 return varlink_error_invalid_parameter(c, bad);
@@ -413,13 +414,13 @@ static int method_answer(struct varlink_connection *c, struct json_object *param
         }
         if (first_invalid >= 0) {
                 struct json_object *e = json_object_new_object();
-                json_object_object_add(e, "reason", json_object_new_string(first_reason));
-                json_object_object_add(e, "request", json_object_new_int64(first_invalid));
+                jb_set_string(&e, "reason", first_reason);
+                jb_set(&e, "request", json_object_new_int64(first_invalid));
                 return varlink_error(c, ERROR_INVALID_ANSWER, e);
         }
         if (first_unknown >= 0)
                 return reply_error_with(c, ERROR_UNKNOWN_REQUEST, "request", json_object_new_int64(first_unknown));
-        return varlink_reply(c, NULL);
+        return varlink_reply(c, json_object_new_object());
 }
 
 /* ---- ListShrinkers ---- */
@@ -439,12 +440,10 @@ static int method_list_shrinkers(struct varlink_connection *c, struct json_objec
                                 json_object_put(list);
                                 return -ENOMEM;
                         }
-                        json_object_array_add(list, protocol_encode_shrinker_info(&info));
+                        jb_append(&list, protocol_encode_shrinker_info(&info));
                         free(info.nodes);
                 }
-        struct json_object *p = json_object_new_object();
-        json_object_object_add(p, "shrinkers", list);
-        return varlink_reply(c, p);
+        return varlink_reply(c, jb_object_with("shrinkers", list));
 }
 
 /* ---- Shrink ---- */
@@ -515,7 +514,7 @@ static int method_shrink(struct varlink_connection *c, struct json_object *param
         /* Like writing to shrinker debugfs: root, or the owner of the one shrinker named. */
         uid_t uid = varlink_connection_peer(c)->uid;
         if (uid != 0 && (!t.only || t.only->client->uid != uid))
-                return varlink_error(c, VARLINK_ERROR_PERMISSION_DENIED, NULL);
+                return varlink_error(c, VARLINK_ERROR_PERMISSION_DENIED, json_object_new_object());
         if (shrink_resolve_scope(svc, c, &id, &t, &cgroup) < 0)
                 return 0;
         t.nr_to_scan = (uint64_t) p.nr_to_scan;
@@ -542,10 +541,10 @@ static int on_flush(sd_event_source *source, void *userdata) {
                 struct serve_call *call = svc->outbox;
                 svc->outbox = call->outbox_next;
                 call->outbox_next = NULL;
-                int r = protocol_text_append(&call->queued, "]}", 2);
+                int r = json_text_append(&call->queued, "]}", 2);
                 if (r >= 0)
                         r = varlink_notify_serialized(call->conn, call->queued.data, call->queued.len);
-                protocol_text_done(&call->queued);
+                json_text_done(&call->queued);
                 if (r < 0)
                         log_debug_errno(r, "Cannot send requests to pid %d: %m", (int) call->client->pid);
         }
@@ -559,17 +558,17 @@ static int transport_send_request(struct shrink_client *cl, const struct shrink_
         int r;
 
         if (!call->batched) {
-                _cleanup_(protocol_text_done) struct protocol_text t = {};
-                r = protocol_text_append(&t, "{\"request\":", 11);
+                _cleanup_(json_text_done) struct json_text t = {};
+                r = json_text_append(&t, "{\"request\":", 11);
                 if (r >= 0)
                         r = protocol_text_append_shrink_request(&t, q);
                 if (r >= 0)
-                        r = protocol_text_append(&t, "}", 1);
+                        r = json_text_append(&t, "}", 1);
                 return r < 0 ? r : varlink_notify_serialized(call->conn, t.data, t.len);
         }
         size_t mark = call->queued.len;
         bool first = mark == 0;
-        r = protocol_text_append(&call->queued, first ? "{\"requests\":[" : ",", first ? 13 : 1);
+        r = json_text_append(&call->queued, first ? "{\"requests\":[" : ",", first ? 13 : 1);
         if (r >= 0)
                 r = protocol_text_append_shrink_request(&call->queued, q);
         if (r < 0) {
@@ -589,11 +588,10 @@ static int transport_send_request(struct shrink_client *cl, const struct shrink_
 
 static void transport_shrink_done(void *caller, const struct shrink_result *results, size_t n, void *userdata) {
         (void) userdata;
-        struct json_object *list = json_object_new_array(), *p = json_object_new_object();
+        struct json_object *list = json_object_new_array();
         for (size_t i = 0; i < n; i++)
-                json_object_array_add(list, protocol_encode_shrink_result(&results[i]));
-        json_object_object_add(p, "results", list);
-        (void) varlink_reply(caller, p);
+                jb_append(&list, protocol_encode_shrink_result(&results[i]));
+        (void) varlink_reply(caller, jb_object_with("results", list));
 }
 
 const struct reclaim_transport service_reclaim_transport = {

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "hashmap.h"
+#include "json_build.h"
 #include "log.h"
 #include "macro.h"
 #include "protocol.h"
@@ -72,10 +73,8 @@ static void subscription_free(void *p) {
 
 static struct json_object *level_change_params(const struct scope *s, enum level previous, unsigned coalesced) {
         struct scope_snapshot snap;
-        struct json_object *p = json_object_new_object();
         scope_snapshot(s, &snap);
-        json_object_object_add(p, "event", protocol_encode_level_change(&snap, previous, coalesced));
-        return p;
+        return jb_object_with("event", protocol_encode_level_change(&snap, previous, coalesced));
 }
 
 static int watch_send(struct watch *w) {
@@ -134,25 +133,26 @@ static void on_drain(struct varlink_connection *c, void *data) {
 /* One event text per "previous level": most subscribers share it, so encode it once, not once per
  * subscriber (10,000 subscribers of one scope is a case we measure). */
 struct event_cache {
-        struct json_object *params[_LEVEL_MAX];
-        const char *text[_LEVEL_MAX];
-        size_t len[_LEVEL_MAX];
+        struct json_text text[_LEVEL_MAX];
 };
 
-static void event_cache_get(struct event_cache *c, const struct scope *s, enum level prev, const char **ret_text,
-                            size_t *ret_len) {
-        if (!c->text[prev]) {
-                c->params[prev] = level_change_params(s, prev, 0);
-                c->text[prev] = json_object_to_json_string_length(
-                        c->params[prev], JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &c->len[prev]);
+/* NULL when encoding failed: that fails the notification, and the subscriber's connection goes rather
+ * than miss an event without knowing. */
+static const char *event_cache_get(struct event_cache *c, const struct scope *s, enum level prev, size_t *ret_len) {
+        struct json_text *t = &c->text[prev];
+        if (t->len == 0) {
+                struct json_object *p = level_change_params(s, prev, 0);
+                if (!p || json_text_append_value(t, p) < 0)
+                        json_text_done(t);
+                json_object_put(p);
         }
-        *ret_text = c->text[prev];
-        *ret_len = c->len[prev];
+        *ret_len = t->len;
+        return t->data;
 }
 
 static void event_cache_done(struct event_cache *c) {
         for (int l = 0; l < _LEVEL_MAX; l++)
-                json_object_put(c->params[l]);
+                json_text_done(&c->text[l]);
 }
 
 static void on_level_changed(struct scope *s, void *userdata) {
@@ -167,9 +167,8 @@ static void on_level_changed(struct scope *s, void *userdata) {
                         watch_changed(w);
                         continue;
                 }
-                const char *text;
                 size_t len;
-                event_cache_get(&cache, s, w->last_sent, &text, &len);
+                const char *text = event_cache_get(&cache, s, w->last_sent, &len);
                 w->last_sent = s->level.level;
                 (void) varlink_notify_serialized(w->sub->conn, text, len);
         }
@@ -190,9 +189,7 @@ static void on_gone(struct scope *s, void *userdata) {
                 } else {
                         /* Nothing left to watch: end the call; this frees the subscription. */
                         struct scope_id id = scope_get_id(s);
-                        struct json_object *p = json_object_new_object();
-                        json_object_object_add(p, "scope", protocol_encode_scope_ref(&id));
-                        (void) varlink_error(sub->conn, ERROR_SCOPE_REMOVED, p);
+                        (void) varlink_error(sub->conn, ERROR_SCOPE_REMOVED, jb_object_with("scope", protocol_encode_scope_ref(&id)));
                 }
         }
 }
@@ -258,14 +255,12 @@ int subscription_start(struct subscriptions *subs, struct varlink_connection *c,
                         (*head)->scope_prev = w;
                 *head = w;
                 scope_snapshot(s, &snap);
-                json_object_array_add(states, protocol_encode_scope_state(&snap));
+                jb_append(&states, protocol_encode_scope_state(&snap));
         }
         varlink_connection_set_call_data(c, sub, subscription_free);
         varlink_connection_set_drain_handler(c, on_drain);
 
-        struct json_object *p = json_object_new_object();
-        json_object_object_add(p, "state", states);
-        return varlink_notify(c, p);
+        return varlink_notify(c, jb_object_with("state", states));
 }
 
 size_t subscriptions_cgroups_of(const struct subscriptions *subs, uid_t uid) {
@@ -277,6 +272,6 @@ void subscriptions_shutdown(struct subscriptions *subs) {
                 struct watch **head = scope_watches(subs, s);
                 /* Ending a call frees its subscription and detaches its watches: always take the first. */
                 while (*head)
-                        (void) varlink_error((*head)->sub->conn, "io.pressured.ShuttingDown", NULL);
+                        (void) varlink_error((*head)->sub->conn, "io.pressured.ShuttingDown", json_object_new_object());
         }
 }

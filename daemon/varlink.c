@@ -19,6 +19,7 @@
 
 #include "frame.h"
 #include "hashmap.h"
+#include "json_build.h"
 #include "log.h"
 #include "macro.h"
 
@@ -57,6 +58,7 @@ struct varlink_server {
         struct varlink_info info;
         void *userdata;
         size_t max_message_size;
+        struct json_text scratch; /* each message is written here, then framed */
 
         int listen_fd;
         char *socket_path; /* unlinked on free, if we created it */
@@ -193,15 +195,20 @@ static int connection_flush_now(struct varlink_connection *c) {
 }
 
 static int connection_send(struct varlink_connection *c, struct json_object *msg) {
-        size_t len;
-        const char *text = json_object_to_json_string_length(msg, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+        struct json_text *text = &c->server->scratch;
         int r;
 
         if (c->dead)
                 return -ECONNRESET;
-        if (!text)
-                return -ENOMEM;
-        r = frame_writer_put(&c->out, text, len);
+        /* A message that cannot be sent is a gap in the conversation: the peer must not go on as if
+         * nothing was lost. */
+        text->len = 0;
+        r = json_text_append_value(text, msg);
+        if (r >= 0)
+                r = frame_writer_put(&c->out, text->data, text->len);
+        /* The scratch text serves every message; a huge one is not kept. */
+        if (text->size > 64 * 1024)
+                json_text_done(text);
         if (r < 0) {
                 connection_kill(c);
                 return r;
@@ -217,11 +224,17 @@ int varlink_notify_serialized(struct varlink_connection *c, const char *params, 
                 return -ECONNRESET;
         if (!c->in_call || !(c->call_flags & VARLINK_CALL_MORE))
                 return -EPROTO;
+        if (!params) {
+                connection_kill(c);
+                return -ENOMEM;
+        }
 
         size_t total = sizeof(head) - 1 + len + sizeof(tail) - 1;
         char *msg = total <= sizeof(stack) ? stack : malloc(total);
-        if (!msg)
+        if (!msg) {
+                connection_kill(c);
                 return -ENOMEM;
+        }
         memcpy(msg, head, sizeof(head) - 1);
         memcpy(msg + sizeof(head) - 1, params, len);
         memcpy(msg + sizeof(head) - 1 + len, tail, sizeof(tail) - 1);
@@ -267,18 +280,23 @@ static int send_reply(struct varlink_connection *c, const char *error, struct js
                 return -EBADMSG; /* programmer error: nothing to answer */
         }
 
-        if (!(c->call_flags & VARLINK_CALL_ONEWAY)) {
+        /* NULL parameters: building them failed. The call cannot be answered as it should be, so the
+         * connection goes (as for any message that cannot be sent); a final answer still ends the call. */
+        if (!params) {
+                connection_kill(c);
+                r = -ENOMEM;
+        } else if (!(c->call_flags & VARLINK_CALL_ONEWAY)) {
                 struct json_object *msg = json_object_new_object();
-                if (!msg) {
-                        json_object_put(params);
-                        return -ENOMEM;
-                }
                 if (error)
-                        json_object_object_add(msg, "error", json_object_new_string(error));
-                json_object_object_add(msg, "parameters", params ? params : json_object_new_object());
-                if (continues)
-                        json_object_object_add(msg, "continues", json_object_new_boolean(1));
-                r = connection_send(c, msg);
+                        jb_set_string(&msg, "error", error);
+                jb_set(&msg, "parameters", params);
+                jb_set_true(&msg, "continues", continues);
+                if (msg)
+                        r = connection_send(c, msg);
+                else {
+                        connection_kill(c);
+                        r = -ENOMEM;
+                }
                 json_object_put(msg);
         } else
                 json_object_put(params);
@@ -306,7 +324,7 @@ int varlink_error(struct varlink_connection *c, const char *error, struct json_o
 
 int varlink_error_invalid_parameter(struct varlink_connection *c, const char *parameter) {
         struct json_object *p = json_object_new_object();
-        json_object_object_add(p, "parameter", json_object_new_string(parameter));
+        jb_set_string(&p, "parameter", parameter);
         return varlink_error(c, VARLINK_ERROR_INVALID_PARAMETER, p);
 }
 
@@ -314,11 +332,11 @@ static void protocol_violation(struct varlink_connection *c, const char *reason)
         log_debug("Connection of pid %d broke the protocol (%s), closing it.", (int) c->peer.pid, reason);
 
         /* A last, best-effort error so that the peer learns why; then the connection goes. */
-        struct json_object *msg = json_object_new_object(), *p = json_object_new_object();
-        json_object_object_add(p, "reason", json_object_new_string(reason));
-        json_object_object_add(msg, "error", json_object_new_string(VARLINK_ERROR_PROTOCOL));
-        json_object_object_add(msg, "parameters", p);
-        (void) connection_send(c, msg);
+        struct json_object *msg = json_object_new_object();
+        jb_set_string(&msg, "error", VARLINK_ERROR_PROTOCOL);
+        jb_set(&msg, "parameters", jb_object_with("reason", json_object_new_string(reason)));
+        if (msg)
+                (void) connection_send(c, msg);
         json_object_put(msg);
         connection_kill(c);
 }
@@ -357,14 +375,14 @@ static int service_get_info(struct varlink_connection *c, struct json_object *pa
                 return 0;
 
         struct json_object *p = json_object_new_object(), *ifaces = json_object_new_array();
-        json_object_object_add(p, "vendor", json_object_new_string(s->info.vendor ? s->info.vendor : ""));
-        json_object_object_add(p, "product", json_object_new_string(s->info.product ? s->info.product : ""));
-        json_object_object_add(p, "version", json_object_new_string(s->info.version ? s->info.version : ""));
-        json_object_object_add(p, "url", json_object_new_string(s->info.url ? s->info.url : ""));
-        json_object_array_add(ifaces, json_object_new_string("org.varlink.service"));
+        jb_set_string(&p, "vendor", s->info.vendor);
+        jb_set_string(&p, "product", s->info.product);
+        jb_set_string(&p, "version", s->info.version);
+        jb_set_string(&p, "url", s->info.url);
+        jb_append(&ifaces, json_object_new_string("org.varlink.service"));
         for (size_t i = 0; i < s->n_interfaces; i++)
-                json_object_array_add(ifaces, json_object_new_string(s->interfaces[i].name));
-        json_object_object_add(p, "interfaces", ifaces);
+                jb_append(&ifaces, json_object_new_string(s->interfaces[i].name));
+        jb_set(&p, "interfaces", ifaces);
         return varlink_reply(c, p);
 }
 
@@ -385,21 +403,15 @@ static int service_get_interface_description(struct varlink_connection *c, struc
                 if (i)
                         text = i->description;
         }
-        if (!text) {
-                struct json_object *p = json_object_new_object();
-                json_object_object_add(p, "interface", json_object_new_string(name));
-                return varlink_error(c, VARLINK_ERROR_INTERFACE_NOT_FOUND, p);
-        }
+        if (!text)
+                return varlink_error(c, VARLINK_ERROR_INTERFACE_NOT_FOUND,
+                                     jb_object_with("interface", json_object_new_string(name)));
 
-        struct json_object *p = json_object_new_object();
-        json_object_object_add(p, "description", json_object_new_string(text));
-        return varlink_reply(c, p);
+        return varlink_reply(c, jb_object_with("description", json_object_new_string(text)));
 }
 
 static int error_with_method(struct varlink_connection *c, const char *error, const char *key, const char *value) {
-        struct json_object *p = json_object_new_object();
-        json_object_object_add(p, key, json_object_new_string(value));
-        return varlink_error(c, error, p);
+        return varlink_error(c, error, jb_object_with(key, json_object_new_string(value)));
 }
 
 static int dispatch_method(struct varlink_connection *c, const char *method, struct json_object *params,
@@ -444,12 +456,22 @@ static struct json_object *parse_object(const char *text, size_t len, const char
                 *ret_bad = NULL;
                 return NULL;
         }
+        errno = 0;
         struct json_object *msg = json_tokener_parse_ex(tok, text, (int) len);
         enum json_tokener_error jerr = json_tokener_get_error(tok);
         size_t end = json_tokener_get_parse_end(tok);
+        int saved_errno = errno;
         json_tokener_free(tok);
 
-        *ret_bad = "message is not valid JSON";
+        /* A failed allocation is not the peer's fault. json-c 0.17 says so; before it, malloc's errno
+         * tells it from bad JSON. */
+        bool out_of_memory = !msg && saved_errno == ENOMEM;
+#if JSON_C_VERSION_NUM >= ((0 << 16) | (17 << 8))
+        out_of_memory = out_of_memory || jerr == json_tokener_error_memory;
+#endif
+        *ret_bad = out_of_memory ? NULL : "message is not valid JSON";
+        if (!*ret_bad)
+                return NULL;
         if (msg && jerr == json_tokener_success && end == len) {
                 if (json_object_is_type(msg, json_type_object))
                         return msg;
@@ -526,8 +548,13 @@ static int process_message(struct varlink_connection *c, const char *text, size_
 
         /* Absent, null and {} parameters are the same. */
         struct json_object *empty = NULL;
-        if (!call.params)
+        if (!call.params) {
                 call.params = empty = json_object_new_object();
+                if (!empty) {
+                        json_object_put(msg);
+                        return -ENOMEM;
+                }
+        }
 
         c->in_call = true;
         c->call_flags = call.flags;
@@ -962,6 +989,7 @@ struct varlink_server *varlink_server_free(struct varlink_server *s) {
                 free(s->socket_path);
         }
         sd_event_unref(s->event);
+        json_text_done(&s->scratch);
         free(s);
         return NULL;
 }

@@ -85,12 +85,13 @@ int varlink_server_listen_path(struct varlink_server *s, const char *path, mode_
 
 size_t varlink_server_n_connections(const struct varlink_server *s);
 
-/* Answers. Each takes ownership of params (may be NULL). For a oneway call they are dropped. */
+/* Answers. Each takes ownership of params; for a oneway call they are dropped. NULL params mean that
+ * building them failed: the connection is closed and -ENOMEM returned (see json_build.h). */
 int varlink_reply(struct varlink_connection *c, struct json_object *params);
 int varlink_notify(struct varlink_connection *c, struct json_object *params);
 int varlink_error(struct varlink_connection *c, const char *error, struct json_object *params);
 /* varlink_notify() with the parameters already serialized (JSON object text): for sending one event to
- * many subscribers without encoding it for each. */
+ * many subscribers without encoding it for each. NULL: encoding failed, as for varlink_notify(). */
 int varlink_notify_serialized(struct varlink_connection *c, const char *params, size_t len);
 int varlink_error_invalid_parameter(struct varlink_connection *c, const char *parameter);
 

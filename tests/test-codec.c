@@ -258,15 +258,15 @@ static void test_request_text(void) {
                                 .priority = 12 - (int) i,
                                 .deadline = 123456789012ULL,
                         };
-                        struct protocol_text t = {};
-                        CU_ASSERT_EQUAL(protocol_text_append(&t, "x", 1), 0);
+                        struct json_text t = {};
+                        CU_ASSERT_EQUAL(json_text_append(&t, "x", 1), 0);
                         CU_ASSERT_EQUAL(protocol_text_append_shrink_request(&t, &q), 0);
                         struct json_object *o = protocol_encode_shrink_request(&q);
                         const char *want = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
                         CU_ASSERT_STRING_EQUAL(t.data + 1, want);
                         CU_ASSERT_EQUAL(t.len, strlen(want) + 1);
                         json_object_put(o);
-                        protocol_text_done(&t);
+                        json_text_done(&t);
                 }
 }
 
