@@ -221,21 +221,7 @@ int cgroup_memory(const struct cgroup_layout *l, const char *cgroup, uint64_t *r
 }
 
 int cgroup_parse_anon(const char *text, bool v2, uint64_t *ret_bytes) {
-        const char *key = v2 ? "anon " : "total_rss ";
-        size_t n = strlen(key);
-
-        for (const char *line = text; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
-                if (strncmp(line, key, n) != 0)
-                        continue;
-                char *end;
-                errno = 0;
-                unsigned long long v = strtoull(line + n, &end, 10);
-                if (errno != 0 || end == line + n || (*end != '\n' && *end != 0))
-                        return -EINVAL;
-                *ret_bytes = v;
-                return 0;
-        }
-        return -ENODATA;
+        return headroom_parse_field(text, v2 ? "anon" : "total_rss", ret_bytes);
 }
 
 /* The start of a small file, NUL-terminated: one read of at most size - 1 bytes (what the kernel's
@@ -297,4 +283,129 @@ int cgroup_pid_get_path(pid_t pid, char **ret) {
         }
         /* getline() says ENOMEM when it cannot grow the line: not an answer about the process. */
         return errno == ENOMEM ? -ENOMEM : -ENOENT;
+}
+
+static int group_limit(const struct cgroup_layout *l, const char *cgroup, uint64_t *ret) {
+        _cleanup_free_ char *max = NULL, *high = NULL;
+        uint64_t limit = UINT64_MAX, v;
+
+        if (join(l->memory_root, cgroup, l->memory_v2 ? "memory.max" : "memory.limit_in_bytes", &max) < 0 ||
+            (l->memory_v2 && join(l->memory_root, cgroup, "memory.high", &high) < 0))
+                return -ENOMEM;
+        int r = read_u64(max, &v);
+        if (r == -ENOMEM)
+                return r;
+        if (r >= 0)
+                limit = v;
+        if (high && read_u64(high, &v) >= 0)
+                limit = MIN(limit, v);
+        if (limit >= (UINT64_MAX >> 2))
+                limit = UINT64_MAX;
+        *ret = limit;
+        return 0;
+}
+
+static int group_figures(const struct cgroup_layout *l, const char *cgroup, struct headroom_group *g) {
+        _cleanup_free_ char *cur = NULL, *stat = NULL;
+        char buf[8192];
+
+        if (join(l->memory_root, cgroup, l->memory_v2 ? "memory.current" : "memory.usage_in_bytes", &cur) < 0 ||
+            join(l->memory_root, cgroup, "memory.stat", &stat) < 0)
+                return -ENOMEM;
+        int r = read_u64(cur, &g->usage);
+        if (r < 0)
+                return r;
+        r = read_start(stat, buf, sizeof(buf));
+        if (r < 0)
+                return r;
+        g->reclaimable = 0;
+        (void) headroom_parse_field(buf, l->memory_v2 ? "inactive_file" : "total_inactive_file", &g->reclaimable);
+        return 0;
+}
+
+int cgroup_headroom_groups(const struct cgroup_layout *l, const char *cgroup, struct headroom_group *ret, char **ret_paths,
+                           size_t max, size_t *ret_n) {
+        size_t n = 0;
+        int r = 0;
+
+        if (!l->memory_root)
+                return -EOPNOTSUPP;
+        _cleanup_free_ char *p = strdup(cgroup);
+        if (!p)
+                return -ENOMEM;
+        /* The root has no limit of its own (v1's is "unlimited", v2's has no memory.max). */
+        while (n < max && !streq(p, "/")) {
+                struct headroom_group g = {};
+                r = group_limit(l, p, &g.limit);
+                if (r < 0)
+                        break;
+                if (g.limit != UINT64_MAX) {
+                        r = group_figures(l, p, &g);
+                        if (r < 0)
+                                break;
+                        if (ret_paths && !(ret_paths[n] = strdup(p))) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        ret[n++] = g;
+                }
+                char *slash = strrchr(p, '/');
+                if (slash == p)
+                        p[1] = 0;
+                else
+                        *slash = 0;
+        }
+        if (r < 0) {
+                for (size_t i = 0; ret_paths && i < n; i++)
+                        free(ret_paths[i]);
+                return r;
+        }
+        *ret_n = n;
+        return 0;
+}
+
+int cgroup_parse_memory_events(const char *text, struct cgroup_memory_events *ret) {
+        struct cgroup_memory_events e = {};
+        int r = headroom_parse_field(text, "oom_kill", &e.oom_kill);
+        if (r < 0 && r != -ENODATA)
+                return r;
+        r = headroom_parse_field(text, "max", &e.max);
+        if (r < 0 && r != -ENODATA)
+                return r;
+        *ret = e;
+        return 0;
+}
+
+int cgroup_memory_events_path(const struct cgroup_layout *l, const char *cgroup, char **ret) {
+        if (!l->memory_root)
+                return -EOPNOTSUPP;
+        if (l->memory_v2 && streq(cgroup, "/"))
+                return -ENOENT; /* the root has no memory.events */
+        return join(l->memory_root, cgroup, l->memory_v2 ? "memory.events" : "memory.oom_control", ret);
+}
+
+int cgroup_v1_notify(const struct cgroup_layout *l, const char *cgroup, int efd, uint64_t threshold) {
+        _cleanup_free_ char *watched = NULL, *control = NULL;
+        char line[64];
+
+        if (!l->memory_root || l->memory_v2)
+                return -EOPNOTSUPP;
+        if (join(l->memory_root, cgroup, threshold == UINT64_MAX ? "memory.oom_control" : "memory.usage_in_bytes",
+                 &watched) < 0 ||
+            join(l->memory_root, cgroup, "cgroup.event_control", &control) < 0)
+                return -ENOMEM;
+        int fd = open(watched, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        if (threshold == UINT64_MAX)
+                snprintf(line, sizeof(line), "%d %d", efd, fd);
+        else
+                snprintf(line, sizeof(line), "%d %d %llu", efd, fd, (unsigned long long) threshold);
+        _cleanup_close_ int cfd = open(control, O_WRONLY | O_CLOEXEC);
+        if (cfd < 0 || write(cfd, line, strlen(line)) < 0) {
+                int r = -errno;
+                close(fd);
+                return r;
+        }
+        return fd;
 }

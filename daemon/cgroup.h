@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "headroom.h"
+
 struct cgroup_layout {
         char *v2_root;     /* mount point of the cgroup2 hierarchy */
         char *memory_root; /* mount point of the memory controller (v1 or v2); NULL when not mounted */
@@ -44,6 +46,27 @@ int cgroup_memory(const struct cgroup_layout *l, const char *cgroup, uint64_t *r
  * file; -ENODATA when the field is not there. */
 int cgroup_parse_anon(const char *stat_text, bool v2, uint64_t *ret_bytes);
 int cgroup_anon(const struct cgroup_layout *l, const char *cgroup, uint64_t *ret_bytes);
+
+/* The groups from cgroup up to the root that have a memory limit, nearest first, at most max of them
+ * (ret_paths: their paths, optional, free() each): usage, limit and inactive file pages (descendants
+ * included). v2: memory.current, the lower of memory.high and memory.max, memory.stat inactive_file; v1:
+ * memory.usage_in_bytes, memory.limit_in_bytes, memory.stat total_inactive_file. */
+int cgroup_headroom_groups(const struct cgroup_layout *l, const char *cgroup, struct headroom_group *ret, char **ret_paths,
+                           size_t max, size_t *ret_n);
+
+/* Counters of memory.events (v2) or memory.oom_control (v1, oom_kill only: v1 has no "max" counter). */
+struct cgroup_memory_events {
+        uint64_t max, oom_kill;
+};
+int cgroup_parse_memory_events(const char *text, struct cgroup_memory_events *ret);
+
+/* The file that tells of memory events: memory.events on v2 (poll() reports changes), memory.oom_control
+ * on v1 (through cgroup.event_control). */
+int cgroup_memory_events_path(const struct cgroup_layout *l, const char *cgroup, char **ret);
+/* v1: ask the kernel to signal efd when the group's usage crosses threshold bytes (either way), or, with
+ * threshold UINT64_MAX, when it runs out of memory (memory.oom_control). Returns the fd of the file
+ * watched, which must stay open as long as the notification is wanted. */
+int cgroup_v1_notify(const struct cgroup_layout *l, const char *cgroup, int efd, uint64_t threshold);
 
 /* Whether pid is the only process in the cgroup (its cgroup.procs lists nothing else). The root is
  * never anybody's own. Returns 1, 0, or a negative errno. */

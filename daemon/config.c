@@ -29,7 +29,11 @@ void config_init(struct config *c) {
                 .quarantine_after = 3,
                 .empty_backoff_usec = 10000000,
                 .lock_memory = true,
+                .headroom = true,
+                .headroom_interval_usec = 250000,
+                .headroom_max_interval_usec = 10000000,
         };
+        headroom_thresholds_default(&c->headroom_at);
         shrink_priorities_default(&c->priorities);
         level_psi_thresholds_default(&c->psi);
         level_node_thresholds_default(&c->node);
@@ -218,6 +222,20 @@ static int parse_factor_key(struct config *c, const struct config_key *k, const 
         return 0;
 }
 
+/* "85%", or "85": percent of the limit, kept as a fraction. */
+static int parse_percent_key(struct config *c, const struct config_key *k, const char *value, char **ret_error) {
+        char *end;
+        errno = 0;
+        double v = strtod(value, &end);
+        if (*end == '%')
+                end++;
+        if (errno || end == value || *end || !(v > 0 && v <= 100))
+                return fail(ret_error, -EINVAL, "%s: expected a percentage above 0 and at most 100, got \"%s\"", k->name,
+                            value);
+        *FIELD(c, k, double) = v / 100;
+        return 0;
+}
+
 static int parse_bool_key(struct config *c, const struct config_key *k, const char *value, char **ret_error) {
         int b;
         if (parse_bool(value, &b) < 0)
@@ -276,6 +294,12 @@ static const struct config_key config_keys[] = {
         { "node_medium_factor", parse_factor_key, AT(node.medium_factor) },
         { "node_critical_factor", parse_factor_key, AT(node.critical_factor) },
         { "lock_memory", parse_bool_key, AT(lock_memory) },
+        { "headroom", parse_bool_key, AT(headroom) },
+        { "headroom_low", parse_percent_key, AT(headroom_at.f[LEVEL_LOW]) },
+        { "headroom_medium", parse_percent_key, AT(headroom_at.f[LEVEL_MEDIUM]) },
+        { "headroom_critical", parse_percent_key, AT(headroom_at.f[LEVEL_CRITICAL]) },
+        { "headroom_interval", parse_bounded_duration, AT(headroom_interval_usec), 10000, 60000000, "10ms..60s" },
+        { "headroom_max_interval", parse_bounded_duration, AT(headroom_max_interval_usec), 10000, 3600000000ULL, "10ms..1h" },
         { "node_foreign_raises", parse_bool_key, AT(node.foreign_raises) },
         { "cgroup", parse_cgroup },
         { "sysfs_root", parse_sysfs_root, AT(sysfs_root) },
@@ -346,6 +370,10 @@ int config_verify(const struct config *c, char **ret_error) {
         if (level_psi_thresholds_check(&c->psi) < 0)
                 return fail(ret_error, -EINVAL,
                             "thresholds of the same kind must not fall from low to medium to critical");
+        if (headroom_thresholds_check(&c->headroom_at) < 0)
+                return fail(ret_error, -EINVAL, "headroom thresholds must not fall from low to medium to critical");
+        if (c->headroom_max_interval_usec < c->headroom_interval_usec)
+                return fail(ret_error, -EINVAL, "headroom_max_interval is shorter than headroom_interval");
         for (int l = LEVEL_LOW; l < _LEVEL_MAX; l++)
                 if (c->priorities.floor[l] > c->priorities.at[l])
                         return fail(ret_error, -EINVAL, "priority_floor_%s is above priority_%s", level_to_string(l),

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "headroom.h"
 #include "level.h"
 #include "shrink_policy.h"
 
@@ -25,6 +26,11 @@ struct config {
         uint64_t hold_usec;            /* hysteresis: how long pressure must stay below a level to fall */
         struct level_psi_thresholds psi;
         struct level_node_thresholds node;
+        /* headroom, the second source of cgroup and system levels (docs/levels.md) */
+        bool headroom;                          /* on (default) */
+        struct headroom_thresholds headroom_at; /* fractions of the nearest limit */
+        uint64_t headroom_interval_usec;        /* the quickest look while a group nears its threshold */
+        uint64_t headroom_max_interval_usec;    /* the slowest, far from it */
         char **cgroups; /* watched from start-up */
         size_t n_cgroups;
         char *sysfs_root; /* prefix for /proc and /sys node files; "" for the running system */

@@ -19,6 +19,31 @@ int level_from_string(const char *s) {
         return -EINVAL;
 }
 
+static const char *const source_names[_LEVEL_SOURCE_MAX] = { "pressure", "headroom", "watermark" };
+static const char *const event_names[_MEMORY_EVENT_MAX] = { "max", "oom_kill" };
+
+const char *level_source_to_string(enum level_source src) {
+        return src >= 0 && src < _LEVEL_SOURCE_MAX ? source_names[src] : NULL;
+}
+
+int level_source_from_string(const char *s) {
+        for (int i = 0; i < _LEVEL_SOURCE_MAX; i++)
+                if (s && streq(s, source_names[i]))
+                        return i;
+        return -EINVAL;
+}
+
+const char *memory_event_to_string(enum memory_event e) {
+        return e >= 0 && e < _MEMORY_EVENT_MAX ? event_names[e] : NULL;
+}
+
+int memory_event_from_string(const char *s) {
+        for (int i = 0; i < _MEMORY_EVENT_MAX; i++)
+                if (s && streq(s, event_names[i]))
+                        return i;
+        return -EINVAL;
+}
+
 void level_psi_thresholds_default(struct level_psi_thresholds *ret) {
         /* 5% "some" stall is where systemd's MemoryPressureWatch= default (200 ms / 2 s = 10%) would
          * still be quiet: low is an early hint. Medium is a clear slow-down of some tasks; critical means

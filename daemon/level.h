@@ -21,6 +21,25 @@ enum level {
 const char *level_to_string(enum level l);
 int level_from_string(const char *s);
 
+/* What raised a scope's level. */
+enum level_source {
+        LEVEL_SOURCE_PRESSURE,  /* PSI stall */
+        LEVEL_SOURCE_HEADROOM,  /* nearness to a memory limit (headroom.h) */
+        LEVEL_SOURCE_WATERMARK, /* a node's free pages against its watermarks */
+        _LEVEL_SOURCE_MAX,
+};
+const char *level_source_to_string(enum level_source s);
+int level_source_from_string(const char *s);
+
+/* Memory events the kernel counts for a cgroup, reported as they happen. */
+enum memory_event {
+        MEMORY_EVENT_MAX,      /* usage reached memory.max (v2 only) */
+        MEMORY_EVENT_OOM_KILL, /* the OOM killer killed a process in the group */
+        _MEMORY_EVENT_MAX,
+};
+const char *memory_event_to_string(enum memory_event e);
+int memory_event_from_string(const char *s);
+
 /* A PSI threshold: the level is reached when `kind` stall over the last window_usec is at least
  * stall_usec (i.e. the fraction stall/window). thresholds[LEVEL_OK] is unused. */
 struct level_psi_thresholds {

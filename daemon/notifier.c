@@ -22,18 +22,32 @@ void notifier_status(struct notifier *n) {
                           clients, clients == 1 ? "" : "s");
 }
 
+/* What the level stands on, for the log line: the stall, or the headroom and whose limit it is. */
+static void describe_source(const struct scope *s, char *buf, size_t size) {
+        if (s->level.level != LEVEL_OK && s->source == LEVEL_SOURCE_HEADROOM)
+                snprintf(buf, size, "headroom: %.1f%% of the %llu-byte limit%s%s unreclaimable",
+                         s->headroom.fraction * 100, (unsigned long long) s->headroom.limit,
+                         s->headroom_binding ? " of " : "", s->headroom_binding ? s->headroom_binding : "");
+        else
+                snprintf(buf, size, "some avg10=%.2f full avg10=%.2f", s->psi.line[PSI_SOME].avg10,
+                         s->psi.line[PSI_FULL].avg10);
+}
+
 static void on_level_changed(struct scope *s, void *userdata) {
         struct notifier *n = userdata;
-        char f_level[32], f_prev[32], f_target[48];
+        char f_level[32], f_prev[32], f_target[48], f_source[48], why[512];
 
         snprintf(f_level, sizeof(f_level), "PRESSURED_LEVEL=%s", level_to_string(s->level.level));
         snprintf(f_prev, sizeof(f_prev), "PRESSURED_PREVIOUS_LEVEL=%s", level_to_string(s->previous));
         snprintf(f_target, sizeof(f_target), "PRESSURED_RECLAIM_TARGET=%llu", (unsigned long long) s->reclaim_target);
-        const char *const fields[] = { f_level, f_prev, f_target, NULL };
+        snprintf(f_source, sizeof(f_source), "PRESSURED_SOURCE=%s",
+                 level_source_to_string(s->type == SCOPE_NODE ? LEVEL_SOURCE_WATERMARK : s->source));
+        const char *const fields[] = { f_level, f_prev, f_target, f_source, NULL };
+        describe_source(s, why, sizeof(why));
         log_struct(s->level.level > s->previous ? LOG_NOTICE : LOG_INFO, PRESSURED_MESSAGE_LEVEL_CHANGE, s->name,
-                   fields, "%s: memory pressure %s -> %s (some avg10=%.2f full avg10=%.2f), reclaim target %llu bytes",
-                   s->name, level_to_string(s->previous), level_to_string(s->level.level),
-                   s->psi.line[PSI_SOME].avg10, s->psi.line[PSI_FULL].avg10, (unsigned long long) s->reclaim_target);
+                   fields, "%s: memory pressure %s -> %s (%s), reclaim target %llu bytes", s->name,
+                   level_to_string(s->previous), level_to_string(s->level.level), why,
+                   (unsigned long long) s->reclaim_target);
         if (s->type == SCOPE_SYSTEM)
                 notifier_status(n);
 }

@@ -222,6 +222,16 @@ static void encode_figures(struct json_object **o, const struct scope_snapshot *
                 jb_set(o, "cgroup_memory", mem);
         }
         jb_set_u64(o, "reclaim_target", s->reclaim_target);
+        if (s->level != LEVEL_OK)
+                jb_set_string(o, "source", level_source_to_string(s->source));
+        if (s->have_headroom) {
+                struct json_object *h = json_object_new_object();
+                jb_set_u64(&h, "limit", s->headroom_limit);
+                jb_set_u64(&h, "unreclaimable", s->headroom_unreclaimable);
+                if (s->headroom_cgroup)
+                        jb_set_string(&h, "cgroup", s->headroom_cgroup);
+                jb_set(o, "headroom", h);
+        }
 }
 
 static int decode_figures(struct json_object *o, struct scope_snapshot *s) {
@@ -258,6 +268,22 @@ static int decode_figures(struct json_object *o, struct scope_snapshot *s) {
                 TRY(get_u64(cg, "limit", false, &s->limit));
         }
         TRY(get_u64(o, "reclaim_target", true, &s->reclaim_target));
+        const char *source = NULL;
+        TRY(get_string(o, "source", false, &source));
+        if (source) {
+                int src = level_source_from_string(source);
+                if (src < 0)
+                        return -EINVAL;
+                s->source = src;
+        }
+        struct json_object *h = NULL;
+        TRY(get_object(o, "headroom", &h));
+        if (h) {
+                s->have_headroom = true;
+                TRY(get_u64(h, "limit", true, &s->headroom_limit));
+                TRY(get_u64(h, "unreclaimable", true, &s->headroom_unreclaimable));
+                TRY(get_string(h, "cgroup", false, &s->headroom_cgroup));
+        }
         return 0;
 }
 
@@ -325,6 +351,36 @@ int protocol_decode_level_change(struct json_object *o, struct scope_snapshot *r
         *ret = s;
         *ret_previous = previous;
         *ret_coalesced = (unsigned) coalesced;
+        return 0;
+}
+
+/* ---- MemoryEvent ---- */
+
+struct json_object *protocol_encode_memory_event(const struct memory_event_snapshot *e) {
+        struct json_object *o = json_object_new_object();
+        jb_set(&o, "scope", protocol_encode_scope_ref(&e->id));
+        jb_set_string(&o, "kind", memory_event_to_string(e->kind));
+        jb_set_u64(&o, "count", e->count);
+        jb_set_u64(&o, "timestamp", e->timestamp);
+        return o;
+}
+
+int protocol_decode_memory_event(struct json_object *o, struct memory_event_snapshot *ret) {
+        struct memory_event_snapshot e = {};
+        const char *field, *kind;
+        struct json_object *ref = get(o, "scope");
+
+        if (!json_object_is_type(o, json_type_object) || !ref)
+                return -EINVAL;
+        TRY(protocol_decode_scope_ref(ref, &e.id, &field));
+        TRY(get_string(o, "kind", true, &kind));
+        int k = memory_event_from_string(kind);
+        if (k < 0)
+                return -EINVAL;
+        e.kind = k;
+        TRY(get_u64(o, "count", true, &e.count));
+        TRY(get_u64(o, "timestamp", true, &e.timestamp));
+        *ret = e;
         return 0;
 }
 

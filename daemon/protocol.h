@@ -38,6 +38,19 @@ struct scope_snapshot {
         uint64_t reclaim_target;
         uint64_t since; /* CLOCK_MONOTONIC µs of the last change; 0: none */
         bool removed;
+        enum level_source source;        /* what raised the level */
+        bool have_headroom;              /* a limit binds the scope */
+        uint64_t headroom_limit;         /* the limit nearest to being reached */
+        uint64_t headroom_unreclaimable; /* what its group holds that reclaim cannot take cheaply */
+        const char *headroom_cgroup;     /* the group whose limit it is; NULL for the system */
+};
+
+/* A MemoryEvent: the kernel counted `count` more of `kind` in the scope. */
+struct memory_event_snapshot {
+        struct scope_id id;
+        enum memory_event kind;
+        uint64_t count;
+        uint64_t timestamp; /* CLOCK_MONOTONIC µs */
 };
 
 /* A Request on a serving connection. */
@@ -117,6 +130,9 @@ struct json_object *protocol_encode_level_change(const struct scope_snapshot *s,
                                                  unsigned coalesced);
 int protocol_decode_level_change(struct json_object *o, struct scope_snapshot *ret, enum level *ret_previous,
                                  unsigned *ret_coalesced);
+
+struct json_object *protocol_encode_memory_event(const struct memory_event_snapshot *e);
+int protocol_decode_memory_event(struct json_object *o, struct memory_event_snapshot *ret);
 
 struct json_object *protocol_encode_shrink_request(const struct shrink_request_snapshot *q);
 /* The same JSON as protocol_encode_shrink_request() produces, appended as text without building json-c

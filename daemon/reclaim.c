@@ -111,7 +111,9 @@ static bool scope_wants_reclaim(const struct reclaim *rc, const struct scope *s)
 
         if (s->level.level == LEVEL_OK || s->gone)
                 return false;
-        if (s->type != SCOPE_SYSTEM)
+        /* Raised by its headroom, the system is short of memory as a whole (no swap, little available),
+         * whatever the nodes' watermarks say yet. */
+        if (s->type != SCOPE_SYSTEM || s->source == LEVEL_SOURCE_HEADROOM)
                 return true;
         for (size_t i = 0; i < reg->n_nodes; i++)
                 if (reg->nodes[i]->level.level > LEVEL_OK)
@@ -150,11 +152,16 @@ static uint64_t episode_goal(struct reclaim_episode *e) {
 }
 
 /* How much the scope stalls now: for PSI scopes the fraction of time stalled since the last call (from
- * the cumulative "some" total, read now), for nodes the pages short of the high watermarks. < 0: not
- * known yet. */
+ * the cumulative "some" total, read now), for nodes the pages short of the high watermarks, for a scope
+ * its headroom raised the bytes past the low headroom threshold. < 0: not known yet. */
 static double episode_stall(struct reclaim_episode *e) {
         struct scope *s = e->scope;
         const struct node_monitor *nm = s->env->nodes;
+
+        if (s->source == LEVEL_SOURCE_HEADROOM) {
+                scope_refresh_headroom(s);
+                return (double) s->headroom.over_bytes;
+        }
 
         if (s->type == SCOPE_NODE) {
                 if (!nm)
@@ -181,7 +188,7 @@ static bool episode_quiet(struct reclaim_episode *e, double *ret_stall) {
         *ret_stall = stall;
         if (stall < 0)
                 return false;
-        if (e->scope->type == SCOPE_NODE)
+        if (e->scope->type == SCOPE_NODE || e->scope->source == LEVEL_SOURCE_HEADROOM)
                 return stall == 0;
         const struct psi_trigger *low = &e->rc->config->psi.t[LEVEL_LOW];
         return stall < (double) low->stall_usec / (double) low->window_usec;

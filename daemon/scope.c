@@ -3,9 +3,11 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -18,8 +20,25 @@ static struct scope *scope_alloc(struct scope_env *env, enum scope_type type) {
         s->env = env;
         s->type = type;
         s->trigger_fd = -EBADF;
+        s->events_fd = -EBADF;
+        s->v1_eventfd = -EBADF;
         s->limit_bytes = UINT64_MAX;
+        s->headroom.limit = UINT64_MAX;
         return s;
+}
+
+static void scope_unwatch_headroom(struct scope *s) {
+        s->headroom_timer = sd_event_source_disable_unref(s->headroom_timer);
+        s->events_source = sd_event_source_disable_unref(s->events_source);
+        if (s->events_fd >= 0)
+                close(s->events_fd);
+        s->events_fd = -EBADF;
+        if (s->v1_eventfd >= 0)
+                close(s->v1_eventfd); /* the kernel drops the notifications with it */
+        s->v1_eventfd = -EBADF;
+        for (size_t i = 0; i < s->n_v1_watched; i++)
+                close(s->v1_watched[i]);
+        s->n_v1_watched = 0;
 }
 
 struct scope *scope_free(struct scope *s) {
@@ -28,6 +47,8 @@ struct scope *scope_free(struct scope *s) {
         sd_event_source_disable_unref(s->trigger_source);
         if (s->trigger_fd >= 0)
                 close(s->trigger_fd);
+        scope_unwatch_headroom(s);
+        free(s->headroom_binding);
         free(s->pressure_path);
         free(s->cgroup);
         free(s->name);
@@ -61,6 +82,11 @@ void scope_snapshot(const struct scope *s, struct scope_snapshot *ret) {
                 .reclaim_target = s->reclaim_target,
                 .since = s->changed_usec,
                 .removed = s->gone,
+                .source = s->type == SCOPE_NODE ? LEVEL_SOURCE_WATERMARK : s->source,
+                .have_headroom = s->headroom_watched && s->headroom.limit != UINT64_MAX,
+                .headroom_limit = s->headroom.limit,
+                .headroom_unreclaimable = (uint64_t) (s->headroom.fraction * (double) s->headroom.limit),
+                .headroom_cgroup = s->headroom_binding,
         };
         if (s->type == SCOPE_NODE && nm) {
                 const struct node_sample *n = &nm->cur[s->node_index];
@@ -99,6 +125,11 @@ static void scope_update_target(struct scope *s) {
                         if (n->high_pages > n->free_pages)
                                 excess += (n->high_pages - n->free_pages) * page;
                 }
+        }
+        /* Raised by headroom: what brings the group that decides back under its low threshold. */
+        if (s->source == LEVEL_SOURCE_HEADROOM && s->headroom.limit != UINT64_MAX) {
+                size = s->headroom.limit;
+                excess = MAX(excess, s->headroom.over_bytes);
         }
         s->reclaim_target = level_reclaim_target(s->level.level, size, excess, s->demand_bytes);
 }
@@ -142,8 +173,12 @@ static void scope_read_memory(struct scope *s) {
 
 /* ---- level changes ---- */
 
-static void scope_apply(struct scope *s, enum level raw, uint64_t now) {
+/* psi_raw: the level the scope's own measure shows now (PSI, or a node's watermarks); headroom's is
+ * kept beside it, and the higher of the two goes through the hysteresis. */
+static void scope_apply(struct scope *s, enum level psi_raw, uint64_t now) {
         enum level old = s->level.level;
+        s->psi_raw = psi_raw;
+        enum level raw = MAX(psi_raw, s->headroom_raw);
 
         if (!level_update(&s->level, raw, now, s->env->config->hold_usec)) {
                 if (s->level.level != LEVEL_OK)
@@ -153,6 +188,9 @@ static void scope_apply(struct scope *s, enum level raw, uint64_t now) {
 
         s->previous = old;
         s->changed_usec = now;
+        s->source = s->type == SCOPE_NODE ? LEVEL_SOURCE_WATERMARK
+                    : s->headroom_raw > psi_raw ? LEVEL_SOURCE_HEADROOM
+                                                : LEVEL_SOURCE_PRESSURE;
         scope_update_target(s);
 
         if (s->env->events && s->env->events->level_changed)
@@ -162,7 +200,7 @@ static void scope_apply(struct scope *s, enum level raw, uint64_t now) {
 bool scope_is_active(const struct scope *s, uint64_t now) {
         if (s->gone)
                 return false;
-        if (s->level.level != LEVEL_OK)
+        if (s->level.level != LEVEL_OK || s->headroom_raw != LEVEL_OK)
                 return true;
         return s->triggered_usec > 0 && now - s->triggered_usec < s->trigger.window_usec + 1000000;
 }
@@ -242,8 +280,246 @@ void scope_mark_gone(struct scope *s) {
                 close(s->trigger_fd);
                 s->trigger_fd = -EBADF;
         }
+        scope_unwatch_headroom(s);
         if (s->env->events && s->env->events->gone)
                 s->env->events->gone(s, s->env->userdata);
+}
+
+/* ---- headroom and memory events ---- */
+
+#define HEADROOM_GROUPS_MAX 16
+
+/* The system as one group: MemTotal its limit, what is not available its usage. Only without swap:
+ * with swap, anonymous memory can go there and MemAvailable does not say how close the OOM killer is. */
+static int system_headroom(struct scope *s, struct headroom_group *ret, size_t *ret_n) {
+        _cleanup_free_ char *path = NULL;
+        char buf[8192];
+        uint64_t total, avail, swap = 0;
+
+        if (asprintf(&path, "%s/proc/meminfo", s->env->config->sysfs_root) < 0)
+                return -ENOMEM;
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        ssize_t n = read(fd, buf, sizeof(buf) - 1);
+        if (n < 0)
+                return -errno;
+        buf[n] = 0;
+        if (headroom_parse_field(buf, "MemTotal", &total) < 0 || headroom_parse_field(buf, "MemAvailable", &avail) < 0)
+                return -EINVAL;
+        (void) headroom_parse_field(buf, "SwapTotal", &swap);
+        *ret_n = 0;
+        if (swap > 0 || total == 0)
+                return 0;
+        *ret = (struct headroom_group){ .usage = total > avail ? total - avail : 0, .limit = total };
+        *ret_n = 1;
+        return 0;
+}
+
+static void scope_read_headroom(struct scope *s) {
+        struct headroom_group groups[HEADROOM_GROUPS_MAX];
+        char *paths[HEADROOM_GROUPS_MAX] = {};
+        size_t n = 0;
+        int r;
+
+        if (s->type == SCOPE_CGROUP)
+                r = cgroup_headroom_groups(s->env->layout, s->cgroup, groups, paths, HEADROOM_GROUPS_MAX, &n);
+        else
+                r = system_headroom(s, groups, &n);
+        if (r < 0)
+                return; /* keep what was seen last; a group removed is found by its trigger */
+        headroom_evaluate(groups, n, &s->env->config->headroom_at, &s->headroom);
+        free(s->headroom_binding);
+        s->headroom_binding = NULL;
+        if (s->headroom.limit != UINT64_MAX && n > 0)
+                s->headroom_binding = TAKE_PTR(paths[s->headroom.binding]);
+        for (size_t i = 0; i < n; i++)
+                free(paths[i]);
+        s->headroom_raw = s->env->config->headroom ? s->headroom.level : LEVEL_OK;
+}
+
+/* The kernel's counters of the group's memory events: every increment since the last reading is
+ * reported (the first reading only sets the mark). */
+static void scope_read_event_counts(struct scope *s) {
+        char buf[1024];
+        struct cgroup_memory_events e;
+
+        if (s->events_fd < 0)
+                return;
+        ssize_t n = pread(s->events_fd, buf, sizeof(buf) - 1, 0);
+        if (n < 0) {
+                if (errno == ENODEV || errno == ENOENT)
+                        scope_mark_gone(s);
+                return;
+        }
+        buf[n] = 0;
+        if (cgroup_parse_memory_events(buf, &e) < 0)
+                return;
+        const uint64_t now[_MEMORY_EVENT_MAX] = { [MEMORY_EVENT_MAX] = e.max, [MEMORY_EVENT_OOM_KILL] = e.oom_kill };
+        bool had = s->have_event_counts;
+        s->have_event_counts = true;
+        for (int k = 0; k < _MEMORY_EVENT_MAX; k++) {
+                uint64_t before = s->event_counts[k];
+                s->event_counts[k] = now[k];
+                if (!had || now[k] <= before)
+                        continue;
+                if (k == MEMORY_EVENT_OOM_KILL)
+                        log_warning("%s: the kernel's OOM killer killed %llu process%s in this cgroup.", s->name,
+                                    (unsigned long long) (now[k] - before), now[k] - before == 1 ? "" : "es");
+                if (s->env->events && s->env->events->memory_event)
+                        s->env->events->memory_event(s, k, now[k] - before, s->env->userdata);
+        }
+}
+
+void scope_refresh_headroom(struct scope *s) {
+        if (s->headroom_watched && !s->gone)
+                scope_read_headroom(s);
+}
+
+static void scope_schedule_headroom(struct scope *s, uint64_t now) {
+        const struct config *c = s->env->config;
+        uint64_t next = c->headroom_interval_usec;
+
+        if (!s->headroom_timer)
+                return;
+        /* Far from every threshold: back off, as far as the nearest group could grow meanwhile. */
+        if (s->level.level == LEVEL_OK && s->headroom_raw == LEVEL_OK)
+                next = headroom_next_check_usec(&s->headroom, s->demand_bytes, c->headroom_interval_usec,
+                                                c->headroom_max_interval_usec);
+        (void) sd_event_source_set_time_accuracy(s->headroom_timer, MAX(next / 10, 1000u));
+        (void) sd_event_source_set_time(s->headroom_timer, now + next);
+        (void) sd_event_source_set_enabled(s->headroom_timer, SD_EVENT_ONESHOT);
+}
+
+void scope_check_headroom(struct scope *s, uint64_t now) {
+        if (s->gone)
+                return;
+        scope_read_event_counts(s);
+        if (s->gone || !s->headroom_watched)
+                return;
+        enum level before = s->headroom_raw;
+        scope_read_headroom(s);
+        if (s->type == SCOPE_CGROUP)
+                scope_read_memory(s); /* the growth that sets the next look, and the reclaim target */
+        scope_apply(s, s->psi_raw, now);
+        /* Headroom left ok: the scope is active now, and whoever samples active scopes must know. */
+        if (before == LEVEL_OK && s->headroom_raw > LEVEL_OK && s->env->events && s->env->events->triggered)
+                s->env->events->triggered(s, s->env->userdata);
+        scope_schedule_headroom(s, now);
+}
+
+static int on_headroom_timer(sd_event_source *src, uint64_t usec, void *userdata) {
+        struct scope *s = userdata;
+        (void) src;
+        (void) usec;
+        scope_check_headroom(s, now_usec(s));
+        return 0;
+}
+
+/* Something happened at a limit (v2 memory.events changed, or a v1 notification): look now, unless a
+ * look was just taken, then at the next quick interval (a usage hovering at a v1 threshold signals at
+ * every crossing). */
+static void scope_memory_news(struct scope *s) {
+        uint64_t now = now_usec(s), due = 0;
+        if (s->headroom_timer && sd_event_source_get_time(s->headroom_timer, &due) >= 0 &&
+            due > now + s->env->config->headroom_interval_usec)
+                scope_check_headroom(s, now);
+        else if (!s->headroom_timer)
+                scope_read_event_counts(s);
+}
+
+static int on_memory_events(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+        struct scope *s = userdata;
+        (void) src;
+        (void) fd;
+        if (revents & EPOLLERR && !(revents & EPOLLPRI)) {
+                scope_mark_gone(s);
+                return 0;
+        }
+        /* Reading the file (scope_read_event_counts) is what re-arms its poll. */
+        scope_read_event_counts(s);
+        scope_memory_news(s);
+        return 0;
+}
+
+static int on_v1_eventfd(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+        struct scope *s = userdata;
+        uint64_t v;
+        (void) src;
+        (void) revents;
+        (void) read(fd, &v, sizeof(v));
+        scope_read_event_counts(s);
+        scope_memory_news(s);
+        return 0;
+}
+
+/* v1 tells of its limits by notification: OOM in the group, and usage crossing the low threshold of
+ * each limited group up the tree. Best effort: without them the timer still looks. */
+static void scope_watch_v1(struct scope *s) {
+        const struct cgroup_layout *l = s->env->layout;
+        struct headroom_group groups[ELEMENTSOF(s->v1_watched) - 1];
+        char *paths[ELEMENTSOF(s->v1_watched) - 1] = {};
+        size_t n = 0;
+
+        s->v1_eventfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (s->v1_eventfd < 0)
+                return;
+        int fd = cgroup_v1_notify(l, s->cgroup, s->v1_eventfd, UINT64_MAX);
+        if (fd >= 0)
+                s->v1_watched[s->n_v1_watched++] = fd;
+        if (cgroup_headroom_groups(l, s->cgroup, groups, paths, ELEMENTSOF(groups), &n) >= 0)
+                for (size_t i = 0; i < n; i++) {
+                        uint64_t at = (uint64_t) ((double) groups[i].limit * s->env->config->headroom_at.f[LEVEL_LOW]);
+                        fd = cgroup_v1_notify(l, paths[i], s->v1_eventfd, at);
+                        if (fd >= 0)
+                                s->v1_watched[s->n_v1_watched++] = fd;
+                        free(paths[i]);
+                }
+        if (s->n_v1_watched == 0 ||
+            sd_event_add_io(s->env->event, &s->events_source, s->v1_eventfd, EPOLLIN, on_v1_eventfd, s) < 0) {
+                log_debug("%s: no v1 memory notifications, looking at its headroom by timer only.", s->name);
+                return;
+        }
+        (void) sd_event_source_set_description(s->events_source, "memcg-v1-events");
+}
+
+static int scope_watch_headroom(struct scope *s) {
+        const struct cgroup_layout *l = s->env->layout;
+        _cleanup_free_ char *events = NULL;
+        int r;
+
+        if (s->type == SCOPE_CGROUP) {
+                if (!l || !l->memory_root)
+                        return 0;
+                /* The counters of memory events: v2's memory.events reports changes to poll(); v1's
+                 * memory.oom_control is read when its notification comes. */
+                if (cgroup_memory_events_path(l, s->cgroup, &events) >= 0)
+                        s->events_fd = open(events, O_RDONLY | O_CLOEXEC);
+                if (s->events_fd >= 0 && l->memory_v2) {
+                        r = sd_event_add_io(s->env->event, &s->events_source, s->events_fd, EPOLLPRI, on_memory_events, s);
+                        if (r < 0)
+                                return r;
+                        (void) sd_event_source_set_description(s->events_source, "memory-events");
+                } else if (s->events_fd >= 0)
+                        scope_watch_v1(s);
+                scope_read_event_counts(s);
+        } else if (s->type == SCOPE_SYSTEM) {
+                struct headroom_group g;
+                size_t n = 0;
+                if (system_headroom(s, &g, &n) < 0 || n == 0)
+                        return 0; /* swap, or no meminfo: PSI only */
+        } else
+                return 0;
+
+        if (!s->env->config->headroom)
+                return 0;
+        s->headroom_watched = true;
+        r = sd_event_add_time(s->env->event, &s->headroom_timer, CLOCK_MONOTONIC, 0, 0, on_headroom_timer, s);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_description(s->headroom_timer, "headroom");
+        scope_check_headroom(s, now_usec(s));
+        return 0;
 }
 
 /* ---- triggers ---- */
@@ -349,6 +625,9 @@ int scope_new_system(struct scope_env *env, struct scope **ret) {
         r = scope_arm(s);
         if (r < 0)
                 return r;
+        r = scope_watch_headroom(s);
+        if (r < 0)
+                return r;
         *ret = TAKE_PTR(s);
         return 0;
 }
@@ -386,6 +665,9 @@ int scope_new_cgroup(struct scope_env *env, const char *cgroup, struct scope **r
         if (r < 0)
                 return r;
         scope_read_memory(s);
+        r = scope_watch_headroom(s);
+        if (r < 0)
+                return r;
         *ret = TAKE_PTR(s);
         return 0;
 }

@@ -25,7 +25,8 @@ struct scope;
 struct scope_events {
         void (*level_changed)(struct scope *s, void *userdata);
         void (*gone)(struct scope *s, void *userdata);      /* the cgroup was removed */
-        void (*triggered)(struct scope *s, void *userdata); /* the kernel's trigger fired */
+        void (*triggered)(struct scope *s, void *userdata); /* the kernel's trigger fired, or headroom left ok */
+        void (*memory_event)(struct scope *s, enum memory_event e, uint64_t count, void *userdata);
 };
 
 /* What every scope of one registry shares. */
@@ -70,7 +71,22 @@ struct scope {
         uint64_t demand_bytes;          /* its growth per second between the last two readings */
         uint64_t growth_bytes;          /* its growth between the last two readings (0: it shrank) */
 
+        /* headroom (cgroup and system scopes): the second source of the level */
+        bool headroom_watched;      /* the daemon looks at it: a cgroup, or the system without swap */
+        struct headroom headroom;   /* as last evaluated */
+        char *headroom_binding;     /* the cgroup whose limit decides; NULL for the system or none */
+        enum level psi_raw, headroom_raw;
+        sd_event_source *headroom_timer;
+        int events_fd;              /* v2 memory.events, v1 memory.oom_control */
+        sd_event_source *events_source;
+        int v1_eventfd;             /* v1: signalled by the kernel on OOM and usage thresholds */
+        int v1_watched[4];          /* v1: the files those notifications watch (open as long as wanted) */
+        size_t n_v1_watched;
+        uint64_t event_counts[_MEMORY_EVENT_MAX];
+        bool have_event_counts;
+
         struct level_state level;
+        enum level_source source; /* what raised the level last */
         enum level previous;
         uint64_t changed_usec; /* CLOCK_MONOTONIC of the last change */
         uint64_t reclaim_target;
@@ -104,6 +120,11 @@ void scope_refresh(struct scope *s);
 /* Read the memory figures now and compute the reclaim target from them (for a decision that must not
  * use the last sample's). */
 void scope_refresh_target(struct scope *s);
+
+/* Read the headroom figures now, without re-evaluating the level (for a decision about it). */
+void scope_refresh_headroom(struct scope *s);
+/* Look at the scope's headroom now and re-evaluate the level; reschedules the next look. */
+void scope_check_headroom(struct scope *s, uint64_t now_usec);
 
 /* Arm the trigger again after the low threshold changed (configuration reload). */
 int scope_rearm(struct scope *s);

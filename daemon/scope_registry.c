@@ -37,10 +37,18 @@ static void on_triggered(struct scope *s, void *userdata) {
                         reg->observers[i].ops->became_active(s, reg->observers[i].userdata);
 }
 
+static void on_memory_event(struct scope *s, enum memory_event e, uint64_t count, void *userdata) {
+        struct scope_registry *reg = userdata;
+        for (size_t i = 0; i < reg->n_observers; i++)
+                if (reg->observers[i].ops->memory_event)
+                        reg->observers[i].ops->memory_event(s, e, count, reg->observers[i].userdata);
+}
+
 static const struct scope_events registry_events = {
         .level_changed = on_level_changed,
         .gone = on_gone,
         .triggered = on_triggered,
+        .memory_event = on_memory_event,
 };
 
 static void registry_free_scope(struct scope_registry *reg, struct scope *s) {

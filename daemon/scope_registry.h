@@ -19,7 +19,8 @@
 struct scope_observer {
         void (*level_changed)(struct scope *s, void *userdata);
         void (*gone)(struct scope *s, void *userdata);          /* the cgroup went away */
-        void (*became_active)(struct scope *s, void *userdata); /* its trigger fired */
+        void (*became_active)(struct scope *s, void *userdata); /* its trigger fired, or headroom left ok */
+        void (*memory_event)(struct scope *s, enum memory_event e, uint64_t count, void *userdata);
         void (*freed)(struct scope *s, void *userdata);         /* about to be freed: let go of the slot */
 };
 

@@ -194,9 +194,28 @@ static void on_gone(struct scope *s, void *userdata) {
         }
 }
 
+/* The kernel hit a limit or killed in the scope: every subscriber of the scope hears of it, whatever
+ * its min_level (a kill is news at any level), unless it does not read: then it is counted in the next
+ * level change's coalesced changes rather than queued without bound. */
+static void on_memory_event(struct scope *s, enum memory_event e, uint64_t count, void *userdata) {
+        struct subscriptions *subs = userdata;
+        struct memory_event_snapshot snap = { .id = scope_get_id(s), .kind = e, .count = count };
+        (void) sd_event_now(s->env->event, CLOCK_MONOTONIC, &snap.timestamp);
+
+        for (struct watch *w = *scope_watches(subs, s), *next; w; w = next) {
+                next = w->scope_next;
+                if (watch_backlogged(w)) {
+                        w->coalesced++;
+                        continue;
+                }
+                (void) varlink_notify(w->sub->conn, jb_object_with("memory_event", protocol_encode_memory_event(&snap)));
+        }
+}
+
 static const struct scope_observer observer = {
         .level_changed = on_level_changed,
         .gone = on_gone,
+        .memory_event = on_memory_event,
 };
 
 int subscriptions_new(struct scope_registry *reg, struct subscriptions **ret) {

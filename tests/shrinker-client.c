@@ -11,6 +11,8 @@
  * --refill: every object a scan frees is allocated again after it (a cache in use, never empty).
  * --lie: counts claim a cache of 1 TiB (in the same number of objects); every scan claims to have freed
  *        all it was asked to, and frees nothing.
+ * --grow MS: one more object every MS milliseconds, for ever: a cache that grows until its shrinker is
+ *        asked, or the OOM killer comes (with --shrinkers 0 nobody can ask).
  */
 
 #include <errno.h>
@@ -20,19 +22,45 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "pressure.h"
 
 struct cache {
         void **objects;
-        size_t n;
+        size_t n, allocated;
         size_t size;
 };
 
 static struct cache cache;
+
+/* One more object, written (resident), or -ENOMEM. */
+static int cache_add(void) {
+        if (cache.n == cache.allocated) {
+                size_t a = cache.allocated ? cache.allocated * 2 : 64;
+                void **p = realloc(cache.objects, a * sizeof(void *));
+                if (!p)
+                        return -ENOMEM;
+                cache.objects = p;
+                cache.allocated = a;
+        }
+        void *o = malloc(cache.size);
+        if (!o)
+                return -ENOMEM;
+        memset(o, 0x11, cache.size);
+        cache.objects[cache.n++] = o;
+        return 0;
+}
+
 static volatile sig_atomic_t sleep_ms;
 static int die_in_scan, refill, lie;
+
+static uint64_t now_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
+}
 
 /* SIGUSR1: stop being slow (a quarantined client that recovers). */
 static void on_usr1(int sig) {
@@ -73,13 +101,9 @@ static uint64_t scan_objects(struct pressure_shrinker *s, struct pressure_shrink
                 freed++;
         }
         sc->nr_bytes = freed * cache.size;
-        for (uint64_t i = 0; refill && i < freed; i++) {
-                void *o = malloc(cache.size);
-                if (!o)
+        for (uint64_t i = 0; refill && i < freed; i++)
+                if (cache_add() < 0)
                         break;
-                memset(o, 1, cache.size);
-                cache.objects[cache.n++] = o;
-        }
         printf("scan %llu node=%d cgroup=%s nr=%llu freed=%llu left=%zu\n",
                (unsigned long long) pressure_shrinker_get_id(s), sc->node, sc->cgroup,
                (unsigned long long) sc->nr_to_scan, (unsigned long long) freed, cache.n);
@@ -104,12 +128,13 @@ int main(int argc, char *argv[]) {
                  * trimming the heap gives back */
                 { "pin", no_argument, NULL, 'p' },
                 { "no-release", no_argument, NULL, 'r' },
+                { "grow", required_argument, NULL, 'g' },
                 {},
         };
         const char *socket_path = NULL;
         size_t objects = 10000, k = 1;
         unsigned flags = 0;
-        int use_thread = 0, pin = 0, no_release = 0, c;
+        int use_thread = 0, pin = 0, no_release = 0, grow_ms = -1, c;
 
         cache.size = 1024;
         while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
@@ -127,18 +152,17 @@ int main(int argc, char *argv[]) {
                 case 't': use_thread = 1; break;
                 case 'p': pin = 1; break;
                 case 'r': no_release = 1; break;
+                case 'g': grow_ms = atoi(optarg); break;
                 default: return 2;
                 }
 
         signal(SIGUSR1, on_usr1);
-        cache.objects = calloc(objects, sizeof(void *));
         for (size_t i = 0; i < objects; i++) {
-                cache.objects[i] = malloc(cache.size);
-                memset(cache.objects[i], 0x11, cache.size);
+                if (cache_add() < 0)
+                        return 1;
                 if (pin)
                         memset(malloc(64), 0x22, 64); /* kept for the life of the process */
         }
-        cache.n = objects;
 
         struct pressure_client *client;
         int r = pressure_client_new(socket_path, &client);
@@ -170,10 +194,17 @@ int main(int argc, char *argv[]) {
                 for (;;)
                         pause();
         }
+        uint64_t next_grow = grow_ms >= 0 ? now_ms() + (uint64_t) grow_ms : UINT64_MAX;
         for (;;) {
                 struct pollfd p = { .fd = pressure_client_get_fd(client), .events = POLLIN };
-                if (poll(&p, 1, -1) < 0 && errno != EINTR)
+                uint64_t now = now_ms();
+                int timeout = next_grow == UINT64_MAX ? -1 : next_grow > now ? (int) (next_grow - now) : 0;
+                if (poll(&p, 1, timeout) < 0 && errno != EINTR)
                         return 1;
                 (void) pressure_client_dispatch(client);
+                if (now_ms() >= next_grow) {
+                        (void) cache_add();
+                        next_grow += (uint64_t) grow_ms;
+                }
         }
 }

@@ -34,7 +34,7 @@ static void check_same(struct json_object *encoded, struct json_object *document
         json_object_put(encoded);
 }
 
-enum kind { STATE, CHANGE, REQUEST, RESULT, REGISTRATION, INFO, _KIND_MAX };
+enum kind { STATE, CHANGE, REQUEST, RESULT, REGISTRATION, INFO, MEMORY_EVENT, _KIND_MAX };
 static unsigned seen[_KIND_MAX];
 
 static void round_trip(enum kind k, struct json_object *o) {
@@ -44,6 +44,12 @@ static void round_trip(enum kind k, struct json_object *o) {
                 struct scope_snapshot s;
                 CU_ASSERT_EQUAL_FATAL(protocol_decode_scope_state(o, &s), 0);
                 check_same(protocol_encode_scope_state(&s), o);
+                break;
+        }
+        case MEMORY_EVENT: {
+                struct memory_event_snapshot e;
+                CU_ASSERT_EQUAL_FATAL(protocol_decode_memory_event(o, &e), 0);
+                check_same(protocol_encode_memory_event(&e), o);
                 break;
         }
         case CHANGE: {
@@ -106,6 +112,8 @@ static void check_reply(struct json_object *msg) {
                 each(STATE, v);
         if (json_object_object_get_ex(p, "event", &v))
                 round_trip(CHANGE, v);
+        if (json_object_object_get_ex(p, "memory_event", &v))
+                round_trip(MEMORY_EVENT, v);
         if (json_object_object_get_ex(p, "request", &v) && json_object_is_type(v, json_type_object))
                 round_trip(REQUEST, v);
         if (json_object_object_get_ex(p, "requests", &v))
@@ -138,6 +146,7 @@ static void test_documented_replies(void) {
         CU_ASSERT(seen[RESULT] >= 1);
         CU_ASSERT(seen[REGISTRATION] >= 1);
         CU_ASSERT(seen[INFO] >= 1);
+        CU_ASSERT(seen[MEMORY_EVENT] >= 1);
 }
 
 /* Decoded values are the documented ones; a hand-built snapshot encodes to the documented text. */

@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: MIT */
+#include "headroom.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "macro.h"
+
+void headroom_thresholds_default(struct headroom_thresholds *ret) {
+        /* Low leaves a cache growing at a tenth of the limit per second over a second to react before
+         * critical; critical is one or two steps of a grower from the OOM killer. */
+        *ret = (struct headroom_thresholds){ .f = { [LEVEL_LOW] = 0.85, [LEVEL_MEDIUM] = 0.92, [LEVEL_CRITICAL] = 0.97 } };
+}
+
+int headroom_thresholds_check(const struct headroom_thresholds *t) {
+        for (int l = LEVEL_LOW; l < _LEVEL_MAX; l++)
+                if (!(t->f[l] > 0 && t->f[l] <= 1))
+                        return -EINVAL;
+        for (int l = LEVEL_MEDIUM; l < _LEVEL_MAX; l++)
+                if (t->f[l] < t->f[l - 1])
+                        return -EINVAL;
+        return 0;
+}
+
+static uint64_t unreclaimable(const struct headroom_group *g) {
+        return g->usage > g->reclaimable ? g->usage - g->reclaimable : 0;
+}
+
+void headroom_evaluate(const struct headroom_group *groups, size_t n, const struct headroom_thresholds *t,
+                       struct headroom *ret) {
+        struct headroom h = { .level = LEVEL_OK, .limit = UINT64_MAX, .room_bytes = UINT64_MAX };
+        bool found = false;
+
+        for (size_t i = 0; i < n; i++) {
+                const struct headroom_group *g = &groups[i];
+                if (g->limit == 0 || g->limit == UINT64_MAX)
+                        continue;
+                uint64_t u = unreclaimable(g);
+                double f = (double) u / (double) g->limit;
+                uint64_t low = (uint64_t) ((double) g->limit * t->f[LEVEL_LOW]);
+                h.room_bytes = MIN(h.room_bytes, u < low ? low - u : 0);
+                if (found && f <= h.fraction)
+                        continue;
+                found = true;
+                h.binding = i;
+                h.fraction = f;
+                h.limit = g->limit;
+                h.over_bytes = u > low ? u - low : 0;
+        }
+        for (int l = LEVEL_LOW; found && l < _LEVEL_MAX; l++)
+                if (h.fraction >= t->f[l])
+                        h.level = l;
+        *ret = h;
+}
+
+uint64_t headroom_next_check_usec(const struct headroom *h, uint64_t growth_per_sec, uint64_t min_usec,
+                                  uint64_t max_usec) {
+        if (h->limit == UINT64_MAX || h->room_bytes == UINT64_MAX)
+                return max_usec;
+        uint64_t rate = MAX(growth_per_sec, h->limit / 10);
+        if (rate == 0)
+                return max_usec;
+        /* Half the time it would take: the looks close in on the threshold rather than land just
+         * after it (a grower measured a little slow would cross it a whole interval early). */
+        unsigned __int128 usec = (unsigned __int128) h->room_bytes * 1000000 / rate / 2;
+        return usec < min_usec ? min_usec : usec > max_usec ? max_usec : (uint64_t) usec;
+}
+
+int headroom_parse_field(const char *text, const char *key, uint64_t *ret) {
+        size_t n = strlen(key);
+
+        for (const char *line = text; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+                if (strncmp(line, key, n) != 0)
+                        continue;
+                const char *p = line + n;
+                bool meminfo = *p == ':';
+                if (meminfo)
+                        p++;
+                if (*p != ' ' && *p != '\t')
+                        continue; /* a longer key that starts the same */
+                char *end;
+                errno = 0;
+                unsigned long long v = strtoull(p, &end, 10);
+                if (errno != 0 || end == p)
+                        return -EINVAL;
+                if (meminfo && strncmp(end, " kB", 3) == 0) {
+                        if (v > UINT64_MAX / 1024)
+                                return -EINVAL;
+                        v *= 1024;
+                        end += 3;
+                }
+                if (*end != '\n' && *end != 0)
+                        return -EINVAL;
+                *ret = v;
+                return 0;
+        }
+        return -ENODATA;
+}

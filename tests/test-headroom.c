@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: MIT */
+/* Headroom against the real kernel: a cgroup with a memory limit and a process in it that only grows
+ * anonymous memory (no file cache in the group, no swap on the machine), so that PSI barely moves before
+ * the limit. A raw Varlink subscriber must hear low, then medium, raised by headroom, before the kernel
+ * acts; the OOM kill when the grower cannot shrink; and, with a shrinker registered, the grower must be
+ * asked in time to outlive the time it needs to fill the group twice. Hybrid (v1 memory controller) here,
+ * pure cgroup v2 in the VM. */
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "macro.h"
+#include "pressure-gen.h"
+#include "test-util.h"
+
+#define LIMIT_BYTES (64u << 20)
+#define OBJECT_BYTES (1u << 20) /* malloc() maps these: a freed one goes back to the kernel at once */
+#define GROW_MS "150"           /* 1 MiB per 150 ms: about 6.7 MiB/s, the group full in under 10 s */
+
+static struct test_daemon daemon_;
+
+static int start_daemon(const char *cgroup) {
+        char conf[200];
+        snprintf(conf, sizeof(conf), "/tmp/pressured-headroom-%d.conf", (int) getpid());
+        FILE *f = fopen(conf, "we");
+        if (!f)
+                return -errno;
+        test_cleanup_path(conf, false);
+        fprintf(f, "[pressured]\nhold=1s\nsample_interval=500ms\ncgroup=%s\n", cgroup);
+        fclose(f);
+        const char *const args[] = { "--config", conf, NULL };
+        int r = test_daemon_start(&daemon_, args);
+        unlink(conf);
+        return r;
+}
+
+static int subscribe(const char *cgroup) {
+        char msg[512];
+        int fd = test_connect(daemon_.socket);
+        if (fd < 0)
+                return fd;
+        int n = snprintf(msg, sizeof(msg),
+                         "{\"method\":\"io.pressured.Subscribe\",\"parameters\":{\"scopes\":[{\"type\":\"cgroup\","
+                         "\"cgroup\":\"%s\"}]},\"more\":true}",
+                         cgroup);
+        if (test_send_raw(fd, msg, (size_t) n + 1) < 0)
+                return -EIO;
+        return fd;
+}
+
+/* What the subscriber heard, one message at a time: a level change's level and source, or a memory
+ * event's kind ("event low headroom", "memory oom_kill", "state", "other"). */
+static int next_news(int fd, int timeout_ms, char *out, size_t size, uint64_t *ret_unreclaimable) {
+        char *text;
+        int r = test_recv_msg(fd, timeout_ms, &text);
+        if (r <= 0)
+                return r < 0 ? r : -EPIPE;
+        struct json_object *o = json_tokener_parse(text), *p, *v, *h;
+        free(text);
+        snprintf(out, size, "other");
+        if (o && json_object_object_get_ex(o, "parameters", &p)) {
+                if (json_object_object_get_ex(p, "event", &v)) {
+                        struct json_object *level = NULL, *source = NULL, *u = NULL;
+                        json_object_object_get_ex(v, "level", &level);
+                        json_object_object_get_ex(v, "source", &source);
+                        if (json_object_object_get_ex(v, "headroom", &h) && json_object_object_get_ex(h, "unreclaimable", &u))
+                                *ret_unreclaimable = (uint64_t) json_object_get_int64(u);
+                        snprintf(out, size, "event %s %s", json_object_get_string(level),
+                                 source ? json_object_get_string(source) : "-");
+                } else if (json_object_object_get_ex(p, "memory_event", &v) && json_object_object_get_ex(v, "kind", &h))
+                        snprintf(out, size, "memory %s", json_object_get_string(h));
+                else if (json_object_object_get_ex(p, "state", &v))
+                        snprintf(out, size, "state");
+        }
+        json_object_put(o);
+        return 0;
+}
+
+static pid_t spawn_grower(struct pressure_gen *g, bool shrinker, int out_fd) {
+        /* A few objects from the start: an empty cache answers its first count with "empty", and is left
+         * alone for empty_backoff then. */
+        const char *const argv[] = { getenv("SHRINKER_CLIENT_BIN"), "--socket", daemon_.socket, "--objects", "4",
+                                     "--size", "1048576", "--grow", GROW_MS, "--shrinkers", shrinker ? "1" : "0",
+                                     "--memcg", NULL };
+        return pressure_gen_spawn(g, argv, out_fd);
+}
+
+static void test_headroom(void) {
+        struct pressure_gen g;
+        char cwd[400], news[128];
+        uint64_t unreclaimable = 0;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(cwd, sizeof(cwd)));
+        CU_ASSERT_EQUAL_FATAL(pressure_gen_create(&g, cwd, LIMIT_BYTES), 0);
+        test_cleanup_path(g.v2_dir, true);
+        if (g.mem_dir[0])
+                test_cleanup_path(g.mem_dir, true);
+        CU_ASSERT_EQUAL_FATAL(start_daemon(g.cgroup), 0);
+
+        int sub = subscribe(g.cgroup);
+        CU_ASSERT_FATAL(sub >= 0);
+        CU_ASSERT_EQUAL_FATAL(next_news(sub, 10000, news, sizeof(news), &unreclaimable), 0);
+        CU_ASSERT_STRING_EQUAL(news, "state");
+
+        /* 1. Nobody frees: the levels come before the limit, then the kill. */
+        pid_t grower = spawn_grower(&g, false, -1);
+        CU_ASSERT_FATAL(grower > 0);
+        test_cleanup_pid(grower);
+        bool low = false, medium = false, killed = false;
+        uint64_t low_at = 0, medium_at = 0;
+        while (!killed && next_news(sub, 60000, news, sizeof(news), &unreclaimable) == 0) {
+                fprintf(stderr, "  heard: %s (unreclaimable %llu)\n", news, (unsigned long long) unreclaimable);
+                if (streq(news, "event low headroom") && !low) {
+                        low = true;
+                        low_at = unreclaimable;
+                } else if (streq(news, "event medium headroom") && !medium) {
+                        medium = true;
+                        medium_at = unreclaimable;
+                } else if (streq(news, "memory oom_kill")) {
+                        killed = true;
+                        CU_ASSERT(low);
+                        CU_ASSERT(medium); /* both before the kill */
+                }
+        }
+        CU_ASSERT(low && medium && killed);
+        /* Raised at the thresholds (85% and 92% of the limit), before the limit. */
+        CU_ASSERT(low_at >= LIMIT_BYTES / 100 * 85 && low_at < LIMIT_BYTES);
+        CU_ASSERT(medium_at >= LIMIT_BYTES / 100 * 92 && medium_at < LIMIT_BYTES);
+        int status = 0;
+        CU_ASSERT_EQUAL(waitpid(grower, &status, 0), grower);
+        CU_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+        test_cleanup_forget_pid(grower);
+
+        /* 2. The same grower with a shrinker that frees: asked in time, it outlives twice the time it
+         * needs to fill the group. */
+        int p[2];
+        CU_ASSERT_FATAL(pipe(p) == 0);
+        grower = spawn_grower(&g, true, p[1]);
+        close(p[1]);
+        CU_ASSERT_FATAL(grower > 0);
+        struct test_child child = { .lines.fd = -1 };
+        test_child_adopt(&child, grower, p[0]);
+        char line[256];
+        unsigned scans = 0;
+        uint64_t end = test_now_ms() + 2 * (LIMIT_BYTES / OBJECT_BYTES) * 150;
+        while (test_now_ms() < end) {
+                int r = test_lines_next(&child.lines, 500, line, sizeof(line));
+                if (r == -EPIPE)
+                        break;
+                if (r == 0 && strncmp(line, "scan ", 5) == 0)
+                        scans++;
+        }
+        CU_ASSERT(waitpid(grower, &status, WNOHANG) == 0); /* still alive */
+        CU_ASSERT(scans > 0);
+        fprintf(stderr, "  the shrinking grower was asked %u times in %u s\n", scans,
+                (unsigned) (2 * (LIMIT_BYTES / OBJECT_BYTES) * 150 / 1000));
+        /* And the kernel killed nobody this time. */
+        while (next_news(sub, 0, news, sizeof(news), &unreclaimable) == 0)
+                CU_ASSERT_STRING_NOT_EQUAL(news, "memory oom_kill");
+        test_child_stop(&child);
+
+        close(sub);
+        CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
+        pressure_gen_destroy(&g);
+}
+
+int main(void) {
+        static const struct test_case cases[] = {
+                { "an anonymous grower is warned before its limit, and saved when it frees", test_headroom },
+                {},
+        };
+        return test_run("headroom", cases, test_need_root_psi());
+}
