@@ -297,6 +297,14 @@ static int group_limit(const struct cgroup_layout *l, const char *cgroup, uint64
                 return r;
         if (r >= 0)
                 limit = v;
+        else if (r == -ENOENT) {
+                /* No memory.max: the controller is not enabled for the group (no limit), or no group. */
+                _cleanup_free_ char *dir = NULL;
+                if (join(l->memory_root, cgroup, "", &dir) < 0)
+                        return -ENOMEM;
+                if (access(dir, F_OK) < 0)
+                        return -errno;
+        }
         if (high && read_u64(high, &v) >= 0)
                 limit = MIN(limit, v);
         if (limit >= (UINT64_MAX >> 2))

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "macro.h"
 #include "pressure-gen.h"
 #include "test-util.h"
 
@@ -53,6 +54,157 @@ static void test_parse_bad(void) {
         CU_ASSERT_EQUAL(v, 7u);
         CU_ASSERT_EQUAL(cgroup_parse_anon("file 1\nanon 42", true, &v), 0); /* no final newline */
         CU_ASSERT_EQUAL(v, 42u);
+}
+
+/* ---- headroom: fixture trees of both hierarchies, and the arithmetic ---- */
+
+static char *headroom_root(const char *v) {
+        char path[512];
+        snprintf(path, sizeof(path), "%s/headroom/%s", getenv("PRESSURED_FIXTURES"), v);
+        return strdup(path);
+}
+
+static void test_headroom_tree_v2(void) {
+        struct cgroup_layout l = { .memory_v2 = true };
+        struct headroom_group g[8];
+        char *paths[8] = {};
+        struct headroom h;
+        struct headroom_thresholds t;
+        size_t n = 99;
+
+        l.v2_root = l.memory_root = headroom_root("v2");
+        headroom_thresholds_default(&t);
+
+        /* c's own limit is its memory.high, below its memory.max; b has none; a's binds all below it. */
+        CU_ASSERT_EQUAL_FATAL(cgroup_headroom_groups(&l, "/a/b/c", g, paths, 8, &n), 0);
+        CU_ASSERT_EQUAL_FATAL(n, 2u);
+        CU_ASSERT_STRING_EQUAL(paths[0], "/a/b/c");
+        CU_ASSERT_STRING_EQUAL(paths[1], "/a");
+        CU_ASSERT_EQUAL(g[0].limit, 402653184u);
+        CU_ASSERT_EQUAL(g[0].usage, 314572800u);
+        CU_ASSERT_EQUAL(g[0].reclaimable, 0u);
+        CU_ASSERT_EQUAL(g[1].limit, 1073741824u);
+        CU_ASSERT_EQUAL(g[1].reclaimable, 10485760u);
+
+        /* c is at 78% of its own limit, a at 86.9% of its: a decides, and the scope is low. */
+        headroom_evaluate(g, n, &t, &h);
+        CU_ASSERT_EQUAL(h.level, LEVEL_LOW);
+        CU_ASSERT_EQUAL(h.binding, 1u);
+        CU_ASSERT_EQUAL(h.limit, 1073741824u);
+        CU_ASSERT_DOUBLE_EQUAL(h.fraction, 933232640.0 / 1073741824.0, 1e-9);
+        CU_ASSERT_EQUAL(h.over_bytes, 933232640u - 912680550u);
+        CU_ASSERT_EQUAL(h.room_bytes, 0u); /* a is past its threshold */
+        for (size_t i = 0; i < n; i++)
+                free(paths[i]);
+
+        /* Without a: c alone is 27 MB short of its threshold. */
+        headroom_evaluate(g, 1, &t, &h);
+        CU_ASSERT_EQUAL(h.level, LEVEL_OK);
+        CU_ASSERT_EQUAL(h.over_bytes, 0u);
+        CU_ASSERT_EQUAL(h.room_bytes, 342255206u - 314572800u);
+
+        /* No limit anywhere: nothing to be near. */
+        CU_ASSERT_EQUAL(cgroup_headroom_groups(&l, "/x", g, NULL, 8, &n), 0);
+        CU_ASSERT_EQUAL(n, 0u);
+        headroom_evaluate(g, n, &t, &h);
+        CU_ASSERT_EQUAL(h.level, LEVEL_OK);
+        CU_ASSERT_EQUAL(h.limit, UINT64_MAX);
+        CU_ASSERT_EQUAL(headroom_next_check_usec(&h, 0, 250000, 10000000), 10000000u);
+
+        /* A group that is not there. */
+        CU_ASSERT_EQUAL(cgroup_headroom_groups(&l, "/nope", g, NULL, 8, &n), -ENOENT);
+
+        /* At most max groups. */
+        CU_ASSERT_EQUAL(cgroup_headroom_groups(&l, "/a/b/c", g, NULL, 1, &n), 0);
+        CU_ASSERT_EQUAL(n, 1u);
+        free(l.v2_root);
+}
+
+static void test_headroom_tree_v1(void) {
+        struct cgroup_layout l = { .memory_v2 = false };
+        struct headroom_group g[8];
+        struct headroom h;
+        struct headroom_thresholds t;
+        size_t n = 0;
+
+        l.memory_root = headroom_root("v1");
+        l.v2_root = l.memory_root;
+        headroom_thresholds_default(&t);
+        /* h's limit is v1's "unlimited" (a huge number): g's applies, with its page cache. */
+        CU_ASSERT_EQUAL_FATAL(cgroup_headroom_groups(&l, "/g/h", g, NULL, 8, &n), 0);
+        CU_ASSERT_EQUAL_FATAL(n, 1u);
+        CU_ASSERT_EQUAL(g[0].limit, 67108864u);
+        CU_ASSERT_EQUAL(g[0].usage, 66060288u);
+        CU_ASSERT_EQUAL(g[0].reclaimable, 8388608u);
+        headroom_evaluate(g, n, &t, &h);
+        CU_ASSERT_EQUAL(h.level, LEVEL_LOW); /* 57671680 / 67108864 = 85.9% */
+        free(l.memory_root);
+}
+
+static void test_headroom_arithmetic(void) {
+        struct headroom_thresholds t;
+        struct headroom h;
+        headroom_thresholds_default(&t);
+        CU_ASSERT_EQUAL(headroom_thresholds_check(&t), 0);
+
+        /* Each level at its threshold, inclusive; critical at the limit and beyond. */
+        const struct { uint64_t usage, reclaimable; enum level want; } cases[] = {
+                { 84, 0, LEVEL_OK }, { 85, 0, LEVEL_LOW }, { 91, 0, LEVEL_LOW }, { 92, 0, LEVEL_MEDIUM },
+                { 97, 0, LEVEL_CRITICAL }, { 100, 0, LEVEL_CRITICAL }, { 120, 0, LEVEL_CRITICAL },
+                { 99, 20, LEVEL_OK }, /* page cache the kernel takes back cheaply does not count */
+                { 10, 50, LEVEL_OK },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                struct headroom_group g = { cases[i].usage * 1000000, 100 * 1000000, cases[i].reclaimable * 1000000 };
+                headroom_evaluate(&g, 1, &t, &h);
+                CU_ASSERT_EQUAL(h.level, cases[i].want);
+        }
+
+        /* Bad thresholds: falling, zero, above the limit. */
+        struct headroom_thresholds bad = t;
+        bad.f[LEVEL_MEDIUM] = 0.80;
+        CU_ASSERT_EQUAL(headroom_thresholds_check(&bad), -EINVAL);
+        bad = t;
+        bad.f[LEVEL_LOW] = 0;
+        CU_ASSERT_EQUAL(headroom_thresholds_check(&bad), -EINVAL);
+        bad = t;
+        bad.f[LEVEL_CRITICAL] = 1.01;
+        CU_ASSERT_EQUAL(headroom_thresholds_check(&bad), -EINVAL);
+
+        /* The next look: half the time to the threshold, at the measured growth or a tenth of the limit
+         * per second, whichever is faster; within the bounds. */
+        struct headroom_group g = { 50u << 20, 100u << 20, 0 }; /* 35 MiB short of low */
+        headroom_evaluate(&g, 1, &t, &h);
+        uint64_t room = h.room_bytes;
+        CU_ASSERT(room > (34u << 20) && room < (36u << 20));
+        uint64_t want = (uint64_t) ((unsigned __int128) room * 1000000 / (10u << 20) / 2);
+        CU_ASSERT_EQUAL(headroom_next_check_usec(&h, 0, 1000, 60000000), want);
+        want = (uint64_t) ((unsigned __int128) room * 1000000 / (40u << 20) / 2);
+        CU_ASSERT_EQUAL(headroom_next_check_usec(&h, 40u << 20, 1000, 60000000), want);
+        CU_ASSERT_EQUAL(headroom_next_check_usec(&h, 0, 5000000, 60000000), 5000000u);
+        CU_ASSERT_EQUAL(headroom_next_check_usec(&h, 0, 1000, 100000), 100000u);
+}
+
+static void test_headroom_texts(void) {
+        uint64_t v = 0;
+        struct cgroup_memory_events e;
+
+        CU_ASSERT_EQUAL(headroom_parse_field("MemTotal:       24576000 kB\nMemFree: 1 kB\nMemAvailable:    1000 kB\n",
+                                             "MemAvailable", &v), 0);
+        CU_ASSERT_EQUAL(v, 1024000u);
+        CU_ASSERT_EQUAL(headroom_parse_field("MemTotal: 1 kB\n", "MemAvailable", &v), -ENODATA);
+        CU_ASSERT_EQUAL(headroom_parse_field("MemTotal: 99999999999999999999 kB\n", "MemTotal", &v), -EINVAL);
+        CU_ASSERT_EQUAL(headroom_parse_field("inactive_file_x 5\ninactive_file 7\n", "inactive_file", &v), 0);
+        CU_ASSERT_EQUAL(v, 7u);
+
+        CU_ASSERT_EQUAL(cgroup_parse_memory_events("low 0\nhigh 12\nmax 3\noom 1\noom_kill 1\noom_group_kill 0\n", &e), 0);
+        CU_ASSERT_EQUAL(e.max, 3u);
+        CU_ASSERT_EQUAL(e.oom_kill, 1u);
+        /* v1's memory.oom_control: no max, and oom_kill_disable is not oom_kill. */
+        CU_ASSERT_EQUAL(cgroup_parse_memory_events("oom_kill_disable 1\nunder_oom 0\noom_kill 2\n", &e), 0);
+        CU_ASSERT_EQUAL(e.max, 0u);
+        CU_ASSERT_EQUAL(e.oom_kill, 2u);
+        CU_ASSERT_EQUAL(cgroup_parse_memory_events("oom_kill x\n", &e), -EINVAL);
 }
 
 /* A real group: its anonymous memory grows by what a process in it touches. */
@@ -105,6 +257,10 @@ int main(int argc, char *argv[]) {
                 { "memory.stat as recorded", test_parse_recorded },
                 { "bad memory.stat text", test_parse_bad },
                 { "a real group's anonymous memory", test_live },
+                { "headroom of a v2 tree: nested limits, memory.high below memory.max, none", test_headroom_tree_v2 },
+                { "headroom of a v1 tree", test_headroom_tree_v1 },
+                { "headroom levels, thresholds and the next look", test_headroom_arithmetic },
+                { "meminfo and memory.events text", test_headroom_texts },
                 {},
         };
         return test_run("cgroup", cases, NULL);
