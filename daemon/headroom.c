@@ -54,11 +54,11 @@ void headroom_evaluate(const struct headroom_group *groups, size_t n, const stru
         *ret = h;
 }
 
-uint64_t headroom_next_check_usec(const struct headroom *h, uint64_t growth_per_sec, uint64_t min_usec,
-                                  uint64_t max_usec) {
+uint64_t headroom_next_check_usec(const struct headroom *h, uint64_t growth_per_sec, unsigned floor_per_mille,
+                                  uint64_t min_usec, uint64_t max_usec) {
         if (h->limit == UINT64_MAX || h->room_bytes == UINT64_MAX)
                 return max_usec;
-        uint64_t rate = MAX(growth_per_sec, h->limit / 10);
+        uint64_t rate = MAX(growth_per_sec, h->limit / 1000 * floor_per_mille);
         if (rate == 0)
                 return max_usec;
         /* Half the time it would take: the looks close in on the threshold rather than land just

@@ -45,10 +45,10 @@ void headroom_evaluate(const struct headroom_group *groups, size_t n, const stru
                        struct headroom *ret);
 
 /* When to look again at a scope below its low threshold: half the time the nearest group needs to reach
- * it at its measured growth (bytes per second), assuming at least a tenth of its limit per second, so
- * that a group that has not grown yet is not forgotten; within [min_usec, max_usec]. */
-uint64_t headroom_next_check_usec(const struct headroom *h, uint64_t growth_per_sec, uint64_t min_usec,
-                                  uint64_t max_usec);
+ * it at its measured growth (bytes per second), assuming at least floor_per_mille of its limit per second,
+ * so that a group that has not grown yet is not forgotten; within [min_usec, max_usec]. */
+uint64_t headroom_next_check_usec(const struct headroom *h, uint64_t growth_per_sec, unsigned floor_per_mille,
+                                  uint64_t min_usec, uint64_t max_usec);
 
 /* A field of a memory.stat or /proc/meminfo text ("key value" lines; meminfo's "key: value kB" too,
  * returned in bytes). -ENODATA when the key is not there, -EINVAL when its value is not a number. */

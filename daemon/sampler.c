@@ -36,6 +36,9 @@ static int sample_nodes(struct sampler *sp, uint64_t now) {
                 return r;
         for (size_t i = 0; i < sp->registry->n_nodes; i++)
                 scope_update_node(sp->registry->nodes[i], now);
+        /* The system's headroom, far from its threshold, rides on the node sample. */
+        if (sp->registry->system && sp->registry->system->headroom_watched)
+                scope_check_headroom(sp->registry->system, now);
         return 0;
 }
 

@@ -382,10 +382,20 @@ static void scope_schedule_headroom(struct scope *s, uint64_t now) {
 
         if (!s->headroom_timer)
                 return;
-        /* Far from every threshold: back off, as far as the nearest group could grow meanwhile. */
-        if (s->level.level == LEVEL_OK && s->headroom_raw == LEVEL_OK)
-                next = headroom_next_check_usec(&s->headroom, s->demand_bytes, c->headroom_interval_usec,
-                                                c->headroom_max_interval_usec);
+        /* Far from every threshold: back off, as far as the nearest group could grow meanwhile (a group
+         * by a tenth of its limit per second at least; the whole system, which PSI and the watermarks
+         * watch too, by a hundredth of its memory). */
+        if (s->level.level == LEVEL_OK && s->headroom_raw == LEVEL_OK) {
+                bool sys = s->type == SCOPE_SYSTEM;
+                next = headroom_next_check_usec(&s->headroom, s->demand_bytes, sys ? 10 : 100, c->headroom_interval_usec,
+                                                sys ? MAX(c->headroom_max_interval_usec, c->node_interval_usec)
+                                                    : c->headroom_max_interval_usec);
+                /* The system is also looked at with every node sample: no wake-up of its own that late. */
+                if (s->type == SCOPE_SYSTEM && s->env->nodes && c->node_interval_usec > 0 && next >= c->node_interval_usec) {
+                        (void) sd_event_source_set_enabled(s->headroom_timer, SD_EVENT_OFF);
+                        return;
+                }
+        }
         (void) sd_event_source_set_time_accuracy(s->headroom_timer, MAX(next / 10, 1000u));
         (void) sd_event_source_set_time(s->headroom_timer, now + next);
         (void) sd_event_source_set_enabled(s->headroom_timer, SD_EVENT_ONESHOT);

@@ -109,7 +109,7 @@ static void test_headroom_tree_v2(void) {
         headroom_evaluate(g, n, &t, &h);
         CU_ASSERT_EQUAL(h.level, LEVEL_OK);
         CU_ASSERT_EQUAL(h.limit, UINT64_MAX);
-        CU_ASSERT_EQUAL(headroom_next_check_usec(&h, 0, 250000, 10000000), 10000000u);
+        CU_ASSERT_EQUAL(headroom_next_check_usec(&h, 0, 100, 250000, 10000000), 10000000u);
 
         /* A group that is not there. */
         CU_ASSERT_EQUAL(cgroup_headroom_groups(&l, "/nope", g, NULL, 8, &n), -ENOENT);
@@ -177,12 +177,15 @@ static void test_headroom_arithmetic(void) {
         headroom_evaluate(&g, 1, &t, &h);
         uint64_t room = h.room_bytes;
         CU_ASSERT(room > (34u << 20) && room < (36u << 20));
-        uint64_t want = (uint64_t) ((unsigned __int128) room * 1000000 / (10u << 20) / 2);
-        CU_ASSERT_EQUAL(headroom_next_check_usec(&h, 0, 1000, 60000000), want);
+        uint64_t want = (uint64_t) ((unsigned __int128) room * 1000000 / ((100u << 20) / 1000 * 100) / 2);
+        CU_ASSERT_EQUAL(headroom_next_check_usec(&h, 0, 100, 1000, 60000000), want);
         want = (uint64_t) ((unsigned __int128) room * 1000000 / (40u << 20) / 2);
-        CU_ASSERT_EQUAL(headroom_next_check_usec(&h, 40u << 20, 1000, 60000000), want);
-        CU_ASSERT_EQUAL(headroom_next_check_usec(&h, 0, 5000000, 60000000), 5000000u);
-        CU_ASSERT_EQUAL(headroom_next_check_usec(&h, 0, 1000, 100000), 100000u);
+        CU_ASSERT_EQUAL(headroom_next_check_usec(&h, 40u << 20, 100, 1000, 60000000), want);
+        CU_ASSERT_EQUAL(headroom_next_check_usec(&h, 0, 100, 5000000, 60000000), 5000000u);
+        CU_ASSERT_EQUAL(headroom_next_check_usec(&h, 0, 100, 1000, 100000), 100000u);
+        /* A gentler floor (the system's: 1% of its memory per second) looks ten times less often. */
+        want = (uint64_t) ((unsigned __int128) room * 1000000 / ((100u << 20) / 1000 * 10) / 2);
+        CU_ASSERT_EQUAL(headroom_next_check_usec(&h, 0, 10, 1000, 60000000), want);
 }
 
 static void test_headroom_texts(void) {
