@@ -49,6 +49,9 @@ struct pressure_scope {
         uint64_t reclaim_target, timestamp;
         unsigned coalesced;
         bool removed;
+        const char *source; /* NULL at ok */
+        bool have_headroom;
+        uint64_t headroom_limit, headroom_unreclaimable;
 };
 
 struct pressure_status {
@@ -361,6 +364,14 @@ static int scope_parse(struct json_object *o, struct pressure_scope *ret) {
                 s.timestamp = get_u64(o, "since");
         s.coalesced = (unsigned) get_u64(o, "coalesced");
         s.removed = json_object_get_boolean(get(o, "removed"));
+        struct json_object *source = get(o, "source"), *h = get(o, "headroom");
+        if (json_object_is_type(source, json_type_string))
+                s.source = json_object_get_string(source);
+        if (json_object_is_type(h, json_type_object)) {
+                s.have_headroom = true;
+                s.headroom_limit = get_u64(h, "limit");
+                s.headroom_unreclaimable = get_u64(h, "unreclaimable");
+        }
         *ret = s;
         return 0;
 }
@@ -651,6 +662,20 @@ EXPORT uint64_t pressure_scope_get_timestamp(const struct pressure_scope *s) {
 
 EXPORT int pressure_scope_is_removed(const struct pressure_scope *s) {
         return s->removed;
+}
+
+EXPORT const char *pressure_scope_get_source(const struct pressure_scope *s) {
+        return s->level == PRESSURE_LEVEL_OK ? NULL : s->source ? s->source : "pressure";
+}
+
+EXPORT int pressure_scope_get_headroom(const struct pressure_scope *s, uint64_t *ret_limit, uint64_t *ret_unreclaimable) {
+        if (!s->have_headroom)
+                return -ENODATA;
+        if (ret_limit)
+                *ret_limit = s->headroom_limit;
+        if (ret_unreclaimable)
+                *ret_unreclaimable = s->headroom_unreclaimable;
+        return 0;
 }
 
 EXPORT unsigned pressure_scope_get_coalesced(const struct pressure_scope *s) {

@@ -51,7 +51,11 @@ static void test_file(void) {
                                      "cgroup=/user.slice\n"
                                      "max_message_size=131072\n"
                                      "node_low_factor=1.5\n"
-                                     "node_foreign_raises=no\n",
+                                     "node_foreign_raises=no\n"
+                                     "headroom_low=80%\n"
+                                     "headroom_medium=90\n"
+                                     "headroom_interval=100ms\n"
+                                     "headroom=no\n",
                                      "test.conf", &err),
                         0);
         CU_ASSERT_PTR_NULL(err);
@@ -63,6 +67,11 @@ static void test_file(void) {
         CU_ASSERT_EQUAL(c.max_message_size, 131072u);
         CU_ASSERT_DOUBLE_EQUAL(c.node.low_factor, 1.5, 1e-9);
         CU_ASSERT_FALSE(c.node.foreign_raises);
+        CU_ASSERT_DOUBLE_EQUAL(c.headroom_at.f[LEVEL_LOW], 0.80, 1e-9);
+        CU_ASSERT_DOUBLE_EQUAL(c.headroom_at.f[LEVEL_MEDIUM], 0.90, 1e-9);
+        CU_ASSERT_DOUBLE_EQUAL(c.headroom_at.f[LEVEL_CRITICAL], 0.97, 1e-9);
+        CU_ASSERT_EQUAL(c.headroom_interval_usec, 100000u);
+        CU_ASSERT_FALSE(c.headroom);
         config_done(&c);
 }
 
@@ -77,6 +86,12 @@ static void test_errors_name_file_and_line(void) {
                 { "cgroup=relative\n", "x.conf:1: cgroup must be an absolute" },
                 { "max_message_size=12\n", "x.conf:1: max_message_size must be" },
                 { "low=some 500ms 2s\nmedium=some 100ms 2s\n", "thresholds of the same kind" },
+                { "headroom_low=0%\n", "x.conf:1: headroom_low: expected a percentage" },
+                { "headroom_low=101\n", "x.conf:1: headroom_low: expected a percentage" },
+                { "headroom_medium=9x\n", "x.conf:1: headroom_medium: expected a percentage" },
+                { "headroom_low=95%\n", "headroom thresholds must not fall" },
+                { "headroom_interval=5s\nheadroom_max_interval=1s\n", "headroom_max_interval is shorter" },
+                { "headroom=maybe\n", "x.conf:1: headroom: expected yes or no" },
         };
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
                 struct config c;

@@ -63,7 +63,7 @@ for _ in $(seq 1 500); do [ -S "$sock" ] && break; sleep 0.01; done
 
 "$PRESSURECTL_BIN" --socket "$sock" status >"$dir/out" 2>"$dir/err"
 check "status exits 0" $?
-check "status table has a header" $(head -1 "$dir/out" | grep -q '^SCOPE *LEVEL *SOME10'; echo $?)
+check "status table has a header" $(head -1 "$dir/out" | grep -q '^SCOPE *LEVEL *SOURCE *SOME10'; echo $?)
 check "status table has the system row" $(grep -q '^system ' "$dir/out"; echo $?)
 check "status table has node 0" $(grep -q '^node:0 ' "$dir/out"; echo $?)
 

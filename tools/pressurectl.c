@@ -103,8 +103,15 @@ static void print_row(const struct pressure_scope *s) {
                 format_bytes(total, b, sizeof(b));
                 snprintf(mem, sizeof(mem), "%s/%s", a, b);
         }
-        printf("%-24s %-9s %7s %7s %7s %7s  %s\n", pressure_scope_get_name(s),
-               pressure_level_to_string(pressure_scope_get_level(s)), c1, c2, c3, c4, mem);
+        /* Where a limit binds: the share of it that reclaim cannot take cheaply. */
+        uint64_t limit, unreclaimable;
+        char headroom[32] = "-";
+        if (pressure_scope_get_headroom(s, &limit, &unreclaimable) >= 0 && limit > 0)
+                snprintf(headroom, sizeof(headroom), "%.1f%%", 100.0 * (double) unreclaimable / (double) limit);
+        const char *source = pressure_scope_get_source(s);
+        printf("%-24s %-9s %-9s %7s %7s %7s %7s %8s  %s\n", pressure_scope_get_name(s),
+               pressure_level_to_string(pressure_scope_get_level(s)), source ? source : "-", c1, c2, c3, c4, headroom,
+               mem);
 }
 
 static int cmd_status(void) {
@@ -123,8 +130,8 @@ static int cmd_status(void) {
         if (arg_json)
                 printf("%s\n", pressure_status_to_json(st));
         else {
-                printf("%-24s %-9s %7s %7s %7s %7s  %s\n", "SCOPE", "LEVEL", "SOME10", "SOME60", "SOME300", "FULL10",
-                       "FREE/TOTAL");
+                printf("%-24s %-9s %-9s %7s %7s %7s %7s %8s  %s\n", "SCOPE", "LEVEL", "SOURCE", "SOME10", "SOME60",
+                       "SOME300", "FULL10", "HEADROOM", "FREE/TOTAL");
                 print_row(pressure_status_get_system(st));
                 for (size_t i = 0; i < pressure_status_get_n_nodes(st); i++)
                         print_row(pressure_status_get_node(st, i));
@@ -154,6 +161,14 @@ static void on_event(struct pressure_client *c, const struct pressure_scope *s, 
         char psi[48] = "";
         if (pressure_scope_get_stall(s, PRESSURE_STALL_SOME, &some) >= 0)
                 snprintf(psi, sizeof(psi), " some avg10=%.2f", some.avg10);
+        uint64_t limit, unreclaimable;
+        const char *source = pressure_scope_get_source(s);
+        char why[96] = "";
+        if (source && strcmp(source, "headroom") == 0 &&
+            pressure_scope_get_headroom(s, &limit, &unreclaimable) >= 0 && limit > 0)
+                snprintf(why, sizeof(why), " headroom=%.1f%%", 100.0 * (double) unreclaimable / (double) limit);
+        else if (source)
+                snprintf(why, sizeof(why), " source=%s", source);
 
         if (is_initial)
                 printf("%s %s %s (current)%s\n", when, pressure_scope_get_name(s),
@@ -161,9 +176,9 @@ static void on_event(struct pressure_client *c, const struct pressure_scope *s, 
         else if (pressure_scope_is_removed(s))
                 printf("%s %s removed\n", when, pressure_scope_get_name(s));
         else
-                printf("%s %s %s -> %s%s reclaim-target=%s\n", when, pressure_scope_get_name(s),
+                printf("%s %s %s -> %s%s%s reclaim-target=%s\n", when, pressure_scope_get_name(s),
                        pressure_level_to_string(pressure_scope_get_previous_level(s)),
-                       pressure_level_to_string(pressure_scope_get_level(s)), psi, target);
+                       pressure_level_to_string(pressure_scope_get_level(s)), psi, why, target);
 }
 
 static int cmd_watch(char **scopes) {
