@@ -48,9 +48,9 @@ int cgroup_parse_anon(const char *stat_text, bool v2, uint64_t *ret_bytes);
 int cgroup_anon(const struct cgroup_layout *l, const char *cgroup, uint64_t *ret_bytes);
 
 /* The groups from cgroup up to the root that have a memory limit, nearest first, at most max of them
- * (ret_paths: their paths, optional, free() each): usage, limit and inactive file pages (descendants
- * included). v2: memory.current, the lower of memory.high and memory.max, memory.stat inactive_file; v1:
- * memory.usage_in_bytes, memory.limit_in_bytes, memory.stat total_inactive_file. */
+ * (ret_paths: their paths, optional, free() each): usage, limit and file pages (descendants
+ * included). v2: memory.current, the lower of memory.high and memory.max, memory.stat active_file +
+ * inactive_file; v1: memory.usage_in_bytes, memory.limit_in_bytes, memory.stat total_(in)active_file. */
 int cgroup_headroom_groups(const struct cgroup_layout *l, const char *cgroup, struct headroom_group *ret, char **ret_paths,
                            size_t max, size_t *ret_n);
 

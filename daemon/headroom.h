@@ -4,7 +4,7 @@
 /* The second source of a level: how close a scope is to the limit that will act on it. PSI measures
  * time stalled in reclaim; a group of anonymous memory without swap has nothing to reclaim, barely
  * stalls, and meets the OOM killer at its limit. Headroom sees it coming: the part of the usage that
- * the kernel cannot reclaim cheaply (usage minus inactive file pages), as a fraction of the limit.
+ * the kernel cannot reclaim (usage minus file pages), as a fraction of the limit.
  * Pure: numbers in, level and bytes out (docs/levels.md). */
 
 #include <stdbool.h>
@@ -24,7 +24,7 @@ int headroom_thresholds_check(const struct headroom_thresholds *t);
 
 /* One group on the way from a scope's cgroup to the root that has a limit: its own usage, its limit
  * (the lower of memory.high and memory.max on v2, memory.limit_in_bytes on v1) and what the kernel can
- * take back cheaply (inactive file pages, its descendants' included). For the system scope: MemTotal as
+ * take back (file pages, active and inactive, its descendants' included). For the system scope: MemTotal as
  * the limit, MemTotal - MemAvailable as the usage, reclaimable 0. */
 struct headroom_group {
         uint64_t usage, limit, reclaimable;

@@ -41,7 +41,7 @@ struct scope_snapshot {
         enum level_source source;        /* what raised the level */
         bool have_headroom;              /* a limit binds the scope */
         uint64_t headroom_limit;         /* the limit nearest to being reached */
-        uint64_t headroom_unreclaimable; /* what its group holds that reclaim cannot take cheaply */
+        uint64_t headroom_unreclaimable; /* what its group holds that reclaim cannot take (usage minus file pages) */
         const char *headroom_cgroup;     /* the group whose limit it is; NULL for the system */
 };
 
