@@ -36,9 +36,11 @@ static int sample_nodes(struct sampler *sp, uint64_t now) {
                 return r;
         for (size_t i = 0; i < sp->registry->n_nodes; i++)
                 scope_update_node(sp->registry->nodes[i], now);
-        /* The system's headroom, far from its threshold, rides on the node sample. */
-        if (sp->registry->system && sp->registry->system->headroom_watched)
-                scope_check_headroom(sp->registry->system, now);
+        /* Headroom far from its thresholds, where the kernel would tell of a change (v1 thresholds) or PSI
+         * and the watermarks watch too (the system), rides on the node sample. */
+        SCOPE_REGISTRY_FOREACH(s, sp->registry)
+                if (s->rides_node_sample)
+                        scope_check_headroom(s, now);
         return 0;
 }
 

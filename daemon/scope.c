@@ -27,18 +27,26 @@ static struct scope *scope_alloc(struct scope_env *env, enum scope_type type) {
         return s;
 }
 
+static void scope_unwatch_v1(struct scope *s) {
+        if (s->v1_eventfd < 0)
+                return;
+        s->events_source = sd_event_source_disable_unref(s->events_source);
+        close(s->v1_eventfd); /* the kernel drops the notifications with it */
+        s->v1_eventfd = -EBADF;
+        for (size_t i = 0; i < s->n_v1_watched; i++)
+                close(s->v1_watched[i]);
+        s->n_v1_watched = s->n_v1_limits = 0;
+        s->v1_thresholds = false;
+}
+
 static void scope_unwatch_headroom(struct scope *s) {
+        scope_unwatch_v1(s);
         s->headroom_timer = sd_event_source_disable_unref(s->headroom_timer);
         s->events_source = sd_event_source_disable_unref(s->events_source);
         if (s->events_fd >= 0)
                 close(s->events_fd);
         s->events_fd = -EBADF;
-        if (s->v1_eventfd >= 0)
-                close(s->v1_eventfd); /* the kernel drops the notifications with it */
-        s->v1_eventfd = -EBADF;
-        for (size_t i = 0; i < s->n_v1_watched; i++)
-                close(s->v1_watched[i]);
-        s->n_v1_watched = 0;
+        s->rides_node_sample = false;
 }
 
 struct scope *scope_free(struct scope *s) {
@@ -289,6 +297,8 @@ void scope_mark_gone(struct scope *s) {
 
 #define HEADROOM_GROUPS_MAX 16
 
+static void scope_watch_v1(struct scope *s);
+
 /* The system as one group: MemTotal its limit, what is not available its usage. Only without swap:
  * with swap, anonymous memory can go there and MemAvailable does not say how close the OOM killer is. */
 static int system_headroom(struct scope *s, struct headroom_group *ret, size_t *ret_n) {
@@ -329,6 +339,20 @@ static void scope_read_headroom(struct scope *s) {
         if (r < 0)
                 return; /* keep what was seen last; a group removed is found by its trigger */
         headroom_evaluate(groups, n, &s->env->config->headroom_at, &s->headroom);
+        s->below_thresholds = true;
+        for (size_t i = 0; i < n; i++)
+                if ((double) groups[i].usage >= (double) groups[i].limit * s->env->config->headroom_at.f[LEVEL_LOW])
+                        s->below_thresholds = false;
+        /* v1: thresholds set for limits that changed since (or for a tree that changed) tell nothing. */
+        if (s->v1_eventfd >= 0) {
+                bool same = s->n_v1_limits == MIN(n, ELEMENTSOF(s->v1_limits));
+                for (size_t i = 0; same && i < s->n_v1_limits; i++)
+                        same = s->v1_limits[i] == groups[i].limit;
+                if (!same) {
+                        scope_unwatch_v1(s);
+                        scope_watch_v1(s);
+                }
+        }
         free(s->headroom_binding);
         s->headroom_binding = NULL;
         if (s->headroom.limit != UINT64_MAX && n > 0)
@@ -385,13 +409,22 @@ static void scope_schedule_headroom(struct scope *s, uint64_t now) {
         /* Far from every threshold: back off, as far as the nearest group could grow meanwhile (a group
          * by a tenth of its limit per second at least; the whole system, which PSI and the watermarks
          * watch too, by a hundredth of its memory). */
+        s->rides_node_sample = false;
         if (s->level.level == LEVEL_OK && s->headroom_raw == LEVEL_OK) {
                 bool sys = s->type == SCOPE_SYSTEM;
+                /* v1, every limited group below its threshold: the kernel signals the crossing. The node
+                 * sample looks now and then for what it cannot tell (a limit changed). */
+                if (s->v1_thresholds && s->below_thresholds && s->env->nodes && c->node_interval_usec > 0) {
+                        s->rides_node_sample = true;
+                        (void) sd_event_source_set_enabled(s->headroom_timer, SD_EVENT_OFF);
+                        return;
+                }
                 next = headroom_next_check_usec(&s->headroom, s->demand_bytes, sys ? 10 : 100, c->headroom_interval_usec,
                                                 sys ? MAX(c->headroom_max_interval_usec, c->node_interval_usec)
                                                     : c->headroom_max_interval_usec);
                 /* The system is also looked at with every node sample: no wake-up of its own that late. */
-                if (s->type == SCOPE_SYSTEM && s->env->nodes && c->node_interval_usec > 0 && next >= c->node_interval_usec) {
+                if (sys && s->env->nodes && c->node_interval_usec > 0 && next >= c->node_interval_usec) {
+                        s->rides_node_sample = true;
                         (void) sd_event_source_set_enabled(s->headroom_timer, SD_EVENT_OFF);
                         return;
                 }
@@ -431,11 +464,16 @@ static int on_headroom_timer(sd_event_source *src, uint64_t usec, void *userdata
  * every crossing). */
 static void scope_memory_news(struct scope *s) {
         uint64_t now = now_usec(s), due = 0;
-        if (s->headroom_timer && sd_event_source_get_time(s->headroom_timer, &due) >= 0 &&
-            due > now + s->env->config->headroom_interval_usec)
-                scope_check_headroom(s, now);
-        else if (!s->headroom_timer)
+        int enabled = SD_EVENT_OFF;
+
+        if (!s->headroom_timer) {
                 scope_read_event_counts(s);
+                return;
+        }
+        (void) sd_event_source_get_enabled(s->headroom_timer, &enabled);
+        if (enabled == SD_EVENT_OFF || (sd_event_source_get_time(s->headroom_timer, &due) >= 0 &&
+                                        due > now + s->env->config->headroom_interval_usec))
+                scope_check_headroom(s, now);
 }
 
 static int on_memory_events(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
@@ -477,20 +515,25 @@ static void scope_watch_v1(struct scope *s) {
         int fd = cgroup_v1_notify(l, s->cgroup, s->v1_eventfd, UINT64_MAX);
         if (fd >= 0)
                 s->v1_watched[s->n_v1_watched++] = fd;
-        if (cgroup_headroom_groups(l, s->cgroup, groups, paths, ELEMENTSOF(groups), &n) >= 0)
-                for (size_t i = 0; i < n; i++) {
-                        uint64_t at = (uint64_t) ((double) groups[i].limit * s->env->config->headroom_at.f[LEVEL_LOW]);
-                        fd = cgroup_v1_notify(l, paths[i], s->v1_eventfd, at);
-                        if (fd >= 0)
-                                s->v1_watched[s->n_v1_watched++] = fd;
-                        free(paths[i]);
-                }
+        bool all = cgroup_headroom_groups(l, s->cgroup, groups, paths, ELEMENTSOF(groups), &n) >= 0;
+        for (size_t i = 0; all && i < n; i++) {
+                uint64_t at = (uint64_t) ((double) groups[i].limit * s->env->config->headroom_at.f[LEVEL_LOW]);
+                fd = cgroup_v1_notify(l, paths[i], s->v1_eventfd, at);
+                if (fd >= 0)
+                        s->v1_watched[s->n_v1_watched++] = fd;
+                all = all && fd >= 0;
+                s->v1_limits[s->n_v1_limits++] = groups[i].limit;
+        }
+        for (size_t i = 0; i < n; i++)
+                free(paths[i]);
         if (s->n_v1_watched == 0 ||
             sd_event_add_io(s->env->event, &s->events_source, s->v1_eventfd, EPOLLIN, on_v1_eventfd, s) < 0) {
                 log_debug("%s: no v1 memory notifications, looking at its headroom by timer only.", s->name);
                 return;
         }
         (void) sd_event_source_set_description(s->events_source, "memcg-v1-events");
+        /* More limited groups than thresholds: the farther ones are not watched, the timer must look. */
+        s->v1_thresholds = all && n < ELEMENTSOF(groups);
 }
 
 static int scope_watch_headroom(struct scope *s) {

@@ -27,6 +27,8 @@ enum {
         TEXT_DURATION,
         TEXT_THRESHOLD,
         TEXT_CGROUP_PATH,
+        TEXT_MEMORY_EVENTS, /* memory.events, memory.oom_control */
+        TEXT_FIELD,         /* a key of memory.stat or /proc/meminfo, for headroom */
         _TEXT_MAX,
 };
 
@@ -92,6 +94,17 @@ static void parse(unsigned which, const char *text) {
                 char *p = NULL;
                 if (cgroup_path_normalize(text, &p) >= 0)
                         free(p);
+                break;
+        }
+        case TEXT_MEMORY_EVENTS: {
+                struct cgroup_memory_events e;
+                (void) cgroup_parse_memory_events(text, &e);
+                break;
+        }
+        case TEXT_FIELD: {
+                uint64_t v;
+                (void) headroom_parse_field(text, "MemAvailable", &v);
+                (void) headroom_parse_field(text, "inactive_file", &v);
                 break;
         }
         }
