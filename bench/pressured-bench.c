@@ -498,7 +498,10 @@ static void scenario_footprint(void) {
         }
         unlink(conf);
         pressure_gen_destroy(&g);
-        printf("ratio: wake-ups with headroom / without: %.1fx\n\n", per_min[1] / (per_min[0] > 0 ? per_min[0] : 1));
+        if (per_min[0] == 0 && per_min[1] == 0)
+                printf("ratio: wake-ups with headroom / without: 1.0x (none either way)\n\n");
+        else
+                printf("ratio: wake-ups with headroom / without: %.1fx\n\n", per_min[1] / (per_min[0] > 0 ? per_min[0] : 1));
 }
 
 /* ---- latency ---- */
