@@ -3,9 +3,13 @@
  * 64 MiB limit while a file-backed working set is read there. Its values live on a pressure_lru, so
  * pressured's reclaim rounds for the cgroup shrink it. 90 MiB of values go in over 15 s: without
  * shrinking it is OOM-killed about half way (the benchmark shows that side); here it must survive, must
- * have evicted values, and must still hold a good share of them: reclaim trims, it does not empty. */
+ * have evicted values, and must still hold a good share of them: reclaim trims, it does not empty. Twice:
+ * with the working set's page cache charged to the group (reclaim stalls: PSI), and charged outside it
+ * (read once by this test first: the group holds only anonymous memory, PSI stays quiet until the limit,
+ * and only the headroom levels can warn). */
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -24,7 +28,19 @@
 static struct test_daemon daemon_;
 
 
-static void test_cache_survives(void) {
+/* Read the file here, outside the group: its pages are charged to this test's cgroup. */
+static int charge_outside(const char *path) {
+        char buf[1 << 16];
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        while (read(fd, buf, sizeof(buf)) > 0)
+                ;
+        close(fd);
+        return 0;
+}
+
+static void closed_loop(bool anon_only) {
         struct pressure_gen g;
         char cwd[400], ws[600], kv_sock[200], line[512];
         const char *kvcache = getenv("KVCACHE_BIN"), *load = getenv("KV_LOAD_BIN");
@@ -39,6 +55,8 @@ static void test_cache_survives(void) {
         snprintf(ws, sizeof(ws), "%s/closed-loop-%d.dat", cwd, (int) getpid());
         test_cleanup_path(ws, false);
         CU_ASSERT_EQUAL_FATAL(pressure_gen_working_set(ws, WORKING_SET_MIB), 0);
+        if (anon_only)
+                CU_ASSERT_EQUAL_FATAL(charge_outside(ws), 0);
         snprintf(kv_sock, sizeof(kv_sock), "%s/kv.sock", daemon_.dir);
         test_cleanup_path(kv_sock, false);
 
@@ -99,6 +117,14 @@ static void test_cache_survives(void) {
         pressure_gen_destroy(&g);
 }
 
+static void test_cache_survives(void) {
+        closed_loop(false);
+}
+
+static void test_cache_survives_anon_only(void) {
+        closed_loop(true);
+}
+
 static void test_stop(void) {
         CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
 }
@@ -106,6 +132,7 @@ static void test_stop(void) {
 int main(void) {
         static const struct test_case cases[] = {
                 { "the example cache survives real pressure", test_cache_survives },
+                { "and with the working set charged outside its group (anonymous only)", test_cache_survives_anon_only },
                 { "daemon stops cleanly", test_stop },
                 {},
         };
