@@ -169,6 +169,20 @@ typedef void (*pressure_event_handler_t)(struct pressure_client *client, const s
 int pressure_client_subscribe(struct pressure_client *client, const char *const *scopes,
                               enum pressure_level min_level, pressure_event_handler_t handler, void *userdata);
 
+/**
+ * Called from pressure_client_dispatch() when the kernel counted memory events in a subscribed cgroup,
+ * whatever min_level: kind "oom_kill" (the OOM killer killed `count` processes in it) or "max" (its usage
+ * reached memory.max `count` times; cgroup v2), or a later daemon's word. scope_name is the cgroup path,
+ * valid only during the call.
+ */
+typedef void (*pressure_memory_event_handler_t)(struct pressure_client *client, const char *scope_name,
+                                                const char *kind, uint64_t count, void *userdata);
+
+/** Set (or with NULL, clear) the handler of memory events; before or after subscribing. Returns 0.
+ * Since LIBPRESSURE_0.3. */
+int pressure_client_set_memory_event_handler(struct pressure_client *client, pressure_memory_event_handler_t handler,
+                                             void *userdata);
+
 /* ---- Shrinkers ----
  *
  * The kernel's shrinker contract, for a cache in this process. pressured asks:

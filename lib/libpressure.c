@@ -87,6 +87,8 @@ struct pressure_client {
         int release_fd; /* timerfd: a release that was not due yet */
         pressure_event_handler_t handler;
         void *userdata;
+        pressure_memory_event_handler_t memory_handler;
+        void *memory_userdata;
 
         struct pressure_shrinker *shrinkers;
         char token[64];
@@ -314,6 +316,16 @@ static void parse_stall(struct json_object *o, struct pressure_stall *ret, bool 
         ret->avg300 = json_object_get_double(get(o, "avg300"));
         ret->total = get_u64(o, "total");
         *have = true;
+}
+
+/* A MemoryEvent of the subscription, to the application's handler if it set one; anything malformed
+ * is dropped, as an unknown reply would be. */
+static void deliver_memory_event(struct pressure_client *c, struct json_object *e) {
+        struct json_object *ref = get(e, "scope"), *cg = get(ref, "cgroup"), *kind = get(e, "kind");
+        if (!c->memory_handler || !json_object_is_type(cg, json_type_string) || !json_object_is_type(kind, json_type_string))
+                return;
+        c->memory_handler(c, json_object_get_string(cg), json_object_get_string(kind), get_u64(e, "count"),
+                          c->memory_userdata);
 }
 
 static int scope_parse(struct json_object *o, struct pressure_scope *ret) {
@@ -664,6 +676,15 @@ EXPORT int pressure_scope_is_removed(const struct pressure_scope *s) {
         return s->removed;
 }
 
+EXPORT int pressure_client_set_memory_event_handler(struct pressure_client *c, pressure_memory_event_handler_t handler,
+                                                    void *userdata) {
+        pthread_mutex_lock(&c->lock);
+        c->memory_handler = handler;
+        c->memory_userdata = userdata;
+        pthread_mutex_unlock(&c->lock);
+        return 0;
+}
+
 EXPORT const char *pressure_scope_get_source(const struct pressure_scope *s) {
         return s->level == PRESSURE_LEVEL_OK ? NULL : s->source ? s->source : "pressure";
 }
@@ -849,6 +870,8 @@ static int dispatch_subscription(struct pressure_client *c) {
                 bool more = json_object_get_boolean(get(msg, "continues"));
                 if (r >= 0)
                         c->handler(c, &s, 0, c->userdata);
+                else
+                        deliver_memory_event(c, get(get(msg, "parameters"), "memory_event"));
                 json_object_put(msg);
                 if (!more) {
                         sub_close(c);

@@ -108,6 +108,22 @@ static void test_headroom(void) {
         CU_ASSERT_EQUAL_FATAL(next_news(sub, 10000, news, sizeof(news), &unreclaimable), 0);
         CU_ASSERT_STRING_EQUAL(news, "state");
 
+        /* A second subscriber through libpressure: pressurectl watch, which prints memory events. */
+        int w[2];
+        CU_ASSERT_FATAL(pipe(w) == 0);
+        pid_t watcher = fork();
+        CU_ASSERT_FATAL(watcher >= 0);
+        if (watcher == 0) {
+                dup2(w[1], STDOUT_FILENO);
+                execl(getenv("PRESSURECTL_BIN"), "pressurectl", "--socket", daemon_.socket, "watch", g.cgroup, (char *) NULL);
+                _exit(127);
+        }
+        close(w[1]);
+        struct test_child watch = { .lines.fd = -1 };
+        test_child_adopt(&watch, watcher, w[0]);
+        char line[256];
+        CU_ASSERT_EQUAL_FATAL(test_lines_next(&watch.lines, 10000, line, sizeof(line)), 0); /* the current state */
+
         /* 1. Nobody frees: the levels come before the limit, then the kill. */
         pid_t grower = spawn_grower(&g, false, -1);
         CU_ASSERT_FATAL(grower > 0);
@@ -132,6 +148,13 @@ static void test_headroom(void) {
         /* Raised at the thresholds (85% and 92% of the limit), before the limit. */
         CU_ASSERT(low_at >= LIMIT_BYTES / 100 * 85 && low_at < LIMIT_BYTES);
         CU_ASSERT(medium_at >= LIMIT_BYTES / 100 * 92 && medium_at < LIMIT_BYTES);
+        /* The library's subscriber heard of the kill too (after its level changes). */
+        bool watch_killed = false;
+        while (!watch_killed && test_lines_next(&watch.lines, 10000, line, sizeof(line)) == 0)
+                watch_killed = strstr(line, " oom_kill x") != NULL;
+        CU_ASSERT(watch_killed);
+        test_child_stop(&watch);
+
         int status = 0;
         CU_ASSERT_EQUAL(waitpid(grower, &status, 0), grower);
         CU_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
@@ -146,7 +169,6 @@ static void test_headroom(void) {
         CU_ASSERT_FATAL(grower > 0);
         struct test_child child = { .lines.fd = -1 };
         test_child_adopt(&child, grower, p[0]);
-        char line[256];
         unsigned scans = 0;
         uint64_t end = test_now_ms() + 2 * (LIMIT_BYTES / OBJECT_BYTES) * 150;
         while (test_now_ms() < end) {

@@ -181,6 +181,28 @@ static void on_event(struct pressure_client *c, const struct pressure_scope *s, 
                        pressure_level_to_string(pressure_scope_get_level(s)), psi, why, target);
 }
 
+/* The kernel killed in a watched cgroup, or it hit its memory.max: always shown, whatever the level. */
+static void on_memory_event(struct pressure_client *c, const char *scope, const char *kind, uint64_t count,
+                            void *userdata) {
+        (void) c;
+        (void) userdata;
+        if (arg_json) {
+                struct json_object *o = json_object_new_object(), *e = json_object_new_object();
+                json_object_object_add(e, "cgroup", json_object_new_string(scope));
+                json_object_object_add(e, "kind", json_object_new_string(kind));
+                json_object_object_add(e, "count", json_object_new_int64((int64_t) count));
+                json_object_object_add(o, "memory_event", e);
+                printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+                json_object_put(o);
+                return;
+        }
+        char when[32];
+        time_t t = time(NULL);
+        strftime(when, sizeof(when), "%H:%M:%S", localtime(&t));
+        printf("%s %s %s x%" PRIu64 "%s\n", when, scope, kind, count,
+               strcmp(kind, "oom_kill") == 0 ? " (the kernel's OOM killer killed in this cgroup)" : "");
+}
+
 static int cmd_watch(char **scopes) {
         struct pressure_client *c;
         int r = connect_client(&c);
@@ -188,6 +210,7 @@ static int cmd_watch(char **scopes) {
                 return -r;
 
         setvbuf(stdout, NULL, _IOLBF, 0);
+        (void) pressure_client_set_memory_event_handler(c, on_memory_event, NULL);
         r = pressure_client_subscribe(c, (const char *const *) scopes, arg_min_level, on_event, NULL);
         if (r < 0) {
                 pressure_client_unref(c);
