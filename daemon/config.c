@@ -42,6 +42,7 @@ void config_init(struct config *c) {
 
 void config_done(struct config *c) {
         free(c->socket_path);
+        free(c->metrics_directory);
         for (size_t i = 0; i < c->n_cgroups; i++)
                 free(c->cgroups[i]);
         free(c->cgroups);
@@ -150,6 +151,11 @@ struct config_key {
 static int parse_socket(struct config *c, const struct config_key *k, const char *value, char **ret_error) {
         return value[0] == '/' ? set_string(FIELD(c, k, char *), value)
                                : fail(ret_error, -EINVAL, "socket must be an absolute path");
+}
+
+static int parse_directory(struct config *c, const struct config_key *k, const char *value, char **ret_error) {
+        return value[0] == '/' || value[0] == 0 ? set_string(FIELD(c, k, char *), value)
+                                                : fail(ret_error, -EINVAL, "%s must be an absolute path, or empty", k->name);
 }
 
 static int parse_size(struct config *c, const struct config_key *k, const char *value, char **ret_error) {
@@ -267,6 +273,7 @@ static int parse_sysfs_root(struct config *c, const struct config_key *k, const 
 
 static const struct config_key config_keys[] = {
         { "socket", parse_socket, AT(socket_path) },
+        { "metrics_directory", parse_directory, AT(metrics_directory) },
         { "max_message_size", parse_size, AT(max_message_size), 1024, 16u * 1024 * 1024, "1024..16777216" },
         { "max_connections", parse_unsigned, AT(max_connections), 1, 65536, "1..65536" },
         { "max_connections_per_uid", parse_unsigned, AT(max_connections_per_uid), 1, 65536, "1..65536" },

@@ -44,6 +44,7 @@ struct config {
         struct shrink_priorities priorities;
 
         bool lock_memory; /* mlockall() at start-up */
+        char *metrics_directory; /* a Prometheus textfile collector's directory; NULL or "": no metrics */
 };
 
 void config_init(struct config *c);

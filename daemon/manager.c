@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "metrics.h"
 #include "macro.h"
 #include "notifier.h"
 #include "reclaim.h"
@@ -56,6 +57,7 @@ struct manager *manager_free(struct manager *m) {
         }
         m->shrinkers = shrink_registry_free(m->shrinkers);
         m->scopes = scope_registry_free(m->scopes);
+        m->metrics = metrics_free(m->metrics); /* after the scopes: it lets go of their slots as they go */
         m->reclaim = reclaim_free(m->reclaim);
         m->service = service_free(m->service);
         m->sampler = sampler_free(m->sampler);
@@ -239,6 +241,11 @@ static size_t count_connections(void *userdata) {
         return m->server ? varlink_server_n_connections(m->server) : 0;
 }
 
+static size_t count_subscriptions(void *userdata) {
+        struct manager *m = userdata;
+        return m->subscriptions ? subscriptions_count(m->subscriptions) : 0;
+}
+
 /* Observers see a level change in the order they are added: subscribers first (event latency is what
  * they measure), then the journal and STATUS=, then reclaim; the sampler only cares about triggers. */
 static int wire_modules(struct manager *m) {
@@ -259,6 +266,12 @@ static int wire_modules(struct manager *m) {
                                 &m->reclaim);
         if (r >= 0)
                 r = sampler_new(m->event, &m->config, m->scopes, m->nodes, &m->sampler);
+        if (r >= 0) {
+                const struct metrics_sources src = { .scopes = m->scopes, .nodes = m->nodes, .shrinkers = m->shrinkers,
+                                                     .n_subscriptions = count_subscriptions,
+                                                     .n_connections = count_connections, .userdata = m };
+                r = metrics_new(m->event, &m->config, &src, &m->metrics);
+        }
         if (r < 0)
                 return log_error_errno(r, "Failed to set up: %m");
         service_set_reclaim(m->service, m->reclaim);

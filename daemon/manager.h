@@ -17,6 +17,7 @@ struct shrink_registry;
 struct subscriptions;
 struct notifier;
 struct sampler;
+struct metrics;
 struct reclaim;
 struct service;
 struct varlink_server;
@@ -33,6 +34,7 @@ struct manager {
         struct shrink_registry *shrinkers;
         struct subscriptions *subscriptions;
         struct notifier *notifier;
+        struct metrics *metrics;
         struct sampler *sampler;
         struct reclaim *reclaim;
         struct service *service;

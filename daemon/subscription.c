@@ -17,6 +17,7 @@ struct subscriptions {
         struct scope_registry *registry;
         int slot; /* on each scope: the head of its watch list */
         struct hashmap *cgroups_per_uid; /* uid -> cgroup watches its subscriptions hold */
+        size_t n_subscriptions;
 };
 
 struct subscription;
@@ -68,6 +69,7 @@ static void subscription_free(void *p) {
                 return;
         for (size_t i = 0; i < sub->n_watches; i++)
                 watch_detach(&sub->watches[i]);
+        sub->subs->n_subscriptions--;
         free(sub);
 }
 
@@ -252,6 +254,7 @@ int subscription_start(struct subscriptions *subs, struct varlink_connection *c,
                 return -ENOMEM;
         }
         sub->subs = subs;
+        subs->n_subscriptions++;
         sub->conn = c;
         sub->uid = varlink_connection_peer(c)->uid;
         sub->min_level = min_level;
@@ -280,6 +283,10 @@ int subscription_start(struct subscriptions *subs, struct varlink_connection *c,
         varlink_connection_set_drain_handler(c, on_drain);
 
         return varlink_notify(c, jb_object_with("state", states));
+}
+
+size_t subscriptions_count(const struct subscriptions *subs) {
+        return subs->n_subscriptions;
 }
 
 size_t subscriptions_cgroups_of(const struct subscriptions *subs, uid_t uid) {

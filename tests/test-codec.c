@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "metrics.h"
 #include "protocol.h"
 #include "test-util.h"
 
@@ -279,12 +280,26 @@ static void test_request_text(void) {
                 }
 }
 
+/* Prometheus label values: a cgroup path may hold a quote, a backslash or a newline. */
+static void test_metrics_label(void) {
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        metrics_write_label(f, "/a\"b\\c\nd");
+        metrics_write_label(f, NULL);
+        fclose(f);
+        CU_ASSERT_STRING_EQUAL(buf, "/a\\\"b\\\\c\\nd");
+        free(buf);
+}
+
 int main(void) {
         static const struct test_case cases[] = {
                 { "documented replies encode as shown and decode back", test_documented_replies },
                 { "decoded values", test_values },
                 { "malformed objects are refused", test_malformed },
                 { "requests as text", test_request_text },
+                { "metrics label values", test_metrics_label },
                 {},
         };
         return test_run("codec", cases, NULL);

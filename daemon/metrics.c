@@ -1,0 +1,313 @@
+/* SPDX-License-Identifier: MIT */
+#include "metrics.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "macro.h"
+
+#define METRICS_FILE "pressured.prom"
+
+struct metrics {
+        sd_event *event;
+        const struct config *config;
+        struct metrics_sources src;
+        int slot; /* on each scope: its count of level changes (a uint64_t, allocated) */
+        sd_event_source *timer;
+        bool due;           /* something changed since the last write */
+        uint64_t last_usec; /* of the last write */
+        char *path;
+        struct ratelimit log_limit;
+};
+
+static uint64_t now_usec(const struct metrics *m) {
+        uint64_t t = 0;
+        (void) sd_event_now(m->event, CLOCK_MONOTONIC, &t);
+        return t;
+}
+
+void metrics_write_label(FILE *f, const char *value) {
+        for (const char *p = value ? value : ""; *p; p++) {
+                if (*p == '\\' || *p == '"')
+                        fputc('\\', f);
+                if (*p == '\n') {
+                        fputs("\\n", f);
+                        continue;
+                }
+                fputc(*p, f);
+        }
+}
+
+static void header(FILE *f, const char *name, const char *type, const char *help) {
+        fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void scope_label(FILE *f, const char *name, const struct scope *s) {
+        fprintf(f, "%s{scope=\"", name);
+        metrics_write_label(f, s->name);
+        fputs("\"}", f);
+}
+
+static uint64_t *changes_of(struct metrics *m, struct scope *s) {
+        return s->slots[m->slot];
+}
+
+static void render_scopes(struct metrics *m, FILE *f) {
+        header(f, "pressured_level", "gauge", "Memory pressure level of a scope: 0 ok, 1 low, 2 medium, 3 critical.");
+        SCOPE_REGISTRY_FOREACH(s, m->src.scopes)
+                if (!s->gone) {
+                        scope_label(f, "pressured_level", s);
+                        fprintf(f, " %d\n", (int) s->level.level);
+                }
+        header(f, "pressured_reclaim_target_bytes", "gauge",
+               "Estimated bytes to free to bring the scope back under its threshold; 0 at ok.");
+        SCOPE_REGISTRY_FOREACH(s, m->src.scopes)
+                if (!s->gone) {
+                        scope_label(f, "pressured_reclaim_target_bytes", s);
+                        fprintf(f, " %" PRIu64 "\n", s->reclaim_target);
+                }
+        header(f, "pressured_level_changes_total", "counter", "Level changes of the scope since the daemon started watching it.");
+        SCOPE_REGISTRY_FOREACH(s, m->src.scopes) {
+                uint64_t *n = changes_of(m, s);
+                if (!s->gone) {
+                        scope_label(f, "pressured_level_changes_total", s);
+                        fprintf(f, " %" PRIu64 "\n", n ? *n : 0);
+                }
+        }
+        header(f, "pressured_headroom_ratio", "gauge",
+               "Share of the nearest memory limit taken by what reclaim cannot free (usage minus file pages).");
+        SCOPE_REGISTRY_FOREACH(s, m->src.scopes)
+                if (!s->gone && s->headroom_watched && s->headroom.limit != UINT64_MAX) {
+                        scope_label(f, "pressured_headroom_ratio", s);
+                        fprintf(f, " %.4f\n", s->headroom.fraction);
+                }
+        header(f, "pressured_cgroup_memory_events_total", "counter",
+               "The kernel's count of memory events in a watched cgroup: max (usage reached memory.max), oom_kill.");
+        SCOPE_REGISTRY_FOREACH(s, m->src.scopes)
+                for (int k = 0; !s->gone && s->have_event_counts && k < _MEMORY_EVENT_MAX; k++) {
+                        fputs("pressured_cgroup_memory_events_total{scope=\"", f);
+                        metrics_write_label(f, s->name);
+                        fprintf(f, "\",kind=\"%s\"} %" PRIu64 "\n", memory_event_to_string(k), s->event_counts[k]);
+                }
+}
+
+static void render_nodes(struct metrics *m, FILE *f) {
+        const struct node_monitor *nm = m->src.nodes;
+        if (!nm || nm->n_nodes == 0)
+                return;
+        uint64_t page = (uint64_t) nm->page_size;
+        header(f, "pressured_node_memory_bytes", "gauge", "Total and free memory of a NUMA node.");
+        for (size_t i = 0; i < nm->n_nodes; i++) {
+                fprintf(f, "pressured_node_memory_bytes{node=\"%d\",kind=\"total\"} %" PRIu64 "\n", nm->cur[i].id,
+                        nm->cur[i].mem_total_kb * 1024);
+                fprintf(f, "pressured_node_memory_bytes{node=\"%d\",kind=\"free\"} %" PRIu64 "\n", nm->cur[i].id,
+                        nm->cur[i].mem_free_kb * 1024);
+        }
+        header(f, "pressured_node_watermark_bytes", "gauge", "Watermarks of a NUMA node, summed over its zones.");
+        for (size_t i = 0; i < nm->n_nodes; i++) {
+                const struct node_sample *n = &nm->cur[i];
+                fprintf(f, "pressured_node_watermark_bytes{node=\"%d\",watermark=\"min\"} %" PRIu64 "\n", n->id, n->min_pages * page);
+                fprintf(f, "pressured_node_watermark_bytes{node=\"%d\",watermark=\"low\"} %" PRIu64 "\n", n->id, n->low_pages * page);
+                fprintf(f, "pressured_node_watermark_bytes{node=\"%d\",watermark=\"high\"} %" PRIu64 "\n", n->id, n->high_pages * page);
+        }
+}
+
+static void shrinker_labels(FILE *f, const char *name, const struct shrinker *sh) {
+        fprintf(f, "%s{shrinker=\"%" PRIu64 "\",name=\"", name, sh->id);
+        metrics_write_label(f, sh->name);
+        fprintf(f, "\",pid=\"%d\"", (int) sh->client->pid);
+}
+
+/* One family over every shrinker: value() picks the number. */
+static void render_shrinker_family(struct metrics *m, FILE *f, const char *name, const char *type, const char *help,
+                                   uint64_t (*value)(const struct shrinker *sh)) {
+        header(f, name, type, help);
+        for (const struct shrink_client *cl = m->src.shrinkers->clients; cl; cl = cl->next)
+                for (size_t i = 0; i < cl->n_shrinkers; i++) {
+                        shrinker_labels(f, name, cl->shrinkers[i]);
+                        fprintf(f, "} %" PRIu64 "\n", value(cl->shrinkers[i]));
+                }
+}
+
+static uint64_t v_calls(const struct shrinker *sh) { return sh->stats.calls; }
+static uint64_t v_freed(const struct shrinker *sh) { return sh->stats.freed; }
+static uint64_t v_bytes(const struct shrinker *sh) { return sh->stats.bytes_freed; }
+static uint64_t v_timeouts(const struct shrinker *sh) { return sh->stats.timeouts; }
+static uint64_t v_quarantined(const struct shrinker *sh) { return sh->health.quarantined; }
+
+static void render_shrinkers(struct metrics *m, FILE *f) {
+        if (!m->src.shrinkers)
+                return;
+        header(f, "pressured_shrinker_objects", "gauge", "Objects a client shrinker said it holds at its last count, per node.");
+        for (const struct shrink_client *cl = m->src.shrinkers->clients; cl; cl = cl->next)
+                for (size_t i = 0; i < cl->n_shrinkers; i++) {
+                        const struct shrinker *sh = cl->shrinkers[i];
+                        for (size_t k = 0; k < sh->n_nodes; k++) {
+                                shrinker_labels(f, "pressured_shrinker_objects", sh);
+                                fprintf(f, ",node_index=\"%zu\"} %" PRIu64 "\n", k, sh->last_count[k]);
+                        }
+                }
+        render_shrinker_family(m, f, "pressured_shrinker_requests_total", "counter", "Count and scan requests sent.", v_calls);
+        render_shrinker_family(m, f, "pressured_shrinker_freed_objects_total", "counter", "Objects the shrinker said it freed.",
+                               v_freed);
+        render_shrinker_family(m, f, "pressured_shrinker_freed_bytes_total", "counter",
+                               "Bytes the shrinker claimed to free (see pressured_client_released_bytes_total).", v_bytes);
+        render_shrinker_family(m, f, "pressured_shrinker_timeouts_total", "counter", "Requests not answered by their deadline.",
+                               v_timeouts);
+        render_shrinker_family(m, f, "pressured_shrinker_quarantined", "gauge", "1 while the shrinker is quarantined.",
+                               v_quarantined);
+        header(f, "pressured_client_claimed_bytes_total", "counter", "Bytes a client's shrinkers claimed to free in measured rounds.");
+        for (const struct shrink_client *cl = m->src.shrinkers->clients; cl; cl = cl->next)
+                fprintf(f, "pressured_client_claimed_bytes_total{pid=\"%d\"} %" PRIu64 "\n", (int) cl->pid, cl->claimed_bytes);
+        header(f, "pressured_client_released_bytes_total", "counter",
+               "How far a client's memory fell around the measured rounds (what the kernel saw).");
+        for (const struct shrink_client *cl = m->src.shrinkers->clients; cl; cl = cl->next)
+                fprintf(f, "pressured_client_released_bytes_total{pid=\"%d\"} %" PRIu64 "\n", (int) cl->pid, cl->released_bytes);
+}
+
+int metrics_render(struct metrics *m, FILE *f) {
+        render_scopes(m, f);
+        render_nodes(m, f);
+        render_shrinkers(m, f);
+        header(f, "pressured_subscriptions", "gauge", "Subscribe calls in progress.");
+        fprintf(f, "pressured_subscriptions %zu\n", m->src.n_subscriptions ? m->src.n_subscriptions(m->src.userdata) : 0);
+        header(f, "pressured_connections", "gauge", "Varlink connections open.");
+        fprintf(f, "pressured_connections %zu\n", m->src.n_connections ? m->src.n_connections(m->src.userdata) : 0);
+        fflush(f);
+        return ferror(f) ? -EIO : 0;
+}
+
+/* A temporary file in the same directory, renamed over the old one: a scrape sees the old text or the
+ * new, never half of one. Its name does not end in .prom, so the collector never reads it. */
+static int metrics_write(struct metrics *m) {
+        _cleanup_free_ char *tmp = NULL;
+        if (asprintf(&tmp, "%s/.%s.XXXXXX", m->config->metrics_directory, METRICS_FILE) < 0)
+                return -ENOMEM;
+        int fd = mkostemp(tmp, O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        FILE *f = fdopen(fd, "w");
+        if (!f) {
+                int r = -errno;
+                close(fd);
+                unlink(tmp);
+                return r;
+        }
+        int r = metrics_render(m, f);
+        if (r >= 0 && fchmod(fd, 0644) < 0)
+                r = -errno;
+        if (fclose(f) != 0 && r >= 0)
+                r = -errno;
+        if (r >= 0 && rename(tmp, m->path) < 0)
+                r = -errno;
+        if (r < 0)
+                unlink(tmp);
+        return r;
+}
+
+static void schedule(struct metrics *m) {
+        uint64_t next;
+        if (m->due)
+                next = MAX(now_usec(m), m->last_usec + m->config->sample_interval_usec);
+        else if (m->config->node_interval_usec > 0)
+                next = m->last_usec + m->config->node_interval_usec; /* the figures age; the node sample wakes then too */
+        else
+                return (void) sd_event_source_set_enabled(m->timer, SD_EVENT_OFF);
+        (void) sd_event_source_set_time(m->timer, next);
+        (void) sd_event_source_set_enabled(m->timer, SD_EVENT_ONESHOT);
+}
+
+static int on_timer(sd_event_source *src, uint64_t usec, void *userdata) {
+        struct metrics *m = userdata;
+        unsigned suppressed;
+        (void) src;
+        (void) usec;
+
+        int r = metrics_write(m);
+        if (r < 0 && ratelimit_below(&m->log_limit, now_usec(m), &suppressed))
+                log_warning_errno(r, "Failed to write metrics to %s: %m", m->path);
+        m->last_usec = now_usec(m);
+        m->due = false;
+        schedule(m);
+        return 0;
+}
+
+static void mark_due(struct metrics *m) {
+        if (m->due)
+                return;
+        m->due = true;
+        schedule(m);
+}
+
+static void on_level_changed(struct scope *s, void *userdata) {
+        struct metrics *m = userdata;
+        uint64_t *n = changes_of(m, s);
+        if (!n && (n = calloc(1, sizeof(*n))))
+                s->slots[m->slot] = n;
+        if (n)
+                (*n)++;
+        mark_due(m);
+}
+
+static void on_memory_event(struct scope *s, enum memory_event e, uint64_t count, void *userdata) {
+        (void) s;
+        (void) e;
+        (void) count;
+        mark_due(userdata);
+}
+
+static void on_freed(struct scope *s, void *userdata) {
+        struct metrics *m = userdata;
+        free(s->slots[m->slot]);
+        s->slots[m->slot] = NULL;
+}
+
+static const struct scope_observer observer = {
+        .level_changed = on_level_changed,
+        .memory_event = on_memory_event,
+        .freed = on_freed,
+};
+
+int metrics_new(sd_event *event, const struct config *config, const struct metrics_sources *src, struct metrics **ret) {
+        *ret = NULL;
+        if (!config->metrics_directory || !config->metrics_directory[0])
+                return 0;
+        struct metrics *m = calloc(1, sizeof(*m));
+        if (!m)
+                return -ENOMEM;
+        *m = (struct metrics){ .event = event, .config = config, .src = *src,
+                               .log_limit = { .interval_usec = 60 * 1000000ULL, .burst = 1 } };
+        int r = asprintf(&m->path, "%s/%s", config->metrics_directory, METRICS_FILE) < 0 ? -ENOMEM : 0;
+        if (r >= 0)
+                r = sd_event_add_time(event, &m->timer, CLOCK_MONOTONIC, 0, 0, on_timer, m);
+        if (r >= 0)
+                r = m->slot = scope_registry_add_observer(src->scopes, &observer, m);
+        if (r < 0) {
+                metrics_free(m);
+                return r;
+        }
+        (void) sd_event_source_set_description(m->timer, "metrics");
+        /* Coalesced with the node sample where it can be: a tenth of the period. */
+        (void) sd_event_source_set_time_accuracy(m->timer, MAX(config->node_interval_usec / 10, 1000u));
+        m->due = true;
+        schedule(m);
+        *ret = m;
+        return 0;
+}
+
+struct metrics *metrics_free(struct metrics *m) {
+        if (!m)
+                return NULL;
+        sd_event_source_disable_unref(m->timer);
+        if (m->path && m->last_usec > 0)
+                (void) unlink(m->path); /* no stale levels once the daemon is gone */
+        free(m->path);
+        free(m);
+        return NULL;
+}
