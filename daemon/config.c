@@ -30,6 +30,8 @@ void config_init(struct config *c) {
                 .empty_backoff_usec = 10000000,
                 .lock_memory = true,
                 .headroom = true,
+                .low_memory_monitor = true,
+                .low_memory_monitor_repeat_usec = 15000000,
                 .headroom_interval_usec = 250000,
                 .headroom_max_interval_usec = 10000000,
         };
@@ -274,6 +276,8 @@ static int parse_sysfs_root(struct config *c, const struct config_key *k, const 
 static const struct config_key config_keys[] = {
         { "socket", parse_socket, AT(socket_path) },
         { "metrics_directory", parse_directory, AT(metrics_directory) },
+        { "low_memory_monitor", parse_bool_key, AT(low_memory_monitor) },
+        { "low_memory_monitor_repeat", parse_bounded_duration, AT(low_memory_monitor_repeat_usec), 0, 3600000000ULL, "0..1h" },
         { "max_message_size", parse_size, AT(max_message_size), 1024, 16u * 1024 * 1024, "1024..16777216" },
         { "max_connections", parse_unsigned, AT(max_connections), 1, 65536, "1..65536" },
         { "max_connections_per_uid", parse_unsigned, AT(max_connections_per_uid), 1, 65536, "1..65536" },

@@ -45,6 +45,8 @@ struct config {
 
         bool lock_memory; /* mlockall() at start-up */
         char *metrics_directory; /* a Prometheus textfile collector's directory; NULL or "": no metrics */
+        bool low_memory_monitor;                 /* org.freedesktop.LowMemoryMonitor on the system bus */
+        uint64_t low_memory_monitor_repeat_usec; /* the same LowMemoryWarning level at most this often */
 };
 
 void config_init(struct config *c);

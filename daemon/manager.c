@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "lowmem.h"
 #include "metrics.h"
 #include "macro.h"
 #include "notifier.h"
@@ -58,6 +59,7 @@ struct manager *manager_free(struct manager *m) {
         m->shrinkers = shrink_registry_free(m->shrinkers);
         m->scopes = scope_registry_free(m->scopes);
         m->metrics = metrics_free(m->metrics); /* after the scopes: it lets go of their slots as they go */
+        m->lowmem = lowmem_free(m->lowmem);
         m->reclaim = reclaim_free(m->reclaim);
         m->service = service_free(m->service);
         m->sampler = sampler_free(m->sampler);
@@ -272,6 +274,8 @@ static int wire_modules(struct manager *m) {
                                                      .n_connections = count_connections, .userdata = m };
                 r = metrics_new(m->event, &m->config, &src, &m->metrics);
         }
+        if (r >= 0)
+                r = lowmem_new(m->event, &m->config, m->scopes, &m->lowmem);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up: %m");
         service_set_reclaim(m->service, m->reclaim);

@@ -17,6 +17,7 @@ struct shrink_registry;
 struct subscriptions;
 struct notifier;
 struct sampler;
+struct lowmem;
 struct metrics;
 struct reclaim;
 struct service;
@@ -35,6 +36,7 @@ struct manager {
         struct subscriptions *subscriptions;
         struct notifier *notifier;
         struct metrics *metrics;
+        struct lowmem *lowmem;
         struct sampler *sampler;
         struct reclaim *reclaim;
         struct service *service;

@@ -1,0 +1,259 @@
+/* SPDX-License-Identifier: MIT */
+/* org.freedesktop.LowMemoryMonitor against the real things: a private dbus-daemon configured as a system
+ * bus with the shipped policy file, the daemon owning the name, and a real GLib application (GMemoryMonitor
+ * through PyGObject) running as nobody. Under the suite's pressure generator the system scope rises through
+ * low, medium and critical (thresholds lowered for the test, so that a 16 MiB writer is enough); the
+ * application hears 50, 100 and 255, and nothing once memory recovered. Skips without dbus-daemon or
+ * PyGObject. */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "pressure-gen.h"
+#include "test-util.h"
+
+#define PYTHON "/usr/bin/python3"
+#define DBUS_DAEMON "/usr/bin/dbus-daemon"
+
+/* The application: GMemoryMonitor's warnings on stdout; on "sync" from stdin a round trip to the daemon
+ * over the bus (its earlier signals arrive before the answer), with what introspection and
+ * Properties.GetAll say. */
+static const char client_py[] =
+        "import sys\n"
+        "import gi\n"
+        "gi.require_version('Gio', '2.0')\n"
+        "from gi.repository import Gio, GLib\n"
+        "m = Gio.MemoryMonitor.dup_default()\n"
+        "m.connect('low-memory-warning', lambda mon, level: print('warning', int(level), flush=True))\n"
+        "bus = Gio.bus_get_sync(Gio.BusType.SYSTEM, None)\n"
+        "def sync():\n"
+        "    x = bus.call_sync('org.freedesktop.LowMemoryMonitor', '/org/freedesktop/LowMemoryMonitor',\n"
+        "        'org.freedesktop.DBus.Introspectable', 'Introspect', None, GLib.VariantType('(s)'), 0, -1, None)\n"
+        "    p = bus.call_sync('org.freedesktop.LowMemoryMonitor', '/org/freedesktop/LowMemoryMonitor',\n"
+        "        'org.freedesktop.DBus.Properties', 'GetAll', GLib.Variant('(s)', ('org.freedesktop.LowMemoryMonitor',)),\n"
+        "        GLib.VariantType('(a{sv})'), 0, -1, None)\n"
+        "    print('synced', 'LowMemoryWarning' in x.unpack()[0], len(p.unpack()[0]), flush=True)\n"
+        "def on_stdin(ch, cond):\n"
+        "    line = sys.stdin.readline()\n"
+        "    if not line:\n"
+        "        loop.quit()\n"
+        "        return False\n"
+        "    sync()\n"
+        "    return True\n"
+        "GLib.io_add_watch(GLib.IOChannel.unix_new(0), GLib.IO_IN | GLib.IO_HUP, on_stdin)\n"
+        "bus.call_sync('org.freedesktop.DBus', '/org/freedesktop/DBus', 'org.freedesktop.DBus', 'GetId', None, None, 0, -1, None)\n"
+        "print('ready', type(m).__name__, flush=True)\n"
+        "loop = GLib.MainLoop()\n"
+        "loop.run()\n";
+
+static struct test_daemon daemon_;
+
+static const char *need(void) {
+        const char *skip = test_need_root_psi();
+        if (skip)
+                return skip;
+        if (access(DBUS_DAEMON, X_OK) < 0)
+                return "dbus-daemon is not installed";
+        if (system(PYTHON " -c 'import gi; gi.require_version(\"Gio\", \"2.0\"); from gi.repository import Gio; "
+                   "Gio.MemoryMonitor' 2>/dev/null") != 0)
+                return "PyGObject with Gio (python3-gi, gir1.2-glib-2.0) is not installed";
+        return NULL;
+}
+
+static pid_t spawn_bus(const char *dir, char *address, size_t size) {
+        char conf[256], policy[512];
+        snprintf(conf, sizeof(conf), "%s/bus.conf", dir);
+        snprintf(policy, sizeof(policy), "%s/data/org.freedesktop.LowMemoryMonitor.conf", getenv("PRESSURED_SOURCE_ROOT"));
+        FILE *f = fopen(conf, "we");
+        if (!f)
+                return -1;
+        /* A system bus as Debian's system.conf has it, in short: everyone connects, nobody owns a name nor
+         * calls a method unless a policy file says so. */
+        fprintf(f,
+                "<!DOCTYPE busconfig PUBLIC \"-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN\" "
+                "\"http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd\">\n"
+                "<busconfig><type>system</type><listen>unix:path=%s/system_bus_socket</listen><auth>EXTERNAL</auth>\n"
+                "<policy context=\"default\"><allow user=\"*\"/><deny own=\"*\"/><deny send_type=\"method_call\"/>"
+                "<allow send_type=\"signal\"/><allow send_requested_reply=\"true\" send_type=\"method_return\"/>"
+                "<allow send_requested_reply=\"true\" send_type=\"error\"/><allow receive_type=\"method_call\"/>"
+                "<allow receive_type=\"method_return\"/><allow receive_type=\"error\"/><allow receive_type=\"signal\"/>"
+                "<allow send_destination=\"org.freedesktop.DBus\" send_interface=\"org.freedesktop.DBus\"/>"
+                "<allow send_destination=\"org.freedesktop.DBus\" send_interface=\"org.freedesktop.DBus.Introspectable\"/>"
+                "</policy>\n<include>%s</include></busconfig>\n",
+                dir, policy);
+        fclose(f);
+        int p[2];
+        if (pipe(p) < 0)
+                return -1;
+        pid_t pid = fork();
+        if (pid == 0) {
+                char fdarg[32];
+                close(p[0]);
+                snprintf(fdarg, sizeof(fdarg), "--print-address=%d", p[1]);
+                execl(DBUS_DAEMON, DBUS_DAEMON, "--nofork", "--nopidfile", "--nosyslog", fdarg, "--config-file", conf,
+                      (char *) NULL);
+                _exit(127);
+        }
+        close(p[1]);
+        test_cleanup_pid(pid);
+        /* The address comes once the bus listens. */
+        struct test_lines lines = { .fd = p[0] };
+        int r = test_lines_next(&lines, 10000, address, size);
+        close(p[0]);
+        return r == 0 ? pid : -1;
+}
+
+/* The application, as nobody, stdin a pipe for "sync", stdout read line by line. */
+static pid_t spawn_app(const char *bus_address, int *ret_in, struct test_child *out) {
+        int in[2], o[2];
+        if (pipe(in) < 0 || pipe(o) < 0)
+                return -1;
+        pid_t pid = fork();
+        if (pid == 0) {
+                struct passwd *pw = getpwnam("nobody");
+                dup2(in[0], STDIN_FILENO);
+                dup2(o[1], STDOUT_FILENO);
+                close(in[1]);
+                close(o[0]);
+                if (!pw || setgroups(0, NULL) < 0 || setgid(pw->pw_gid) < 0 || setuid(pw->pw_uid) < 0)
+                        _exit(126);
+                setenv("DBUS_SYSTEM_BUS_ADDRESS", bus_address, 1);
+                setenv("HOME", "/nonexistent", 1);
+                unsetenv("DBUS_SESSION_BUS_ADDRESS");
+                execl(PYTHON, PYTHON, "-c", client_py, (char *) NULL);
+                _exit(127);
+        }
+        close(in[0]);
+        close(o[1]);
+        test_child_adopt(out, pid, o[0]);
+        *ret_in = in[1];
+        return pid;
+}
+
+static int next_system_event(int sub, char *level, size_t size) {
+        char *text;
+        int r = test_recv_msg(sub, 60000, &text);
+        if (r <= 0)
+                return r < 0 ? r : -EPIPE;
+        const char *l = strstr(text, "\"level\":\"");
+        snprintf(level, size, "%.*s", l ? (int) strcspn(l + 9, "\"") : 0, l ? l + 9 : "");
+        free(text);
+        return 0;
+}
+
+static void test_glib_hears_the_system(void) {
+        char dir[64] = "/tmp/pressured-bus-XXXXXX", address[512], conf[128], cwd[400], line[256], level[32];
+        struct pressure_gen g;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+        test_cleanup_path(dir, true);
+        CU_ASSERT_EQUAL_FATAL(chmod(dir, 0755), 0); /* nobody reaches the bus socket */
+        pid_t bus = spawn_bus(dir, address, sizeof(address));
+        CU_ASSERT_FATAL(bus > 0);
+        char busconf[256];
+        snprintf(busconf, sizeof(busconf), "%s/bus.conf", dir);
+        test_cleanup_path(busconf, false);
+
+        /* Low thresholds of one kind, so that the generator's stall takes the system through every level;
+         * the repeat interval long, so that a level comes at most once here. */
+        snprintf(conf, sizeof(conf), "%s/pressured.conf", dir);
+        test_cleanup_path(conf, false);
+        FILE *f = fopen(conf, "we");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        fprintf(f, "[pressured]\nlow=some 10ms 2s\nmedium=some 20ms 2s\ncritical=some 40ms 2s\nhold=1s\n"
+                   "sample_interval=250ms\nlow_memory_monitor_repeat=10min\n");
+        fclose(f);
+        setenv("DBUS_SYSTEM_BUS_ADDRESS", address, 1);
+        const char *const args[] = { "--config", conf, NULL };
+        int r = test_daemon_start(&daemon_, args);
+        unsetenv("DBUS_SYSTEM_BUS_ADDRESS");
+        CU_ASSERT_EQUAL_FATAL(r, 0);
+
+        int sub = test_connect(daemon_.socket);
+        CU_ASSERT_FATAL(sub >= 0);
+        static const char subscribe[] = "{\"method\":\"io.pressured.Subscribe\",\"more\":true}";
+        CU_ASSERT_FATAL(test_send_raw(sub, subscribe, sizeof(subscribe)) >= 0);
+        char *text;
+        CU_ASSERT_FATAL(test_recv_msg(sub, 10000, &text) == 1);
+        CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"level\":\"ok\"")); /* the test needs a calm start */
+        free(text);
+
+        struct test_child app = { .lines.fd = -1 };
+        int app_in = -1;
+        CU_ASSERT_FATAL(spawn_app(address, &app_in, &app) > 0);
+        CU_ASSERT_EQUAL_FATAL(test_lines_next(&app.lines, 20000, line, sizeof(line)), 0);
+        CU_ASSERT_STRING_EQUAL(line, "ready GMemoryMonitorDBus");
+        /* The name is the daemon's by now (the application's bus round trip came after the daemon's
+         * request), and the object answers as the issue wants: the signal in its introspection, no
+         * properties. */
+        CU_ASSERT_FATAL(write(app_in, "sync\n", 5) == 5);
+        CU_ASSERT_EQUAL_FATAL(test_lines_next(&app.lines, 10000, line, sizeof(line)), 0);
+        CU_ASSERT_STRING_EQUAL(line, "synced True 0");
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(cwd, sizeof(cwd)));
+        CU_ASSERT_EQUAL_FATAL(pressure_gen_create(&g, cwd, 16u << 20), 0);
+        test_cleanup_path(g.v2_dir, true);
+        if (g.mem_dir[0])
+                test_cleanup_path(g.mem_dir, true);
+        test_cleanup_path(g.file, false);
+        CU_ASSERT_EQUAL_FATAL(pressure_gen_start(&g), 0);
+        test_cleanup_pid(g.pid);
+
+        /* Up to critical (the system scope's own events say when). */
+        bool critical = false;
+        while (!critical && next_system_event(sub, level, sizeof(level)) == 0)
+                critical = strcmp(level, "critical") == 0;
+        CU_ASSERT_FATAL(critical);
+        test_cleanup_forget_pid(g.pid);
+        CU_ASSERT_EQUAL(pressure_gen_stop(&g), 0);
+
+        /* 50, 100, 255, each once, in order. */
+        static const char *const want[] = { "warning 50", "warning 100", "warning 255" };
+        for (size_t i = 0; i < 3; i++) {
+                CU_ASSERT_EQUAL(test_lines_next(&app.lines, 10000, line, sizeof(line)), 0);
+                CU_ASSERT_STRING_EQUAL(line, want[i]);
+        }
+
+        /* Back to ok, and then not a word: the round trip after the recovery comes back with nothing
+         * before it. */
+        bool ok = false;
+        while (!ok && next_system_event(sub, level, sizeof(level)) == 0)
+                ok = strcmp(level, "ok") == 0;
+        CU_ASSERT(ok);
+        CU_ASSERT_FATAL(write(app_in, "sync\n", 5) == 5);
+        CU_ASSERT_EQUAL(test_lines_next(&app.lines, 10000, line, sizeof(line)), 0);
+        CU_ASSERT_STRING_EQUAL(line, "synced True 0");
+
+        close(app_in);
+        test_child_stop(&app);
+        close(sub);
+        CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
+        CU_ASSERT(test_daemon_log_count(&daemon_, "Owning org.freedesktop.LowMemoryMonitor") == 1);
+        kill(bus, SIGTERM);
+        waitpid(bus, NULL, 0);
+        test_cleanup_forget_pid(bus);
+        pressure_gen_destroy(&g);
+        char sock[128];
+        snprintf(sock, sizeof(sock), "%s/system_bus_socket", dir);
+        (void) unlink(sock);
+        (void) unlink(busconf);
+        (void) unlink(conf);
+        (void) rmdir(dir);
+}
+
+int main(void) {
+        static const struct test_case cases[] = {
+                { "a GLib application hears low, medium, critical and then nothing", test_glib_hears_the_system },
+                {},
+        };
+        return test_run("lowmem", cases, need());
+}
