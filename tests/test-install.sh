@@ -27,7 +27,9 @@ case "$libdir" in /*) ;; *) libdir=$prefix/$libdir ;; esac
 root=$dest$prefix
 
 for f in sbin/pressured bin/pressurectl include/pressure.h share/man/man8/pressured.8 share/man/man1/pressurectl.1 \
-         share/man/man5/pressured.conf.5 share/man/man3/libpressure.3 share/doc/pressured/examples/pressured.conf; do
+         share/man/man5/pressured.conf.5 share/man/man3/libpressure.3 share/doc/pressured/examples/pressured.conf \
+         share/dbus-1/system.d/org.freedesktop.LowMemoryMonitor.conf \
+         share/dbus-1/system-services/org.freedesktop.LowMemoryMonitor.service; do
         check "installed $f" $([ -e "$root/$f" ]; echo $?)
 done
 check "installed libpressure with its soname" $([ -e "$dest$libdir/libpressure.so.0" ] && [ -L "$dest$libdir/libpressure.so" ]; echo $?)
