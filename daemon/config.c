@@ -31,6 +31,7 @@ void config_init(struct config *c) {
                 .lock_memory = true,
                 .headroom = true,
                 .low_memory_monitor = true,
+                .memory_pressure_level = LEVEL_LOW,
                 .low_memory_monitor_repeat_usec = 15000000,
                 .headroom_interval_usec = 250000,
                 .headroom_max_interval_usec = 10000000,
@@ -45,6 +46,7 @@ void config_init(struct config *c) {
 void config_done(struct config *c) {
         free(c->socket_path);
         free(c->metrics_directory);
+        free(c->memory_pressure_socket);
         for (size_t i = 0; i < c->n_cgroups; i++)
                 free(c->cgroups[i]);
         free(c->cgroups);
@@ -158,6 +160,14 @@ static int parse_socket(struct config *c, const struct config_key *k, const char
 static int parse_directory(struct config *c, const struct config_key *k, const char *value, char **ret_error) {
         return value[0] == '/' || value[0] == 0 ? set_string(FIELD(c, k, char *), value)
                                                 : fail(ret_error, -EINVAL, "%s must be an absolute path, or empty", k->name);
+}
+
+static int parse_level_key(struct config *c, const struct config_key *k, const char *value, char **ret_error) {
+        int l = level_from_string(value);
+        if (l <= LEVEL_OK)
+                return fail(ret_error, -EINVAL, "%s: expected low, medium or critical, got \"%s\"", k->name, value);
+        *FIELD(c, k, enum level) = l;
+        return 0;
 }
 
 static int parse_size(struct config *c, const struct config_key *k, const char *value, char **ret_error) {
@@ -276,6 +286,8 @@ static int parse_sysfs_root(struct config *c, const struct config_key *k, const 
 static const struct config_key config_keys[] = {
         { "socket", parse_socket, AT(socket_path) },
         { "metrics_directory", parse_directory, AT(metrics_directory) },
+        { "memory_pressure_socket", parse_directory, AT(memory_pressure_socket) },
+        { "memory_pressure_level", parse_level_key, AT(memory_pressure_level) },
         { "low_memory_monitor", parse_bool_key, AT(low_memory_monitor) },
         { "low_memory_monitor_repeat", parse_bounded_duration, AT(low_memory_monitor_repeat_usec), 0, 3600000000ULL, "0..1h" },
         { "max_message_size", parse_size, AT(max_message_size), 1024, 16u * 1024 * 1024, "1024..16777216" },

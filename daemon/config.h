@@ -45,6 +45,9 @@ struct config {
 
         bool lock_memory; /* mlockall() at start-up */
         char *metrics_directory; /* a Prometheus textfile collector's directory; NULL or "": no metrics */
+        /* systemd's $MEMORY_PRESSURE_WATCH endpoint: NULL, the Varlink socket's directory; "": none */
+        char *memory_pressure_socket;
+        enum level memory_pressure_level; /* a line to its clients on each rise to this level */
         bool low_memory_monitor;                 /* org.freedesktop.LowMemoryMonitor on the system bus */
         uint64_t low_memory_monitor_repeat_usec; /* the same LowMemoryWarning level at most this often */
 };

@@ -14,6 +14,7 @@
 #include "log.h"
 #include "lowmem.h"
 #include "metrics.h"
+#include "mpsocket.h"
 #include "macro.h"
 #include "notifier.h"
 #include "reclaim.h"
@@ -52,6 +53,11 @@ struct manager *manager_free(struct manager *m) {
         /* Connections first: their subscriptions and clients hold references to scopes. Then the scope
          * registry, which tells its observers about every scope it frees; then the observers. */
         m->server = varlink_server_free(m->server); /* removes the socket */
+        m->mpsocket = mpsocket_free(m->mpsocket);    /* and this one */
+        for (size_t i = 0; i < m->n_stored_fds; i++)
+                if (m->stored_fds[i] >= 0)
+                        close(m->stored_fds[i]);
+        free(m->stored_fds);
         if (m->socket_dir) {
                 (void) rmdir(m->socket_dir); /* made by us, and empty unless someone put something there */
                 free(m->socket_dir);
@@ -326,6 +332,38 @@ static int mkdir_parent(const char *path, char **ret_created) {
         return 0;
 }
 
+/* The $MEMORY_PRESSURE_WATCH socket: where configured, or beside the Varlink socket. */
+static int start_mpsocket(struct manager *m, const char *varlink_path) {
+        _cleanup_free_ char *path = NULL;
+        const char *conf = m->config.memory_pressure_socket;
+
+        if (conf && !conf[0])
+                return 0;
+        if (conf)
+                path = strdup(conf);
+        else if (varlink_path) {
+                const char *slash = strrchr(varlink_path, '/');
+                if (asprintf(&path, "%.*s/memory-pressure", (int) (slash - varlink_path), varlink_path) < 0)
+                        path = NULL;
+        } else
+                path = strdup(geteuid() == 0 ? "/run/pressured/memory-pressure" : "");
+        if (!path)
+                return log_oom();
+        if (!path[0])
+                return 0;
+        int r = mpsocket_new(m->event, &m->config, m->scopes, path, &m->mpsocket);
+        if (r < 0) {
+                /* Programs still get the kernel's own triggers: not a reason to stop. */
+                log_warning_errno(r, "Failed to listen for memory pressure clients on %s, going on without: %m", path);
+                return 0;
+        }
+        for (size_t i = 0; i < m->n_stored_fds; i++)
+                mpsocket_adopt(m->mpsocket, TAKE_FD(m->stored_fds[i]));
+        log_info("Memory pressure clients ($MEMORY_PRESSURE_WATCH) on %s%s", path,
+                 m->n_stored_fds > 0 ? ", with the connections of the last run." : ".");
+        return 0;
+}
+
 static int listen_path(struct manager *m) {
         _cleanup_free_ char *path = NULL;
         int r = 0;
@@ -348,7 +386,7 @@ static int listen_path(struct manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Failed to listen on %s: %m", path);
         log_info("Listening on %s.", path);
-        return 0;
+        return start_mpsocket(m, path);
 }
 
 static int start_server(struct manager *m, int listen_fd) {
@@ -369,7 +407,7 @@ static int start_server(struct manager *m, int listen_fd) {
         if (r < 0)
                 return log_error_errno(r, "Failed to serve on the passed socket: %m");
         log_info("Serving on the socket passed by the service manager.");
-        return 0;
+        return start_mpsocket(m, NULL);
 }
 
 int manager_start(struct manager *m, int listen_fd) {

@@ -18,6 +18,7 @@ struct subscriptions;
 struct notifier;
 struct sampler;
 struct lowmem;
+struct mpsocket;
 struct metrics;
 struct reclaim;
 struct service;
@@ -37,10 +38,15 @@ struct manager {
         struct notifier *notifier;
         struct metrics *metrics;
         struct lowmem *lowmem;
+        struct mpsocket *mpsocket;
         struct sampler *sampler;
         struct reclaim *reclaim;
         struct service *service;
         struct varlink_server *server;
+
+        /* connections of the memory pressure socket from the service manager's descriptor store */
+        int *stored_fds;
+        size_t n_stored_fds;
 
         sd_event_source *sigterm_source, *sigint_source, *sighup_source;
         /* Reads the configuration again (file, then command line) for SIGHUP. */

@@ -12,6 +12,7 @@
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
+#include "mpsocket.h"
 #include "scope_registry.h"
 
 #ifndef PRESSURED_VERSION
@@ -173,13 +174,34 @@ static int reload_config(struct config *ret, char **ret_error) {
         return 0;
 }
 
-static int passed_socket(void) {
-        int n = sd_listen_fds(1);
-        if (n <= 0)
-                return -EBADF;
-        if (n > 1)
-                log_warning("Got %d sockets from the service manager, using the first.", n);
-        return SD_LISTEN_FDS_START;
+/* What the service manager passes: the Varlink socket (pressured.socket), and the connections of the
+ * memory pressure socket it kept for us from the last run (the descriptor store, named
+ * MPSOCKET_FDNAME). Returns the listening socket, or -EBADF for none. */
+static int passed_fds(struct manager *m) {
+        char **names = NULL;
+        int n = sd_listen_fds_with_names(1, &names), listen_fd = -EBADF;
+
+        for (int i = 0; i < n; i++) {
+                int fd = SD_LISTEN_FDS_START + i;
+                if (names && names[i] && streq(names[i], MPSOCKET_FDNAME)) {
+                        int *a = realloc(m->stored_fds, (m->n_stored_fds + 1) * sizeof(int));
+                        if (!a) {
+                                close(fd);
+                                continue;
+                        }
+                        m->stored_fds = a;
+                        m->stored_fds[m->n_stored_fds++] = fd;
+                } else if (listen_fd < 0)
+                        listen_fd = fd;
+                else {
+                        log_warning("Got more than one socket from the service manager, using the first.");
+                        close(fd);
+                }
+        }
+        for (int i = 0; names && i < n; i++)
+                free(names[i]);
+        free(names);
+        return listen_fd;
 }
 
 int main(int argc, char *argv[]) {
@@ -220,7 +242,7 @@ int main(int argc, char *argv[]) {
         }
         m->reload = reload_config;
 
-        r = manager_start(m, passed_socket());
+        r = manager_start(m, passed_fds(m));
         if (r < 0) {
                 code = (r == -ENOENT || r == -EOPNOTSUPP) && !manager_has_psi(m) ? EXIT_NO_PSI : EXIT_STARTUP;
                 goto finish;

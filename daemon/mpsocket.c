@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: MIT */
+#include "mpsocket.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include "hashmap.h"
+#include "log.h"
+#include "macro.h"
+
+struct mp_client {
+        struct mpsocket *owner;
+        struct mp_client *prev, *next;             /* all clients */
+        struct mp_client *scope_prev, *scope_next; /* the clients of its scope (the scope's slot) */
+        struct scope *scope;                       /* NULL once it went away: the connection stays */
+        int fd;
+        uid_t uid;
+        sd_event_source *source;
+};
+
+struct mpsocket {
+        sd_event *event;
+        const struct config *config;
+        struct scope_registry *scopes;
+        int slot;
+        int listen_fd;
+        sd_event_source *listen_source;
+        char *path;
+        struct mp_client *clients;
+        size_t n_clients;
+        struct hashmap *per_uid;
+        struct ratelimit refuse_log;
+};
+
+static int fd_nonblock(int fd) {
+        int flags = fcntl(fd, F_GETFL);
+        return flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0 ? -errno : 0;
+}
+
+static struct mp_client **scope_clients(struct mpsocket *mp, struct scope *s) {
+        return (struct mp_client **) &s->slots[mp->slot];
+}
+
+static void client_detach(struct mp_client *c) {
+        if (!c->scope)
+                return;
+        struct mp_client **head = scope_clients(c->owner, c->scope);
+        if (c->scope_prev)
+                c->scope_prev->scope_next = c->scope_next;
+        else
+                *head = c->scope_next;
+        if (c->scope_next)
+                c->scope_next->scope_prev = c->scope_prev;
+        c->scope_prev = c->scope_next = NULL;
+        scope_registry_release(c->owner->scopes, c->scope);
+        c->scope = NULL;
+}
+
+static void client_free(struct mp_client *c) {
+        struct mpsocket *mp = c->owner;
+        client_detach(c);
+        sd_event_source_disable_unref(c->source);
+        close(c->fd);
+        if (c->prev)
+                c->prev->next = c->next;
+        else
+                mp->clients = c->next;
+        if (c->next)
+                c->next->prev = c->prev;
+        mp->n_clients--;
+        (void) hashmap_count_add_u64(mp->per_uid, c->uid, -1);
+        free(c);
+}
+
+/* What the client writes (its threshold) is read and dropped; its end is ours. */
+static int on_client(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+        struct mp_client *c = userdata;
+        char buf[256];
+        (void) src;
+
+        for (;;) {
+                ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+                if (n > 0)
+                        continue;
+                if (n < 0 && (errno == EAGAIN || errno == EINTR) && !(revents & (EPOLLHUP | EPOLLERR)))
+                        return 0;
+                client_free(c); /* the client closed (or died): now it may go */
+                return 0;
+        }
+}
+
+/* The scope rose to the configured level: a line to each of its clients. A client that does not read
+ * has data waiting already, which says the same: nothing is queued beyond what the socket holds. */
+static void on_level_changed(struct scope *s, void *userdata) {
+        struct mpsocket *mp = userdata;
+        enum level at = mp->config->memory_pressure_level;
+        static const char line[] = "memory pressure\n";
+
+        if (!(s->previous < at && s->level.level >= at))
+                return;
+        for (struct mp_client *c = *scope_clients(mp, s); c; c = c->scope_next)
+                (void) send(c->fd, line, sizeof(line) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+/* The cgroup went away: the clients stay connected, told nothing more (closing would make an sd-event
+ * client spin). */
+static void on_gone(struct scope *s, void *userdata) {
+        struct mpsocket *mp = userdata;
+        while (*scope_clients(mp, s))
+                client_detach(*scope_clients(mp, s));
+}
+
+static const struct scope_observer observer = {
+        .level_changed = on_level_changed,
+        .gone = on_gone,
+};
+
+/* fresh: just accepted, so handed to the service manager's descriptor store (systemd keeps a copy, and
+ * gives it back at the next start: the client's connection outlives a restart; the store drops a copy
+ * once its peer hangs up). Adopted ones came from the store and are there already. */
+static void client_new(struct mpsocket *mp, int fd, bool fresh) {
+        struct ucred peer = { .pid = 0, .uid = (uid_t) -1 };
+        socklen_t len = sizeof(peer);
+        unsigned suppressed;
+        uint64_t now = 0;
+        const struct config *cfg = mp->config;
+
+        (void) getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len);
+        (void) sd_event_now(mp->event, CLOCK_MONOTONIC, &now);
+        /* The same caps as the Varlink socket's: a connection is a descriptor and a watch. */
+        if ((cfg->max_connections > 0 && mp->n_clients >= cfg->max_connections) ||
+            (cfg->max_connections_per_uid > 0 && peer.uid != 0 &&
+             hashmap_count_get_u64(mp->per_uid, peer.uid) >= cfg->max_connections_per_uid)) {
+                if (ratelimit_below(&mp->refuse_log, now, &suppressed))
+                        log_notice("Memory pressure socket: refusing a connection of uid %u, over its limit.", (unsigned) peer.uid);
+                close(fd);
+                return;
+        }
+
+        /* Its own cgroup: a process may always watch that. */
+        _cleanup_free_ char *cgroup = NULL;
+        struct scope *s = NULL;
+        struct scope_id id = { .type = SCOPE_SYSTEM, .node = -1 };
+        if (peer.pid > 0 && cgroup_pid_get_path(peer.pid, &cgroup) >= 0 && !streq(cgroup, "/"))
+                id = (struct scope_id){ .type = SCOPE_CGROUP, .node = -1, .cgroup = cgroup };
+        int r = scope_registry_acquire(mp->scopes, &id, &s);
+        if (r < 0 && id.type == SCOPE_CGROUP) {
+                log_debug_errno(r, "Memory pressure socket: cannot watch %s, the system's pressure instead: %m", cgroup);
+                id = (struct scope_id){ .type = SCOPE_SYSTEM, .node = -1 };
+                r = scope_registry_acquire(mp->scopes, &id, &s);
+        }
+        struct mp_client *c = r >= 0 ? calloc(1, sizeof(*c)) : NULL;
+        if (!c || hashmap_count_add_u64(mp->per_uid, peer.uid, +1) < 0) {
+                scope_registry_release(mp->scopes, s);
+                free(c);
+                close(fd);
+                return;
+        }
+        *c = (struct mp_client){ .owner = mp, .scope = s, .fd = fd, .uid = peer.uid };
+        if (sd_event_add_io(mp->event, &c->source, fd, EPOLLIN | EPOLLRDHUP, on_client, c) < 0) {
+                (void) hashmap_count_add_u64(mp->per_uid, peer.uid, -1);
+                scope_registry_release(mp->scopes, s);
+                close(fd);
+                free(c);
+                return;
+        }
+        (void) sd_event_source_set_description(c->source, "memory-pressure-client");
+        if (fresh && getenv("NOTIFY_SOCKET")) {
+                r = sd_pid_notify_with_fds(0, false, "FDSTORE=1\nFDNAME=" MPSOCKET_FDNAME, &fd, 1);
+                if (r <= 0)
+                        log_debug_errno(r, "Memory pressure socket: cannot store a connection with the service manager, "
+                                           "it will not outlive a restart: %m");
+        }
+        c->next = mp->clients;
+        if (c->next)
+                c->next->prev = c;
+        mp->clients = c;
+        mp->n_clients++;
+        struct mp_client **head = scope_clients(mp, s);
+        c->scope_next = *head;
+        if (*head)
+                (*head)->scope_prev = c;
+        *head = c;
+        log_debug("Memory pressure socket: pid %d (uid %u) watches %s.", (int) peer.pid, (unsigned) peer.uid, s->name);
+}
+
+static int on_listen(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+        struct mpsocket *mp = userdata;
+        (void) src;
+        (void) revents;
+        for (int i = 0; i < 64; i++) {
+                int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                if (cfd < 0)
+                        return 0; /* EAGAIN, or out of descriptors: the next wake-up tries again */
+                client_new(mp, cfd, true);
+        }
+        return 0;
+}
+
+int mpsocket_new(sd_event *event, const struct config *config, struct scope_registry *scopes, const char *path,
+                 struct mpsocket **ret) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        if (strlen(path) >= sizeof(sa.sun_path))
+                return -ENAMETOOLONG;
+        struct mpsocket *mp = calloc(1, sizeof(*mp));
+        if (!mp)
+                return -ENOMEM;
+        *mp = (struct mpsocket){ .event = event, .config = config, .scopes = scopes, .listen_fd = -EBADF,
+                                 .refuse_log = { .interval_usec = 10 * 1000000ULL, .burst = 5 } };
+        int r = hashmap_new(HASHMAP_KEY_U64, &mp->per_uid);
+        if (r >= 0 && !(mp->path = strdup(path)))
+                r = -ENOMEM;
+        if (r >= 0) {
+                mp->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+                if (mp->listen_fd < 0)
+                        r = -errno;
+        }
+        if (r >= 0) {
+                strcpy(sa.sun_path, path);
+                (void) unlink(path); /* a stale socket of an earlier run; the Varlink socket proved nobody serves */
+                if (bind(mp->listen_fd, (struct sockaddr *) &sa, sizeof(sa)) < 0 || chmod(path, 0666) < 0 ||
+                    listen(mp->listen_fd, SOMAXCONN) < 0)
+                        r = -errno;
+        }
+        if (r >= 0)
+                r = sd_event_add_io(event, &mp->listen_source, mp->listen_fd, EPOLLIN, on_listen, mp);
+        if (r >= 0)
+                r = mp->slot = scope_registry_add_observer(scopes, &observer, mp);
+        if (r < 0) {
+                mpsocket_free(mp);
+                return r;
+        }
+        (void) sd_event_source_set_description(mp->listen_source, "memory-pressure-listen");
+        *ret = mp;
+        return 0;
+}
+
+struct mpsocket *mpsocket_free(struct mpsocket *mp) {
+        if (!mp)
+                return NULL;
+        while (mp->clients)
+                client_free(mp->clients);
+        sd_event_source_disable_unref(mp->listen_source);
+        if (mp->listen_fd >= 0) {
+                close(mp->listen_fd);
+                (void) unlink(mp->path);
+        }
+        hashmap_free(mp->per_uid);
+        free(mp->path);
+        free(mp);
+        return NULL;
+}
+
+void mpsocket_adopt(struct mpsocket *mp, int fd) {
+        (void) fd_nonblock(fd);
+        client_new(mp, fd, false);
+}
+
+size_t mpsocket_n_clients(const struct mpsocket *mp) {
+        return mp ? mp->n_clients : 0;
+}
