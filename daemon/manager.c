@@ -37,6 +37,7 @@ int manager_new(struct config *config, struct manager **ret) {
                 return -ENOMEM;
         m->config = *config;
         *config = (struct config){};
+        m->mp_listen_fd = -EBADF;
 
         r = sd_event_default(&m->event);
         if (r < 0) {
@@ -58,6 +59,8 @@ struct manager *manager_free(struct manager *m) {
                 if (m->stored_fds[i] >= 0)
                         close(m->stored_fds[i]);
         free(m->stored_fds);
+        if (m->mp_listen_fd >= 0)
+                close(m->mp_listen_fd);
         if (m->socket_dir) {
                 (void) rmdir(m->socket_dir); /* made by us, and empty unless someone put something there */
                 free(m->socket_dir);
@@ -337,9 +340,11 @@ static int start_mpsocket(struct manager *m, const char *varlink_path) {
         _cleanup_free_ char *path = NULL;
         const char *conf = m->config.memory_pressure_socket;
 
-        if (conf && !conf[0])
+        if (m->mp_listen_fd >= 0)
+                path = strdup("(passed by the service manager)");
+        else if (conf && !conf[0])
                 return 0;
-        if (conf)
+        else if (conf)
                 path = strdup(conf);
         else if (varlink_path) {
                 const char *slash = strrchr(varlink_path, '/');
@@ -351,7 +356,9 @@ static int start_mpsocket(struct manager *m, const char *varlink_path) {
                 return log_oom();
         if (!path[0])
                 return 0;
-        int r = mpsocket_new(m->event, &m->config, m->scopes, path, &m->mpsocket);
+        int r = mpsocket_new(m->event, &m->config, m->scopes, m->mp_listen_fd, path, &m->mpsocket);
+        if (r >= 0)
+                m->mp_listen_fd = -EBADF; /* the mpsocket's now */
         if (r < 0) {
                 /* Programs still get the kernel's own triggers: not a reason to stop. */
                 log_warning_errno(r, "Failed to listen for memory pressure clients on %s, going on without: %m", path);

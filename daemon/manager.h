@@ -47,6 +47,7 @@ struct manager {
         /* connections of the memory pressure socket from the service manager's descriptor store */
         int *stored_fds;
         size_t n_stored_fds;
+        int mp_listen_fd; /* its listening socket, from pressured-memory-pressure.socket; -1: none */
 
         sd_event_source *sigterm_source, *sigint_source, *sighup_source;
         /* Reads the configuration again (file, then command line) for SIGHUP. */

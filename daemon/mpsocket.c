@@ -204,10 +204,10 @@ static int on_listen(sd_event_source *src, int fd, uint32_t revents, void *userd
         return 0;
 }
 
-int mpsocket_new(sd_event *event, const struct config *config, struct scope_registry *scopes, const char *path,
-                 struct mpsocket **ret) {
+int mpsocket_new(sd_event *event, const struct config *config, struct scope_registry *scopes, int listen_fd,
+                 const char *path, struct mpsocket **ret) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        if (strlen(path) >= sizeof(sa.sun_path))
+        if (listen_fd < 0 && strlen(path) >= sizeof(sa.sun_path))
                 return -ENAMETOOLONG;
         struct mpsocket *mp = calloc(1, sizeof(*mp));
         if (!mp)
@@ -215,14 +215,18 @@ int mpsocket_new(sd_event *event, const struct config *config, struct scope_regi
         *mp = (struct mpsocket){ .event = event, .config = config, .scopes = scopes, .listen_fd = -EBADF,
                                  .refuse_log = { .interval_usec = 10 * 1000000ULL, .burst = 5 } };
         int r = hashmap_new(HASHMAP_KEY_U64, &mp->per_uid);
-        if (r >= 0 && !(mp->path = strdup(path)))
+        if (r >= 0 && listen_fd >= 0) {
+                /* The service manager's: it made the file and removes it. */
+                mp->listen_fd = listen_fd;
+                r = fd_nonblock(listen_fd);
+        } else if (r >= 0 && !(mp->path = strdup(path)))
                 r = -ENOMEM;
-        if (r >= 0) {
+        if (r >= 0 && listen_fd < 0) {
                 mp->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
                 if (mp->listen_fd < 0)
                         r = -errno;
         }
-        if (r >= 0) {
+        if (r >= 0 && listen_fd < 0) {
                 strcpy(sa.sun_path, path);
                 (void) unlink(path); /* a stale socket of an earlier run; the Varlink socket proved nobody serves */
                 if (bind(mp->listen_fd, (struct sockaddr *) &sa, sizeof(sa)) < 0 || chmod(path, 0666) < 0 ||
@@ -250,7 +254,8 @@ struct mpsocket *mpsocket_free(struct mpsocket *mp) {
         sd_event_source_disable_unref(mp->listen_source);
         if (mp->listen_fd >= 0) {
                 close(mp->listen_fd);
-                (void) unlink(mp->path);
+                if (mp->path)
+                        (void) unlink(mp->path);
         }
         hashmap_free(mp->per_uid);
         free(mp->path);

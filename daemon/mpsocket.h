@@ -20,9 +20,12 @@ struct mpsocket;
 /* The name of its connections in the service manager's descriptor store (FDSTORE=1). */
 #define MPSOCKET_FDNAME "mpclient"
 
-/* Listen on path (mode 0666). */
-int mpsocket_new(sd_event *event, const struct config *config, struct scope_registry *scopes, const char *path,
-                 struct mpsocket **ret);
+/* The name of its listening socket when the service manager passes it (FileDescriptorName=). */
+#define MPSOCKET_LISTEN_FDNAME "memory-pressure"
+
+/* Listen on listen_fd (passed by the service manager), or where it is negative on path (mode 0666). */
+int mpsocket_new(sd_event *event, const struct config *config, struct scope_registry *scopes, int listen_fd,
+                 const char *path, struct mpsocket **ret);
 /* Closes every connection and removes the socket file. */
 struct mpsocket *mpsocket_free(struct mpsocket *mp);
 /* A connection of an earlier run, given back by the service manager: served again as it was. */

@@ -174,16 +174,19 @@ static int reload_config(struct config *ret, char **ret_error) {
         return 0;
 }
 
-/* What the service manager passes: the Varlink socket (pressured.socket), and the connections of the
- * memory pressure socket it kept for us from the last run (the descriptor store, named
- * MPSOCKET_FDNAME). Returns the listening socket, or -EBADF for none. */
+/* What the service manager passes: the Varlink socket (pressured.socket), the memory pressure socket
+ * (pressured-memory-pressure.socket, named MPSOCKET_LISTEN_FDNAME), and the connections of the latter it
+ * kept for us from the last run (the descriptor store, named MPSOCKET_FDNAME). Returns the Varlink
+ * socket, or -EBADF for none. */
 static int passed_fds(struct manager *m) {
         char **names = NULL;
         int n = sd_listen_fds_with_names(1, &names), listen_fd = -EBADF;
 
         for (int i = 0; i < n; i++) {
                 int fd = SD_LISTEN_FDS_START + i;
-                if (names && names[i] && streq(names[i], MPSOCKET_FDNAME)) {
+                if (names && names[i] && streq(names[i], MPSOCKET_LISTEN_FDNAME) && m->mp_listen_fd < 0)
+                        m->mp_listen_fd = fd;
+                else if (names && names[i] && streq(names[i], MPSOCKET_FDNAME)) {
                         int *a = realloc(m->stored_fds, (m->n_stored_fds + 1) * sizeof(int));
                         if (!a) {
                                 close(fd);

@@ -68,22 +68,28 @@ static int sim_receive(int timeout_ms) {
         return strstr(buf, "READY=1") ? 1 : 0;
 }
 
-static int sim_start(const char *conf) {
+/* listen_fd: a listening socket to pass as pressured-memory-pressure.socket would (-1: none). */
+static int sim_start(const char *conf, int listen_fd) {
         pid_t pid = fork();
         if (pid < 0)
                 return -errno;
         if (pid == 0) {
-                char nfds[16], pidstr[16], names[64 * 9] = "";
-                /* The stored connections at 3, 4, ...: out of the way first, then in place. */
-                int tmp[64];
+                char nfds[16], pidstr[16], names[80 * 9] = "";
+                /* The passed sockets at 3, 4, ...: out of the way first, then in place. */
+                int tmp[65];
+                size_t n = 0;
+                if (listen_fd >= 0)
+                        tmp[n++] = fcntl(listen_fd, F_DUPFD, 100);
                 for (size_t i = 0; i < sim.n_stored; i++)
-                        tmp[i] = fcntl(sim.stored[i], F_DUPFD, 100);
-                for (size_t i = 0; i < sim.n_stored; i++) {
+                        tmp[n++] = fcntl(sim.stored[i], F_DUPFD, 100);
+                for (size_t i = 0; i < n; i++) {
                         dup2(tmp[i], 3 + (int) i);
-                        strcat(names, i ? ":mpclient" : "mpclient");
+                        if (i > 0)
+                                strcat(names, ":");
+                        strcat(names, i == 0 && listen_fd >= 0 ? "memory-pressure" : "mpclient");
                 }
-                if (sim.n_stored > 0) {
-                        snprintf(nfds, sizeof(nfds), "%zu", sim.n_stored);
+                if (n > 0) {
+                        snprintf(nfds, sizeof(nfds), "%zu", n);
                         snprintf(pidstr, sizeof(pidstr), "%d", (int) getpid());
                         setenv("LISTEN_FDS", nfds, 1);
                         setenv("LISTEN_PID", pidstr, 1);
@@ -232,7 +238,7 @@ static void test_one_callback_per_rise(void) {
         /* The socket where the daemon puts it unless told: beside its Varlink socket. */
         fprintf(f, "[pressured]\nhold=1s\nsample_interval=500ms\nmemory_pressure_level=low\ncgroup=%s\n", g.cgroup);
         fclose(f);
-        CU_ASSERT_EQUAL_FATAL(sim_start(conf), 0);
+        CU_ASSERT_EQUAL_FATAL(sim_start(conf, -1), 0);
         snprintf(watch, sizeof(watch), "%s/memory-pressure", sim.dir);
         test_cleanup_path(watch, false);
         int sub = subscribe(g.cgroup);
@@ -266,13 +272,45 @@ static void test_one_callback_per_rise(void) {
         close(sub);
         sim_stop();
         CU_ASSERT_EQUAL(test_lines_next(&app.lines, 500, line, sizeof(line)), -ETIMEDOUT);
-        CU_ASSERT_EQUAL_FATAL(sim_start(conf), 0);
+        /* This time the listening socket comes from the service manager too, as
+         * pressured-memory-pressure.socket passes it: a second program connects there. */
+        char passed[96];
+        snprintf(passed, sizeof(passed), "%s/passed-memory-pressure", sim.dir);
+        test_cleanup_path(passed, false);
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", passed);
+        int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        CU_ASSERT_FATAL(lfd >= 0 && bind(lfd, (struct sockaddr *) &sa, sizeof(sa)) == 0 && listen(lfd, 16) == 0);
+        CU_ASSERT_EQUAL_FATAL(sim_start(conf, lfd), 0);
+        close(lfd);
         CU_ASSERT_EQUAL(test_lines_next(&app.lines, 500, line, sizeof(line)), -ETIMEDOUT);
+        CU_ASSERT_FATAL(pipe(p) == 0);
+        setenv("MEMORY_PRESSURE_WATCH", passed, 1);
+        setenv("MEMORY_PRESSURE_WRITE", "c29tZSAyMDAwMDAgMjAwMDAwMAA=", 1);
+        pid_t pid2 = pressure_gen_spawn(&g, argv, p[1]);
+        unsetenv("MEMORY_PRESSURE_WATCH");
+        unsetenv("MEMORY_PRESSURE_WRITE");
+        close(p[1]);
+        CU_ASSERT_FATAL(pid2 > 0);
+        struct test_child app2 = { .lines.fd = -1 };
+        test_child_adopt(&app2, pid2, p[0]);
+        CU_ASSERT_EQUAL_FATAL(test_lines_next(&app2.lines, 10000, line, sizeof(line)), 0);
+        CU_ASSERT_STRING_EQUAL(line, "ready");
+        size_t stored = sim.n_stored;
+        while (sim.n_stored == stored && sim_receive(10000) != -ETIMEDOUT)
+                ;
+        CU_ASSERT_EQUAL(sim.n_stored, stored + 1); /* accepted, and stored in its turn */
+
         sub = subscribe(g.cgroup);
         CU_ASSERT_FATAL(sub >= 0);
         one_round(&g, sub, &app);
+        /* The second program had its callback with the same rise. */
+        CU_ASSERT_EQUAL(test_lines_next(&app2.lines, 5000, line, sizeof(line)), 0);
+        CU_ASSERT_STRING_EQUAL(line, "pressure");
+        CU_ASSERT_EQUAL(test_lines_next(&app2.lines, 500, line, sizeof(line)), -ETIMEDOUT);
         CU_ASSERT_EQUAL(kill(pid, 0), 0); /* alive, never cut off */
 
+        test_child_stop(&app2);
         test_child_stop(&app);
         close(sub);
         sim_stop();
@@ -285,6 +323,7 @@ static void test_one_callback_per_rise(void) {
         unlink(conf);
         unlink(sim.log);
         unlink(sim.notify);
+        unlink(passed);
         rmdir(sim.dir);
 }
 

@@ -16,9 +16,9 @@ trap 'rm -rf "$dir"' EXIT
 
 # The unit as installed, but pointing at the daemon just built (verify wants ExecStart= to exist).
 sed "s|^ExecStart=.*|ExecStart=$BUILD/pressured|" "$BUILD/pressured.service" >"$dir/pressured.service"
-cp "$SRC/units/pressured.socket" "$dir/"
+cp "$SRC/units/pressured.socket" "$SRC/units/pressured-memory-pressure.socket" "$dir/"
 
-(cd "$dir" && systemd-analyze verify --man=no pressured.service pressured.socket) >"$dir/verify.log" 2>&1
+(cd "$dir" && systemd-analyze verify --man=no pressured.service pressured.socket pressured-memory-pressure.socket) >"$dir/verify.log" 2>&1
 rc=$?
 cat "$dir/verify.log"
 check "systemd-analyze verify exits 0" $rc
