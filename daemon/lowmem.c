@@ -3,7 +3,10 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <systemd/sd-bus.h>
+
+#include "cgroup.h"
 
 #include "log.h"
 #include "macro.h"
@@ -12,13 +15,29 @@
 #define LMM_PATH "/org/freedesktop/LowMemoryMonitor"
 #define LMM_INTERFACE "org.freedesktop.LowMemoryMonitor"
 
+/* A connection on the bus, and the cgroup its process is in: it hears of that cgroup's pressure too. */
+struct lowmem_peer {
+        struct lowmem *lm;
+        struct lowmem_peer *prev, *next;
+        char *name;   /* its unique name */
+        struct scope *scope;
+        sd_bus_slot *query; /* the question for its pid, while it is open */
+        uint64_t last_sent[_LEVEL_MAX];
+};
+
+/* Peers followed at most: each is a watched cgroup's reference and a few bytes. */
+#define LOWMEM_PEERS_MAX 1024
+
 struct lowmem {
         sd_event *event;
         const struct config *config;
+        struct scope_registry *scopes;
         sd_bus *bus;
-        sd_bus_slot *vtable_slot, *name_slot;
+        sd_bus_slot *vtable_slot, *name_slot, *owner_slot, *list_slot;
         bool owner;                        /* the name is ours */
         uint64_t last_sent[_LEVEL_MAX];    /* CLOCK_MONOTONIC µs of each level's last signal */
+        struct lowmem_peer *peers;
+        size_t n_peers;
 };
 
 unsigned lowmem_level_byte(enum level l) {
@@ -34,30 +53,151 @@ static const sd_bus_vtable lowmem_vtable[] = {
         SD_BUS_VTABLE_END,
 };
 
-static void on_level_changed(struct scope *s, void *userdata) {
-        struct lowmem *lm = userdata;
-        uint64_t now = 0;
+/* destination NULL: to everyone. */
+static int send_warning(struct lowmem *lm, const char *destination, enum level l) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        int r = sd_bus_message_new_signal(lm->bus, &m, LMM_PATH, LMM_INTERFACE, "LowMemoryWarning");
+        if (r >= 0 && destination)
+                r = sd_bus_message_set_destination(m, destination);
+        if (r >= 0)
+                r = sd_bus_message_append(m, "y", (uint8_t) lowmem_level_byte(l));
+        if (r >= 0)
+                r = sd_bus_send(lm->bus, m, NULL);
+        return r;
+}
 
-        if (s->type != SCOPE_SYSTEM || s->level.level <= s->previous || !lm->owner)
-                return;
+/* Every threshold crossed, lowest first, as the kernel triggers of low-memory-monitor would fire; each
+ * level at most once per repeat interval while the pressure comes and goes. */
+static void warn_rise(struct lowmem *lm, const char *destination, uint64_t *last_sent, enum level from, enum level to) {
+        uint64_t now = 0;
         (void) sd_event_now(lm->event, CLOCK_MONOTONIC, &now);
-        /* Every threshold crossed, lowest first, as the kernel triggers of low-memory-monitor would fire;
-         * each level at most once per repeat interval while the pressure comes and goes. */
-        for (enum level l = s->previous + 1; l <= s->level.level; l++) {
-                if (lm->last_sent[l] > 0 && now - lm->last_sent[l] < lm->config->low_memory_monitor_repeat_usec)
+        for (enum level l = from + 1; l <= to; l++) {
+                if (last_sent[l] > 0 && now - last_sent[l] < lm->config->low_memory_monitor_repeat_usec)
                         continue;
-                int r = sd_bus_emit_signal(lm->bus, LMM_PATH, LMM_INTERFACE, "LowMemoryWarning", "y",
-                                           (uint8_t) lowmem_level_byte(l));
+                int r = send_warning(lm, destination, l);
                 if (r < 0) {
                         log_warning_errno(r, "Failed to send LowMemoryWarning: %m");
                         return;
                 }
-                lm->last_sent[l] = now;
+                last_sent[l] = now;
         }
+}
+
+static void on_level_changed(struct scope *s, void *userdata) {
+        struct lowmem *lm = userdata;
+
+        if (s->level.level <= s->previous || !lm->owner)
+                return;
+        if (s->type == SCOPE_SYSTEM) {
+                warn_rise(lm, NULL, lm->last_sent, s->previous, s->level.level);
+                return;
+        }
+        /* A cgroup: to the bus peers inside it alone, so that an application hears of its own slice. */
+        for (struct lowmem_peer *p = lm->peers; p; p = p->next)
+                if (p->scope == s)
+                        warn_rise(lm, p->name, p->last_sent, s->previous, s->level.level);
+}
+
+static void peer_release_scope(struct lowmem_peer *p) {
+        scope_registry_release(p->lm->scopes, p->scope);
+        p->scope = NULL;
+}
+
+static void on_gone(struct scope *s, void *userdata) {
+        struct lowmem *lm = userdata;
+        for (struct lowmem_peer *p = lm->peers; p; p = p->next)
+                if (p->scope == s)
+                        peer_release_scope(p);
+}
+
+static void peer_free(struct lowmem_peer *p) {
+        struct lowmem *lm = p->lm;
+        sd_bus_slot_unref(p->query);
+        if (p->scope)
+                peer_release_scope(p);
+        if (p->prev)
+                p->prev->next = p->next;
+        else
+                lm->peers = p->next;
+        if (p->next)
+                p->next->prev = p->prev;
+        lm->n_peers--;
+        free(p->name);
+        free(p);
+}
+
+static int on_peer_pid(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        struct lowmem_peer *p = userdata;
+        _cleanup_free_ char *cgroup = NULL;
+        uint32_t pid = 0;
+        (void) ret_error;
+
+        p->query = sd_bus_slot_unref(p->query);
+        if (sd_bus_message_is_method_error(reply, NULL) || sd_bus_message_read(reply, "u", &pid) < 0 || pid == 0 ||
+            cgroup_pid_get_path((pid_t) pid, &cgroup) < 0 || streq(cgroup, "/")) {
+                peer_free(p); /* gone already, or in the root cgroup: the system's warnings are its */
+                return 0;
+        }
+        struct scope_id id = { .type = SCOPE_CGROUP, .node = -1, .cgroup = cgroup };
+        if (scope_registry_acquire(p->lm->scopes, &id, &p->scope) < 0)
+                peer_free(p);
+        return 0;
+}
+
+static void peer_new(struct lowmem *lm, const char *name) {
+        const char *self = NULL;
+        if (name[0] != ':' || lm->n_peers >= LOWMEM_PEERS_MAX || (sd_bus_get_unique_name(lm->bus, &self) >= 0 && streq(self, name)))
+                return;
+        struct lowmem_peer *p = calloc(1, sizeof(*p));
+        if (!p || !(p->name = strdup(name))) {
+                free(p);
+                return;
+        }
+        p->lm = lm;
+        p->next = lm->peers;
+        if (p->next)
+                p->next->prev = p;
+        lm->peers = p;
+        lm->n_peers++;
+        if (sd_bus_call_method_async(lm->bus, &p->query, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                     "org.freedesktop.DBus", "GetConnectionUnixProcessID", on_peer_pid, p, "s", name) < 0)
+                peer_free(p);
+}
+
+static int on_name_owner_changed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
+        struct lowmem *lm = userdata;
+        const char *name, *old_owner, *new_owner;
+        (void) ret_error;
+
+        if (sd_bus_message_read(m, "sss", &name, &old_owner, &new_owner) < 0 || name[0] != ':')
+                return 0;
+        if (!old_owner[0] && new_owner[0])
+                peer_new(lm, name);
+        else if (old_owner[0] && !new_owner[0])
+                for (struct lowmem_peer *p = lm->peers; p; p = p->next)
+                        if (streq(p->name, name)) {
+                                peer_free(p);
+                                break;
+                        }
+        return 0;
+}
+
+static int on_list_names(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        struct lowmem *lm = userdata;
+        const char *name;
+        (void) ret_error;
+
+        lm->list_slot = sd_bus_slot_unref(lm->list_slot);
+        if (sd_bus_message_is_method_error(reply, NULL) || sd_bus_message_enter_container(reply, 'a', "s") < 0)
+                return 0;
+        while (sd_bus_message_read(reply, "s", &name) > 0)
+                peer_new(lm, name);
+        return 0;
 }
 
 static const struct scope_observer observer = {
         .level_changed = on_level_changed,
+        .gone = on_gone,
 };
 
 static int on_name(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
@@ -90,6 +230,7 @@ int lowmem_new(sd_event *event, const struct config *config, struct scope_regist
                 return -ENOMEM;
         lm->event = event;
         lm->config = config;
+        lm->scopes = scopes;
 
         int r = sd_bus_open_system_with_description(&lm->bus, "pressured-lowmem");
         if (r < 0) {
@@ -103,6 +244,13 @@ int lowmem_new(sd_event *event, const struct config *config, struct scope_regist
                 r = sd_bus_add_object_vtable(lm->bus, &lm->vtable_slot, LMM_PATH, LMM_INTERFACE, lowmem_vtable, lm);
         if (r >= 0)
                 r = sd_bus_request_name_async(lm->bus, &lm->name_slot, LMM_NAME, 0, on_name, lm);
+        /* The peers, and the ones to come: each hears of its own cgroup. */
+        if (r >= 0)
+                r = sd_bus_match_signal_async(lm->bus, &lm->owner_slot, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                              "org.freedesktop.DBus", "NameOwnerChanged", on_name_owner_changed, NULL, lm);
+        if (r >= 0)
+                r = sd_bus_call_method_async(lm->bus, &lm->list_slot, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                             "org.freedesktop.DBus", "ListNames", on_list_names, lm, "");
         if (r >= 0)
                 r = scope_registry_add_observer(scopes, &observer, lm);
         if (r < 0) {
@@ -117,6 +265,10 @@ int lowmem_new(sd_event *event, const struct config *config, struct scope_regist
 struct lowmem *lowmem_free(struct lowmem *lm) {
         if (!lm)
                 return NULL;
+        while (lm->peers)
+                peer_free(lm->peers);
+        sd_bus_slot_unref(lm->list_slot);
+        sd_bus_slot_unref(lm->owner_slot);
         sd_bus_slot_unref(lm->name_slot);
         sd_bus_slot_unref(lm->vtable_slot);
         sd_bus_flush_close_unref(lm->bus);

@@ -65,10 +65,10 @@ struct manager *manager_free(struct manager *m) {
                 (void) rmdir(m->socket_dir); /* made by us, and empty unless someone put something there */
                 free(m->socket_dir);
         }
+        m->lowmem = lowmem_free(m->lowmem); /* its bus peers hold scopes */
         m->shrinkers = shrink_registry_free(m->shrinkers);
         m->scopes = scope_registry_free(m->scopes);
         m->metrics = metrics_free(m->metrics); /* after the scopes: it lets go of their slots as they go */
-        m->lowmem = lowmem_free(m->lowmem);
         m->reclaim = reclaim_free(m->reclaim);
         m->service = service_free(m->service);
         m->sampler = sampler_free(m->sampler);

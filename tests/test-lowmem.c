@@ -49,7 +49,9 @@ static const char client_py[] =
         "        return False\n"
         "    sync()\n"
         "    return True\n"
-        "GLib.io_add_watch(GLib.IOChannel.unix_new(0), GLib.IO_IN | GLib.IO_HUP, on_stdin)\n"
+        "import os\n"
+        "if not os.environ.get('LMM_NO_STDIN'):\n"
+        "    GLib.io_add_watch(GLib.IOChannel.unix_new(0), GLib.IO_IN | GLib.IO_HUP, on_stdin)\n"
         "bus.call_sync('org.freedesktop.DBus', '/org/freedesktop/DBus', 'org.freedesktop.DBus', 'GetId', None, None, 0, -1, None)\n"
         "print('ready', type(m).__name__, flush=True)\n"
         "loop = GLib.MainLoop()\n"
@@ -250,9 +252,98 @@ static void test_glib_hears_the_system(void) {
         (void) rmdir(dir);
 }
 
+/* A GLib application inside a cgroup that nears its limit (headroom: an anonymous grower, no stall, so
+ * the system stays calm) hears of its own cgroup, unicast; one outside it hears nothing. */
+static void test_glib_hears_its_cgroup(void) {
+        char dir[64] = "/tmp/pressured-bus-XXXXXX", address[512], conf[128], cwd[400], line[256], busconf[256];
+        struct pressure_gen g;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+        test_cleanup_path(dir, true);
+        CU_ASSERT_EQUAL_FATAL(chmod(dir, 0755), 0);
+        pid_t bus = spawn_bus(dir, address, sizeof(address));
+        CU_ASSERT_FATAL(bus > 0);
+        snprintf(busconf, sizeof(busconf), "%s/bus.conf", dir);
+        test_cleanup_path(busconf, false);
+        snprintf(conf, sizeof(conf), "%s/pressured.conf", dir);
+        test_cleanup_path(conf, false);
+        FILE *f = fopen(conf, "we");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        fprintf(f, "[pressured]\nhold=1s\nlow_memory_monitor_repeat=10min\n");
+        fclose(f);
+        setenv("DBUS_SYSTEM_BUS_ADDRESS", address, 1);
+        const char *const args[] = { "--config", conf, NULL };
+        int r = test_daemon_start(&daemon_, args);
+        unsetenv("DBUS_SYSTEM_BUS_ADDRESS");
+        CU_ASSERT_EQUAL_FATAL(r, 0);
+
+        /* Outside: the application as nobody, in the test's own cgroup. */
+        struct test_child outside = { .lines.fd = -1 };
+        int outside_in = -1;
+        CU_ASSERT_FATAL(spawn_app(address, &outside_in, &outside) > 0);
+        CU_ASSERT_EQUAL_FATAL(test_lines_next(&outside.lines, 20000, line, sizeof(line)), 0);
+        CU_ASSERT_STRING_EQUAL(line, "ready GMemoryMonitorDBus");
+
+        /* Inside: the same application in a 64 MiB group. */
+        CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(cwd, sizeof(cwd)));
+        CU_ASSERT_EQUAL_FATAL(pressure_gen_create(&g, cwd, 64u << 20), 0);
+        test_cleanup_path(g.v2_dir, true);
+        if (g.mem_dir[0])
+                test_cleanup_path(g.mem_dir, true);
+        int p[2];
+        CU_ASSERT_FATAL(pipe(p) == 0);
+        setenv("DBUS_SYSTEM_BUS_ADDRESS", address, 1);
+        setenv("LMM_NO_STDIN", "1", 1);
+        const char *const app_argv[] = { PYTHON, "-c", client_py, NULL };
+        pid_t inside_pid = pressure_gen_spawn(&g, app_argv, p[1]);
+        unsetenv("DBUS_SYSTEM_BUS_ADDRESS");
+        unsetenv("LMM_NO_STDIN");
+        close(p[1]);
+        CU_ASSERT_FATAL(inside_pid > 0);
+        struct test_child inside = { .lines.fd = -1 };
+        test_child_adopt(&inside, inside_pid, p[0]);
+        CU_ASSERT_EQUAL_FATAL(test_lines_next(&inside.lines, 20000, line, sizeof(line)), 0);
+        CU_ASSERT_STRING_EQUAL(line, "ready GMemoryMonitorDBus");
+
+        /* The grower (1 MiB per 150 ms, nothing to reclaim, nobody asked to shrink). */
+        const char *const grow_argv[] = { getenv("SHRINKER_CLIENT_BIN"), "--socket", daemon_.socket, "--objects", "0",
+                                          "--size", "1048576", "--grow", "150", "--shrinkers", "0", NULL };
+        pid_t grower = pressure_gen_spawn(&g, grow_argv, -1);
+        CU_ASSERT_FATAL(grower > 0);
+        test_cleanup_pid(grower);
+
+        CU_ASSERT_EQUAL(test_lines_next(&inside.lines, 30000, line, sizeof(line)), 0);
+        CU_ASSERT_STRING_EQUAL(line, "warning 50");
+        CU_ASSERT_EQUAL(test_lines_next(&inside.lines, 30000, line, sizeof(line)), 0);
+        CU_ASSERT_STRING_EQUAL(line, "warning 100");
+        /* The application outside heard nothing: its round trip comes back alone. */
+        CU_ASSERT_FATAL(write(outside_in, "sync\n", 5) == 5);
+        CU_ASSERT_EQUAL(test_lines_next(&outside.lines, 10000, line, sizeof(line)), 0);
+        CU_ASSERT_STRING_EQUAL(line, "synced True 0");
+
+        kill(grower, SIGKILL);
+        waitpid(grower, NULL, 0);
+        test_cleanup_forget_pid(grower);
+        test_child_stop(&inside);
+        close(outside_in);
+        test_child_stop(&outside);
+        CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
+        kill(bus, SIGTERM);
+        waitpid(bus, NULL, 0);
+        test_cleanup_forget_pid(bus);
+        pressure_gen_destroy(&g);
+        char sock[128];
+        snprintf(sock, sizeof(sock), "%s/system_bus_socket", dir);
+        (void) unlink(sock);
+        (void) unlink(busconf);
+        (void) unlink(conf);
+        (void) rmdir(dir);
+}
+
 int main(void) {
         static const struct test_case cases[] = {
                 { "a GLib application hears low, medium, critical and then nothing", test_glib_hears_the_system },
+                { "a GLib application in a cgroup near its limit hears of it, alone", test_glib_hears_its_cgroup },
                 {},
         };
         return test_run("lowmem", cases, need());
