@@ -34,19 +34,6 @@ struct result {
         uint64_t stall_us;
 };
 
-/* Read the whole file here, outside the group: its pages are charged to this program's cgroup, and the
- * group's reader finds them cached. */
-static int charge_outside(const char *path) {
-        char buf[1 << 16];
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        while (read(fd, buf, sizeof(buf)) > 0)
-                ;
-        close(fd);
-        return 0;
-}
-
 static int run(int with_daemon, int anon_only, double seconds, double rate, struct result *res) {
         struct pressure_gen g;
         struct test_daemon d = {};
@@ -56,7 +43,7 @@ static int run(int with_daemon, int anon_only, double seconds, double rate, stru
         if (!getcwd(cwd, sizeof(cwd)) || (r = pressure_gen_create(&g, cwd, (uint64_t) LIMIT_MIB << 20)) < 0)
                 return -EIO;
         snprintf(ws, sizeof(ws), "%s/closed-loop-bench.dat", cwd);
-        if (pressure_gen_working_set(ws, WORKING_SET_MIB) < 0 || (anon_only && charge_outside(ws) < 0)) {
+        if (pressure_gen_working_set(ws, WORKING_SET_MIB) < 0 || (anon_only && pressure_gen_charge_outside(ws) < 0)) {
                 pressure_gen_destroy(&g);
                 return -EIO;
         }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "test-util.h"
 
 #define CHUNK (1u << 20)
 #define FILE_SIZE (256u << 20)
@@ -241,5 +242,30 @@ int pressure_gen_working_set(const char *path, unsigned mib) {
         fdatasync(fd);
         posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
         close(fd);
+        return 0;
+}
+
+int pressure_gen_charge_outside(const char *path) {
+        char buf[1 << 16];
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        while (read(fd, buf, sizeof(buf)) > 0)
+                ;
+        close(fd);
+        return 0;
+}
+
+int test_pressure_group(struct pressure_gen *g, uint64_t limit_bytes) {
+        char cwd[400];
+        if (!getcwd(cwd, sizeof(cwd)))
+                return -errno;
+        int r = pressure_gen_create(g, cwd, limit_bytes);
+        if (r < 0)
+                return r;
+        test_cleanup_path(g->v2_dir, true);
+        if (g->mem_dir[0])
+                test_cleanup_path(g->mem_dir, true);
+        test_cleanup_path(g->file, false);
         return 0;
 }

@@ -37,5 +37,13 @@ uint64_t pressure_gen_some_total(const struct pressure_gen *g);
  * next (a process in the group) has it charged to its own cgroup: a file working set. */
 int pressure_gen_working_set(const char *path, unsigned mib);
 
+/* For tests: a generator's cgroup in the working directory with the given limit, removed at exit with
+ * its file also when the test fails (test-util.h's cleanup). Returns 0 or a negative errno. */
+int test_pressure_group(struct pressure_gen *g, uint64_t limit_bytes);
+
+/* Read the whole file from the calling process: its page cache is charged to the caller's cgroup, and
+ * a reader in a generator's group finds it cached (a working set charged outside the group). */
+int pressure_gen_charge_outside(const char *path);
+
 /* Stop and remove the cgroup and the file. */
 void pressure_gen_destroy(struct pressure_gen *g);

@@ -28,18 +28,6 @@
 static struct test_daemon daemon_;
 
 
-/* Read the file here, outside the group: its pages are charged to this test's cgroup. */
-static int charge_outside(const char *path) {
-        char buf[1 << 16];
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        while (read(fd, buf, sizeof(buf)) > 0)
-                ;
-        close(fd);
-        return 0;
-}
-
 static void closed_loop(bool anon_only) {
         struct pressure_gen g;
         char cwd[400], ws[600], kv_sock[200], line[512];
@@ -56,7 +44,7 @@ static void closed_loop(bool anon_only) {
         test_cleanup_path(ws, false);
         CU_ASSERT_EQUAL_FATAL(pressure_gen_working_set(ws, WORKING_SET_MIB), 0);
         if (anon_only)
-                CU_ASSERT_EQUAL_FATAL(charge_outside(ws), 0);
+                CU_ASSERT_EQUAL_FATAL(pressure_gen_charge_outside(ws), 0);
         snprintf(kv_sock, sizeof(kv_sock), "%s/kv.sock", daemon_.dir);
         test_cleanup_path(kv_sock, false);
 

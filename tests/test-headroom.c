@@ -41,17 +41,7 @@ static int start_daemon(const char *cgroup) {
 }
 
 static int subscribe(const char *cgroup) {
-        char msg[512];
-        int fd = test_connect(daemon_.socket);
-        if (fd < 0)
-                return fd;
-        int n = snprintf(msg, sizeof(msg),
-                         "{\"method\":\"io.pressured.Subscribe\",\"parameters\":{\"scopes\":[{\"type\":\"cgroup\","
-                         "\"cgroup\":\"%s\"}]},\"more\":true}",
-                         cgroup);
-        if (test_send_raw(fd, msg, (size_t) n + 1) < 0)
-                return -EIO;
-        return fd;
+        return test_subscribe_cgroup(daemon_.socket, cgroup);
 }
 
 /* What the subscriber heard, one message at a time: a level change's level and source, or a memory
@@ -93,14 +83,10 @@ static pid_t spawn_grower(struct pressure_gen *g, bool shrinker, int out_fd) {
 
 static void test_headroom(void) {
         struct pressure_gen g;
-        char cwd[400], news[128];
+        char news[128];
         uint64_t unreclaimable = 0;
 
-        CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(cwd, sizeof(cwd)));
-        CU_ASSERT_EQUAL_FATAL(pressure_gen_create(&g, cwd, LIMIT_BYTES), 0);
-        test_cleanup_path(g.v2_dir, true);
-        if (g.mem_dir[0])
-                test_cleanup_path(g.mem_dir, true);
+        CU_ASSERT_EQUAL_FATAL(test_pressure_group(&g, LIMIT_BYTES), 0);
         CU_ASSERT_EQUAL_FATAL(start_daemon(g.cgroup), 0);
 
         int sub = subscribe(g.cgroup);

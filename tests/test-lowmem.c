@@ -152,33 +152,61 @@ static int next_system_event(int sub, char *level, size_t size) {
         return 0;
 }
 
-static void test_glib_hears_the_system(void) {
-        char dir[64] = "/tmp/pressured-bus-XXXXXX", address[512], conf[128], cwd[400], line[256], level[32];
-        struct pressure_gen g;
+/* A private system bus with the daemon on it, configured with conf_text. */
+struct bus_env {
+        char dir[64], address[512], busconf[256], conf[128];
+        pid_t bus;
+};
 
-        CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
-        test_cleanup_path(dir, true);
-        CU_ASSERT_EQUAL_FATAL(chmod(dir, 0755), 0); /* nobody reaches the bus socket */
-        pid_t bus = spawn_bus(dir, address, sizeof(address));
-        CU_ASSERT_FATAL(bus > 0);
-        char busconf[256];
-        snprintf(busconf, sizeof(busconf), "%s/bus.conf", dir);
-        test_cleanup_path(busconf, false);
+static int bus_env_start(struct bus_env *e, const char *conf_text) {
+        snprintf(e->dir, sizeof(e->dir), "/tmp/pressured-bus-XXXXXX");
+        if (!mkdtemp(e->dir))
+                return -errno;
+        test_cleanup_path(e->dir, true);
+        if (chmod(e->dir, 0755) < 0) /* nobody reaches the bus socket */
+                return -errno;
+        e->bus = spawn_bus(e->dir, e->address, sizeof(e->address));
+        if (e->bus <= 0)
+                return -ECHILD;
+        snprintf(e->busconf, sizeof(e->busconf), "%s/bus.conf", e->dir);
+        test_cleanup_path(e->busconf, false);
+        snprintf(e->conf, sizeof(e->conf), "%s/pressured.conf", e->dir);
+        test_cleanup_path(e->conf, false);
+        FILE *f = fopen(e->conf, "we");
+        if (!f)
+                return -errno;
+        fputs(conf_text, f);
+        fclose(f);
+        setenv("DBUS_SYSTEM_BUS_ADDRESS", e->address, 1);
+        const char *const args[] = { "--config", e->conf, NULL };
+        int r = test_daemon_start(&daemon_, args);
+        unsetenv("DBUS_SYSTEM_BUS_ADDRESS");
+        return r;
+}
+
+static void bus_env_stop(struct bus_env *e) {
+        char sock[128];
+        CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
+        kill(e->bus, SIGTERM);
+        waitpid(e->bus, NULL, 0);
+        test_cleanup_forget_pid(e->bus);
+        snprintf(sock, sizeof(sock), "%s/system_bus_socket", e->dir);
+        (void) unlink(sock);
+        (void) unlink(e->busconf);
+        (void) unlink(e->conf);
+        (void) rmdir(e->dir);
+}
+
+static void test_glib_hears_the_system(void) {
+        char line[256], level[32];
+        struct pressure_gen g;
+        struct bus_env env;
 
         /* Low thresholds of one kind, so that the generator's stall takes the system through every level;
          * the repeat interval long, so that a level comes at most once here. */
-        snprintf(conf, sizeof(conf), "%s/pressured.conf", dir);
-        test_cleanup_path(conf, false);
-        FILE *f = fopen(conf, "we");
-        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-        fprintf(f, "[pressured]\nlow=some 10ms 2s\nmedium=some 20ms 2s\ncritical=some 40ms 2s\nhold=1s\n"
-                   "sample_interval=250ms\nlow_memory_monitor_repeat=10min\n");
-        fclose(f);
-        setenv("DBUS_SYSTEM_BUS_ADDRESS", address, 1);
-        const char *const args[] = { "--config", conf, NULL };
-        int r = test_daemon_start(&daemon_, args);
-        unsetenv("DBUS_SYSTEM_BUS_ADDRESS");
-        CU_ASSERT_EQUAL_FATAL(r, 0);
+        CU_ASSERT_EQUAL_FATAL(bus_env_start(&env, "[pressured]\nlow=some 10ms 2s\nmedium=some 20ms 2s\ncritical=some 40ms 2s\n"
+                                                  "hold=1s\nsample_interval=250ms\nlow_memory_monitor_repeat=10min\n"),
+                              0);
 
         int sub = test_connect(daemon_.socket);
         CU_ASSERT_FATAL(sub >= 0);
@@ -191,7 +219,7 @@ static void test_glib_hears_the_system(void) {
 
         struct test_child app = { .lines.fd = -1 };
         int app_in = -1;
-        CU_ASSERT_FATAL(spawn_app(address, &app_in, &app) > 0);
+        CU_ASSERT_FATAL(spawn_app(env.address, &app_in, &app) > 0);
         CU_ASSERT_EQUAL_FATAL(test_lines_next(&app.lines, 20000, line, sizeof(line)), 0);
         CU_ASSERT_STRING_EQUAL(line, "ready GMemoryMonitorDBus");
         /* The name is the daemon's by now (the application's bus round trip came after the daemon's
@@ -201,12 +229,7 @@ static void test_glib_hears_the_system(void) {
         CU_ASSERT_EQUAL_FATAL(test_lines_next(&app.lines, 10000, line, sizeof(line)), 0);
         CU_ASSERT_STRING_EQUAL(line, "synced True 0");
 
-        CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(cwd, sizeof(cwd)));
-        CU_ASSERT_EQUAL_FATAL(pressure_gen_create(&g, cwd, 16u << 20), 0);
-        test_cleanup_path(g.v2_dir, true);
-        if (g.mem_dir[0])
-                test_cleanup_path(g.mem_dir, true);
-        test_cleanup_path(g.file, false);
+        CU_ASSERT_EQUAL_FATAL(test_pressure_group(&g, 16u << 20), 0);
         CU_ASSERT_EQUAL_FATAL(pressure_gen_start(&g), 0);
         test_cleanup_pid(g.pid);
 
@@ -238,61 +261,32 @@ static void test_glib_hears_the_system(void) {
         close(app_in);
         test_child_stop(&app);
         close(sub);
-        CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
+        bus_env_stop(&env);
         CU_ASSERT(test_daemon_log_count(&daemon_, "Owning org.freedesktop.LowMemoryMonitor") == 1);
-        kill(bus, SIGTERM);
-        waitpid(bus, NULL, 0);
-        test_cleanup_forget_pid(bus);
         pressure_gen_destroy(&g);
-        char sock[128];
-        snprintf(sock, sizeof(sock), "%s/system_bus_socket", dir);
-        (void) unlink(sock);
-        (void) unlink(busconf);
-        (void) unlink(conf);
-        (void) rmdir(dir);
 }
 
 /* A GLib application inside a cgroup that nears its limit (headroom: an anonymous grower, no stall, so
  * the system stays calm) hears of its own cgroup, unicast; one outside it hears nothing. */
 static void test_glib_hears_its_cgroup(void) {
-        char dir[64] = "/tmp/pressured-bus-XXXXXX", address[512], conf[128], cwd[400], line[256], busconf[256];
+        char line[256];
         struct pressure_gen g;
+        struct bus_env env;
 
-        CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
-        test_cleanup_path(dir, true);
-        CU_ASSERT_EQUAL_FATAL(chmod(dir, 0755), 0);
-        pid_t bus = spawn_bus(dir, address, sizeof(address));
-        CU_ASSERT_FATAL(bus > 0);
-        snprintf(busconf, sizeof(busconf), "%s/bus.conf", dir);
-        test_cleanup_path(busconf, false);
-        snprintf(conf, sizeof(conf), "%s/pressured.conf", dir);
-        test_cleanup_path(conf, false);
-        FILE *f = fopen(conf, "we");
-        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-        fprintf(f, "[pressured]\nhold=1s\nlow_memory_monitor_repeat=10min\n");
-        fclose(f);
-        setenv("DBUS_SYSTEM_BUS_ADDRESS", address, 1);
-        const char *const args[] = { "--config", conf, NULL };
-        int r = test_daemon_start(&daemon_, args);
-        unsetenv("DBUS_SYSTEM_BUS_ADDRESS");
-        CU_ASSERT_EQUAL_FATAL(r, 0);
+        CU_ASSERT_EQUAL_FATAL(bus_env_start(&env, "[pressured]\nhold=1s\nlow_memory_monitor_repeat=10min\n"), 0);
 
         /* Outside: the application as nobody, in the test's own cgroup. */
         struct test_child outside = { .lines.fd = -1 };
         int outside_in = -1;
-        CU_ASSERT_FATAL(spawn_app(address, &outside_in, &outside) > 0);
+        CU_ASSERT_FATAL(spawn_app(env.address, &outside_in, &outside) > 0);
         CU_ASSERT_EQUAL_FATAL(test_lines_next(&outside.lines, 20000, line, sizeof(line)), 0);
         CU_ASSERT_STRING_EQUAL(line, "ready GMemoryMonitorDBus");
 
         /* Inside: the same application in a 64 MiB group. */
-        CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(cwd, sizeof(cwd)));
-        CU_ASSERT_EQUAL_FATAL(pressure_gen_create(&g, cwd, 64u << 20), 0);
-        test_cleanup_path(g.v2_dir, true);
-        if (g.mem_dir[0])
-                test_cleanup_path(g.mem_dir, true);
+        CU_ASSERT_EQUAL_FATAL(test_pressure_group(&g, 64u << 20), 0);
         int p[2];
         CU_ASSERT_FATAL(pipe(p) == 0);
-        setenv("DBUS_SYSTEM_BUS_ADDRESS", address, 1);
+        setenv("DBUS_SYSTEM_BUS_ADDRESS", env.address, 1);
         setenv("LMM_NO_STDIN", "1", 1);
         const char *const app_argv[] = { PYTHON, "-c", client_py, NULL };
         pid_t inside_pid = pressure_gen_spawn(&g, app_argv, p[1]);
@@ -327,17 +321,8 @@ static void test_glib_hears_its_cgroup(void) {
         test_child_stop(&inside);
         close(outside_in);
         test_child_stop(&outside);
-        CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
-        kill(bus, SIGTERM);
-        waitpid(bus, NULL, 0);
-        test_cleanup_forget_pid(bus);
+        bus_env_stop(&env);
         pressure_gen_destroy(&g);
-        char sock[128];
-        snprintf(sock, sizeof(sock), "%s/system_bus_socket", dir);
-        (void) unlink(sock);
-        (void) unlink(busconf);
-        (void) unlink(conf);
-        (void) rmdir(dir);
 }
 
 int main(void) {

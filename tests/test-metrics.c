@@ -110,14 +110,9 @@ static int wait_level(int sub, bool above_ok) {
 
 static void test_node_exporter_serves_levels(void) {
         struct pressure_gen g;
-        char cwd[400], conf[128], arg_dir[128], arg_listen[64], line[512], prefix[300];
+        char conf[128], arg_dir[128], arg_listen[64], line[512], prefix[300];
 
-        CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(cwd, sizeof(cwd)));
-        CU_ASSERT_EQUAL_FATAL(pressure_gen_create(&g, cwd, 16u << 20), 0);
-        test_cleanup_path(g.v2_dir, true);
-        if (g.mem_dir[0])
-                test_cleanup_path(g.mem_dir, true);
-        test_cleanup_path(g.file, false);
+        CU_ASSERT_EQUAL_FATAL(test_pressure_group(&g, 16u << 20), 0);
 
         snprintf(textdir, sizeof(textdir), "/tmp/pressured-metrics-XXXXXX");
         CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(textdir));
@@ -154,14 +149,9 @@ static void test_node_exporter_serves_levels(void) {
                 listening = strstr(line, "Listening on") != NULL;
         CU_ASSERT_FATAL(listening);
 
-        int sub = test_connect(daemon_.socket);
+        char *text;
+        int sub = test_subscribe_cgroup(daemon_.socket, g.cgroup);
         CU_ASSERT_FATAL(sub >= 0);
-        char msg[512], *text;
-        int n = snprintf(msg, sizeof(msg),
-                         "{\"method\":\"io.pressured.Subscribe\",\"parameters\":{\"scopes\":[{\"type\":\"cgroup\",\"cgroup\":\"%s\"}]},"
-                         "\"more\":true}",
-                         g.cgroup);
-        CU_ASSERT_FATAL(test_send_raw(sub, msg, (size_t) n + 1) >= 0);
         CU_ASSERT_FATAL(test_recv_msg(sub, 10000, &text) == 1);
         free(text);
 

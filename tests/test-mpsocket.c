@@ -74,7 +74,7 @@ static int sim_start(const char *conf, int listen_fd) {
         if (pid < 0)
                 return -errno;
         if (pid == 0) {
-                char nfds[16], pidstr[16], names[80 * 9] = "";
+                char nfds[24], pidstr[16], names[80 * 9] = "";
                 /* The passed sockets at 3, 4, ...: out of the way first, then in place. */
                 int tmp[65];
                 size_t n = 0;
@@ -178,17 +178,13 @@ static int next_change(int sub, char *level, size_t size, bool *ret_rise_to_low)
         return 0;
 }
 
+/* Subscribed, the current state read. */
 static int subscribe(const char *cgroup) {
-        char msg[512], *text;
-        int sub = test_connect(sim.socket);
-        if (sub < 0)
-                return sub;
-        int n = snprintf(msg, sizeof(msg),
-                         "{\"method\":\"io.pressured.Subscribe\",\"parameters\":{\"scopes\":[{\"type\":\"cgroup\",\"cgroup\":\"%s\"}]},"
-                         "\"more\":true}",
-                         cgroup);
-        if (test_send_raw(sub, msg, (size_t) n + 1) < 0 || test_recv_msg(sub, 10000, &text) != 1) {
-                close(sub);
+        char *text;
+        int sub = test_subscribe_cgroup(sim.socket, cgroup);
+        if (sub < 0 || test_recv_msg(sub, 10000, &text) != 1) {
+                if (sub >= 0)
+                        close(sub);
                 return -EIO;
         }
         free(text);
@@ -221,15 +217,10 @@ static void one_round(struct pressure_gen *g, int sub, struct test_child *app) {
 
 static void test_one_callback_per_rise(void) {
         struct pressure_gen g;
-        char cwd[400], conf[128], watch[256], line[128];
+        char conf[128], watch[256], line[128];
 
         CU_ASSERT_EQUAL_FATAL(sim_setup(), 0);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(cwd, sizeof(cwd)));
-        CU_ASSERT_EQUAL_FATAL(pressure_gen_create(&g, cwd, 16u << 20), 0);
-        test_cleanup_path(g.v2_dir, true);
-        if (g.mem_dir[0])
-                test_cleanup_path(g.mem_dir, true);
-        test_cleanup_path(g.file, false);
+        CU_ASSERT_EQUAL_FATAL(test_pressure_group(&g, 16u << 20), 0);
 
         snprintf(conf, sizeof(conf), "%s/pressured.conf", sim.dir);
         test_cleanup_path(conf, false);

@@ -448,3 +448,19 @@ pid_t test_serve_flood(const char *socket_path) {
                 }
         }
 }
+
+int test_subscribe_cgroup(const char *socket, const char *cgroup) {
+        char msg[512];
+        int fd = test_connect(socket);
+        if (fd < 0)
+                return fd;
+        int n = snprintf(msg, sizeof(msg),
+                         "{\"method\":\"io.pressured.Subscribe\",\"parameters\":{\"scopes\":[{\"type\":\"cgroup\","
+                         "\"cgroup\":\"%s\"}]},\"more\":true}",
+                         cgroup);
+        if (n >= (int) sizeof(msg) || test_send_raw(fd, msg, (size_t) n + 1) < 0) {
+                close(fd);
+                return -EIO;
+        }
+        return fd;
+}

@@ -80,6 +80,10 @@ void test_child_adopt(struct test_child *c, pid_t pid, int fd);
 /* Kill and reap it, close its pipe. */
 void test_child_stop(struct test_child *c);
 
+/* Connect to the daemon at socket and Subscribe to one cgroup ("more": true); the replies are the
+ * caller's to read. Returns the connection, or a negative errno. */
+int test_subscribe_cgroup(const char *socket, const char *cgroup);
+
 /* A raw unix stream connection to a socket, blocking. */
 int test_connect(const char *path);
 /* Send bytes exactly as given. */
