@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -701,6 +702,27 @@ int scope_new_node(struct scope_env *env, size_t node_index, struct scope **ret)
         return 0;
 }
 
+static int cgroup_ino(const struct scope_env *env, const char *cgroup, uint64_t *ret) {
+        _cleanup_free_ char *dir = NULL;
+        struct stat st;
+        if (cgroup_file_path(env->layout, cgroup, ".", &dir) < 0)
+                return -ENOMEM;
+        if (stat(dir, &st) < 0)
+                return -errno;
+        *ret = (uint64_t) st.st_ino;
+        return 0;
+}
+
+bool scope_is_current(const struct scope *s) {
+        uint64_t ino;
+        if (s->type != SCOPE_CGROUP)
+                return true;
+        if (s->gone)
+                return false;
+        int r = cgroup_ino(s->env, s->cgroup, &ino);
+        return r == -ENOMEM || (r >= 0 && ino == s->cgroup_ino);
+}
+
 int scope_new_cgroup(struct scope_env *env, const char *cgroup, struct scope **ret) {
         if (!env->layout)
                 return -ENOENT;
@@ -710,6 +732,11 @@ int scope_new_cgroup(struct scope_env *env, const char *cgroup, struct scope **r
         if (!s || !(s->cgroup = strdup(cgroup)) || !(s->name = strdup(cgroup)))
                 return -ENOMEM;
         r = cgroup_file_path(env->layout, cgroup, "memory.pressure", &s->pressure_path);
+        if (r < 0)
+                return r;
+        r = cgroup_ino(env, cgroup, &s->cgroup_ino);
+        if (r == -ENOENT || r == -ENOTDIR)
+                return -ENOENT;
         if (r < 0)
                 return r;
         r = scope_arm(s);

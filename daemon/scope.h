@@ -52,6 +52,8 @@ struct scope {
         int node;          /* SCOPE_NODE: the node's id */
         size_t node_index; /* SCOPE_NODE: index in the node monitor */
         char *cgroup;      /* SCOPE_CGROUP: the v2 path */
+        uint64_t cgroup_ino; /* SCOPE_CGROUP: its directory's inode, the cgroup's id: a group made anew
+                              * under the same path has another */
         char *name;        /* "system", "node:N" or the cgroup path: for logs */
         unsigned n_refs;
 
@@ -134,6 +136,10 @@ void scope_check_headroom(struct scope *s, uint64_t now_usec);
 
 /* Arm the trigger again after the low threshold changed (configuration reload). */
 int scope_rearm(struct scope *s);
+
+/* Whether a cgroup scope still watches the group its path names now: false when the group was removed,
+ * or removed and made again (a restarted service's), before the kernel's POLLERR was seen. */
+bool scope_is_current(const struct scope *s);
 
 /* The source went away (cgroup removed): stop watching and report it. */
 void scope_mark_gone(struct scope *s);

@@ -201,7 +201,11 @@ static int acquire_cgroup(struct scope_registry *reg, const char *path, struct s
         if (r < 0)
                 return r;
         s = hashmap_get_string(reg->by_cgroup, p);
-        if (s) {
+        /* The group may have been removed and made again since (systemd does that on every restart of a
+         * service) without its removal seen yet: that scope watches nothing any more. */
+        if (s && !scope_is_current(s))
+                scope_mark_gone(s); /* out of by_cgroup, its watchers told */
+        else if (s) {
                 *ret = scope_ref(s);
                 return 0;
         }
