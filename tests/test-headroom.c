@@ -146,6 +146,15 @@ static void test_headroom(void) {
         CU_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
         test_cleanup_forget_pid(grower);
 
+#ifdef __SANITIZE_ADDRESS__
+        /* AddressSanitizer keeps what the grower frees in its quarantine: freeing cannot save it here. The
+         * plain build runs this part. */
+        fprintf(stderr, "  (the shrinking grower is left out under AddressSanitizer)\n");
+        close(sub);
+        CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
+        pressure_gen_destroy(&g);
+        return;
+#endif
         /* 2. The same grower with a shrinker that frees: asked in time, it outlives twice the time it
          * needs to fill the group. */
         int p[2];
