@@ -477,6 +477,7 @@ static void scenario_footprint(void) {
         }
         snprintf(conf, sizeof(conf), "/tmp/pressured-bench-%d.conf", (int) getpid());
         double per_min[2] = { 0, 0 };
+        int done = 0;
         for (int headroom = 1; headroom >= 0; headroom--) {
                 FILE *f = fopen(conf, "we");
                 if (!f)
@@ -484,8 +485,11 @@ static void scenario_footprint(void) {
                 fprintf(f, "[pressured]\nheadroom=%s\ncgroup=%s\n", headroom ? "yes" : "no", g.cgroup);
                 fclose(f);
                 const char *const cargs[] = { "--config", conf, "--quiet", NULL };
-                if (daemon_up(cargs) < 0)
+                if (daemon_up(cargs) < 0) {
+                        fprintf(stderr, "footprint: cannot start the daemon watching %s\n", g.cgroup);
                         break;
+                }
+                done++;
                 test_proc_stat(daemon_.pid, &cpu0, &rss0, &v0);
                 poll(&none, 0, 30000);
                 test_proc_stat(daemon_.pid, &cpu1, &rss1, &v1);
@@ -498,7 +502,9 @@ static void scenario_footprint(void) {
         }
         unlink(conf);
         pressure_gen_destroy(&g);
-        if (per_min[0] == 0 && per_min[1] == 0)
+        if (done < 2)
+                printf("(no ratio: a run with a watched cgroup did not start)\n\n");
+        else if (per_min[0] == 0 && per_min[1] == 0)
                 printf("ratio: wake-ups with headroom / without: 1.0x (none either way)\n\n");
         else
                 printf("ratio: wake-ups with headroom / without: %.1fx\n\n", per_min[1] / (per_min[0] > 0 ? per_min[0] : 1));

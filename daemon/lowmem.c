@@ -7,6 +7,7 @@
 #include <systemd/sd-bus.h>
 
 #include "cgroup.h"
+#include "hashmap.h"
 
 #include "log.h"
 #include "macro.h"
@@ -21,7 +22,9 @@ struct lowmem_peer {
         struct lowmem_peer *prev, *next;
         char *name;   /* its unique name */
         struct scope *scope;
-        sd_bus_slot *query; /* the question for its pid, while it is open */
+        sd_bus_slot *query; /* the question for its credentials, while it is open */
+        uid_t uid;
+        bool counted; /* in per_uid */
         uint64_t last_sent[_LEVEL_MAX];
 };
 
@@ -38,6 +41,7 @@ struct lowmem {
         uint64_t last_sent[_LEVEL_MAX];    /* CLOCK_MONOTONIC µs of each level's last signal */
         struct lowmem_peer *peers;
         size_t n_peers;
+        struct hashmap *per_uid; /* peers followed per user */
 };
 
 unsigned lowmem_level_byte(enum level l) {
@@ -115,6 +119,8 @@ static void peer_free(struct lowmem_peer *p) {
         sd_bus_slot_unref(p->query);
         if (p->scope)
                 peer_release_scope(p);
+        if (p->counted)
+                (void) hashmap_count_add_u64(lm->per_uid, p->uid, -1);
         if (p->prev)
                 p->prev->next = p->next;
         else
@@ -126,20 +132,51 @@ static void peer_free(struct lowmem_peer *p) {
         free(p);
 }
 
-static int on_peer_pid(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+/* GetConnectionCredentials' answer: its uid and pid. */
+static int read_credentials(sd_bus_message *reply, uint32_t *ret_uid, uint32_t *ret_pid) {
+        const char *key;
+        bool have_uid = false;
+        int r = sd_bus_message_enter_container(reply, 'a', "{sv}");
+        while (r >= 0 && (r = sd_bus_message_enter_container(reply, 'e', "sv")) > 0) {
+                r = sd_bus_message_read(reply, "s", &key);
+                if (r >= 0 && (streq(key, "UnixUserID") || streq(key, "ProcessID"))) {
+                        bool uid = streq(key, "UnixUserID");
+                        r = sd_bus_message_read(reply, "v", "u", uid ? ret_uid : ret_pid);
+                        have_uid = have_uid || (uid && r >= 0);
+                } else if (r >= 0)
+                        r = sd_bus_message_skip(reply, "v");
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(reply);
+        }
+        return r < 0 ? r : have_uid ? 0 : -ENODATA;
+}
+
+static int on_peer_credentials(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
         struct lowmem_peer *p = userdata;
+        struct lowmem *lm = p->lm;
         _cleanup_free_ char *cgroup = NULL;
-        uint32_t pid = 0;
+        uint32_t uid = UINT32_MAX, pid = 0;
         (void) ret_error;
 
         p->query = sd_bus_slot_unref(p->query);
-        if (sd_bus_message_is_method_error(reply, NULL) || sd_bus_message_read(reply, "u", &pid) < 0 || pid == 0 ||
+        if (sd_bus_message_is_method_error(reply, NULL) || read_credentials(reply, &uid, &pid) < 0 || pid == 0 ||
             cgroup_pid_get_path((pid_t) pid, &cgroup) < 0 || streq(cgroup, "/")) {
                 peer_free(p); /* gone already, or in the root cgroup: the system's warnings are its */
                 return 0;
         }
+        /* Each peer is a watched cgroup: a user other than root gets as many as a Subscribe would give. */
+        if (uid != 0 && hashmap_count_get_u64(lm->per_uid, uid) >= lm->config->max_cgroups_per_uid) {
+                peer_free(p);
+                return 0;
+        }
         struct scope_id id = { .type = SCOPE_CGROUP, .node = -1, .cgroup = cgroup };
-        if (scope_registry_acquire(p->lm->scopes, &id, &p->scope) < 0)
+        if (hashmap_count_add_u64(lm->per_uid, uid, +1) < 0) {
+                peer_free(p);
+                return 0;
+        }
+        p->uid = uid;
+        p->counted = true;
+        if (scope_registry_acquire(lm->scopes, &id, &p->scope) < 0)
                 peer_free(p);
         return 0;
 }
@@ -160,7 +197,7 @@ static void peer_new(struct lowmem *lm, const char *name) {
         lm->peers = p;
         lm->n_peers++;
         if (sd_bus_call_method_async(lm->bus, &p->query, "org.freedesktop.DBus", "/org/freedesktop/DBus",
-                                     "org.freedesktop.DBus", "GetConnectionUnixProcessID", on_peer_pid, p, "s", name) < 0)
+                                     "org.freedesktop.DBus", "GetConnectionCredentials", on_peer_credentials, p, "s", name) < 0)
                 peer_free(p);
 }
 
@@ -231,11 +268,16 @@ int lowmem_new(sd_event *event, const struct config *config, struct scope_regist
         lm->event = event;
         lm->config = config;
         lm->scopes = scopes;
+        if (hashmap_new(HASHMAP_KEY_U64, &lm->per_uid) < 0) {
+                free(lm);
+                return -ENOMEM;
+        }
 
         int r = sd_bus_open_system_with_description(&lm->bus, "pressured-lowmem");
         if (r < 0) {
                 /* No system bus (a container, a test): nothing to offer, nothing wrong. */
                 log_debug_errno(r, "No system bus, not offering %s: %m", LMM_NAME);
+                hashmap_free(lm->per_uid);
                 free(lm);
                 return 0;
         }
@@ -272,6 +314,7 @@ struct lowmem *lowmem_free(struct lowmem *lm) {
         sd_bus_slot_unref(lm->name_slot);
         sd_bus_slot_unref(lm->vtable_slot);
         sd_bus_flush_close_unref(lm->bus);
+        hashmap_free(lm->per_uid);
         free(lm);
         return NULL;
 }

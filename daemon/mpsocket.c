@@ -85,7 +85,9 @@ static int on_client(sd_event_source *src, int fd, uint32_t revents, void *userd
         char buf[256];
         (void) src;
 
-        for (;;) {
+        /* A bounded read per wake-up: a client that keeps writing is read on at the next one, the others
+         * served in between. */
+        for (int i = 0; i < 64; i++) {
                 ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
                 if (n > 0)
                         continue;
@@ -94,6 +96,7 @@ static int on_client(sd_event_source *src, int fd, uint32_t revents, void *userd
                 client_free(c); /* the client closed (or died): now it may go */
                 return 0;
         }
+        return 0;
 }
 
 /* The scope rose to the configured level: a line to each of its clients. A client that does not read
