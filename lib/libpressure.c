@@ -460,19 +460,18 @@ EXPORT int pressure_client_new(const char *socket_path, struct pressure_client *
         return 0;
 }
 
+/* Atomic: thread mode lets any thread hold and drop references, the last one frees. */
 EXPORT struct pressure_client *pressure_client_ref(struct pressure_client *c) {
         if (c)
-                c->n_ref++;
+                __atomic_add_fetch(&c->n_ref, 1, __ATOMIC_RELAXED);
         return c;
 }
 
 EXPORT struct pressure_client *pressure_client_unref(struct pressure_client *c) {
         if (!c)
                 return NULL;
-        pthread_mutex_lock(&c->lock);
-        int left = --c->n_ref;
-        pthread_mutex_unlock(&c->lock);
-        if (left > 0)
+        /* Release what this thread did with the client; the last one acquires all of it before freeing. */
+        if (__atomic_sub_fetch(&c->n_ref, 1, __ATOMIC_ACQ_REL) > 0)
                 return NULL;
 
         if (c->thread_running) {

@@ -305,6 +305,31 @@ static void test_node_local_reclaim(void) {
         pressure_lru_free(lru);
 }
 
+/* References taken and dropped from several threads at once, as thread mode allows: the count stays
+ * right (ThreadSanitizer runs this test in build-aux/check). */
+static void *ref_unref_loop(void *userdata) {
+        struct pressure_client *c = userdata;
+        for (int i = 0; i < 100000; i++)
+                pressure_client_unref(pressure_client_ref(c));
+        return NULL;
+}
+
+static void test_ref_from_threads(void) {
+        struct pressure_client *c;
+        pthread_t t[4];
+        CU_ASSERT_EQUAL_FATAL(pressure_client_new(daemon_.socket, &c), 0);
+        CU_ASSERT_EQUAL_FATAL(pressure_client_start_thread(c), 0);
+        for (int i = 0; i < 4; i++)
+                CU_ASSERT_EQUAL_FATAL(pthread_create(&t[i], NULL, ref_unref_loop, c), 0);
+        for (int i = 0; i < 4; i++)
+                pthread_join(t[i], NULL);
+        /* Still ours alone and working: a call answers, and the last unref frees it. */
+        struct pressure_status *st;
+        CU_ASSERT_EQUAL(pressure_client_get_status(c, &st), 0);
+        pressure_status_unref(st);
+        pressure_client_unref(c);
+}
+
 static void test_stop(void) {
         CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
         teardown_tree();
@@ -312,6 +337,7 @@ static void test_stop(void) {
 
 int main(void) {
         static const struct test_case cases[] = {
+                { "client references from several threads", test_ref_from_threads },
                 { "node level events from node figures", test_node_events },
                 { "min_level", test_min_level },
                 { "a subscriber that stops reading is coalesced", test_slow_subscriber_is_coalesced },
