@@ -2,18 +2,16 @@
 #include "mpsocket.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include "hashmap.h"
 #include "log.h"
 #include "macro.h"
+#include "sockets.h"
 
 struct mp_client {
         struct mpsocket *owner;
@@ -38,11 +36,6 @@ struct mpsocket {
         struct hashmap *per_uid;
         struct ratelimit refuse_log;
 };
-
-static int fd_nonblock(int fd) {
-        int flags = fcntl(fd, F_GETFL);
-        return flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0 ? -errno : 0;
-}
 
 static struct mp_client **scope_clients(struct mpsocket *mp, struct scope *s) {
         return (struct mp_client **) &s->slots[mp->slot];
@@ -209,9 +202,6 @@ static int on_listen(sd_event_source *src, int fd, uint32_t revents, void *userd
 
 int mpsocket_new(sd_event *event, const struct config *config, struct scope_registry *scopes, int listen_fd,
                  const char *path, struct mpsocket **ret) {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        if (listen_fd < 0 && strlen(path) >= sizeof(sa.sun_path))
-                return -ENAMETOOLONG;
         struct mpsocket *mp = calloc(1, sizeof(*mp));
         if (!mp)
                 return -ENOMEM;
@@ -221,20 +211,12 @@ int mpsocket_new(sd_event *event, const struct config *config, struct scope_regi
         if (r >= 0 && listen_fd >= 0) {
                 /* The service manager's: it made the file and removes it. */
                 mp->listen_fd = listen_fd;
-                r = fd_nonblock(listen_fd);
+                r = fd_set_nonblock(listen_fd);
         } else if (r >= 0 && !(mp->path = strdup(path)))
                 r = -ENOMEM;
         if (r >= 0 && listen_fd < 0) {
-                mp->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-                if (mp->listen_fd < 0)
-                        r = -errno;
-        }
-        if (r >= 0 && listen_fd < 0) {
-                strcpy(sa.sun_path, path);
-                (void) unlink(path); /* a stale socket of an earlier run; the Varlink socket proved nobody serves */
-                if (bind(mp->listen_fd, (struct sockaddr *) &sa, sizeof(sa)) < 0 || chmod(path, 0666) < 0 ||
-                    listen(mp->listen_fd, SOMAXCONN) < 0)
-                        r = -errno;
+                /* A socket left by an earlier run is replaced; a live daemon's is not. */
+                mp->listen_fd = r = unix_listen(path, 0666);
         }
         if (r >= 0)
                 r = sd_event_add_io(event, &mp->listen_source, mp->listen_fd, EPOLLIN, on_listen, mp);
@@ -267,7 +249,7 @@ struct mpsocket *mpsocket_free(struct mpsocket *mp) {
 }
 
 void mpsocket_adopt(struct mpsocket *mp, int fd) {
-        (void) fd_nonblock(fd);
+        (void) fd_set_nonblock(fd);
         client_new(mp, fd, false);
 }
 

@@ -2,12 +2,10 @@
 #include "varlink.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #ifndef SO_PEERPIDFD
@@ -22,6 +20,7 @@
 #include "json_build.h"
 #include "log.h"
 #include "macro.h"
+#include "sockets.h"
 
 /* Stop reading calls from a peer while this much output waits for it: a client that pipelines calls and
  * never reads cannot make the daemon buffer without bound. */
@@ -999,9 +998,9 @@ int varlink_server_listen_fd(struct varlink_server *s, int fd) {
 
         if (s->listen_source)
                 return -EBUSY;
-        int fl = fcntl(fd, F_GETFL);
-        if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
-                return -errno;
+        r = fd_set_nonblock(fd);
+        if (r < 0)
+                return r;
         r = sd_event_add_io(s->event, &s->listen_source, fd, EPOLLIN, on_listen, s);
         if (r < 0)
                 return r;
@@ -1011,36 +1010,13 @@ int varlink_server_listen_fd(struct varlink_server *s, int fd) {
 }
 
 int varlink_server_listen_path(struct varlink_server *s, const char *path, mode_t mode) {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        int r;
-
-        if (strlen(path) >= sizeof(sa.sun_path))
-                return -ENAMETOOLONG;
-        strcpy(sa.sun_path, path);
-
-        _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        _cleanup_close_ int fd = unix_listen(path, mode);
         if (fd < 0)
-                return -errno;
-
-        if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
-                if (errno != EADDRINUSE)
-                        return -errno;
-                /* Replace the socket file only if nobody answers on it: never steal a running daemon's. */
-                _cleanup_close_ int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-                if (probe >= 0 && connect(probe, (struct sockaddr *) &sa, sizeof(sa)) == 0)
-                        return -EADDRINUSE;
-                (void) unlink(path);
-                if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
-                        return -errno;
-        }
-        (void) chmod(path, mode);
-        if (listen(fd, SOMAXCONN) < 0)
-                return -errno;
-
+                return fd;
         s->socket_path = strdup(path);
         if (!s->socket_path)
                 return -ENOMEM;
-        r = varlink_server_listen_fd(s, fd);
+        int r = varlink_server_listen_fd(s, fd);
         if (r < 0)
                 return r;
         TAKE_FD(fd);
