@@ -401,6 +401,9 @@ struct json_object *protocol_encode_shrink_request(const struct shrink_request_s
                 jb_set_u64(&o, "nr_to_scan", q->nr_to_scan);
         jb_set_int(&o, "priority", q->priority);
         jb_set_u64(&o, "deadline", q->deadline);
+        jb_set_string(&o, "scope", scope_type_to_string(q->scope_type));
+        if (q->level >= 0)
+                jb_set_string(&o, "level", level_to_string(q->level));
         return o;
 }
 
@@ -415,8 +418,11 @@ int protocol_text_append_shrink_request(struct json_text *t, const struct shrink
         if (r < 0)
                 return r;
         n = q->op == SHRINK_OP_SCAN ? snprintf(buf, sizeof(buf), ",\"nr_to_scan\":%" PRIu64, MIN(q->nr_to_scan, (uint64_t) INT64_MAX)) : 0;
-        n += snprintf(buf + n, sizeof(buf) - (size_t) n, ",\"priority\":%d,\"deadline\":%" PRIu64 "}", q->priority,
-                      MIN(q->deadline, (uint64_t) INT64_MAX));
+        n += snprintf(buf + n, sizeof(buf) - (size_t) n, ",\"priority\":%d,\"deadline\":%" PRIu64 ",\"scope\":\"%s\"",
+                      q->priority, MIN(q->deadline, (uint64_t) INT64_MAX), scope_type_to_string(q->scope_type));
+        if (q->level >= 0)
+                n += snprintf(buf + n, sizeof(buf) - (size_t) n, ",\"level\":\"%s\"", level_to_string(q->level));
+        buf[n++] = '}';
         return json_text_append(t, buf, (size_t) n);
 }
 
@@ -440,6 +446,17 @@ int protocol_decode_shrink_request(struct json_object *o, struct shrink_request_
         TRY(get_u64(o, "nr_to_scan", q.op == SHRINK_OP_SCAN, &q.nr_to_scan));
         TRY(get_int(o, "priority", true, &q.priority));
         TRY(get_u64(o, "deadline", true, &q.deadline));
+        const char *scope = NULL, *level = NULL;
+        TRY(get_string(o, "scope", false, &scope));
+        TRY(get_string(o, "level", false, &level));
+        q.scope_type = SCOPE_SYSTEM;
+        if (scope && scope_type_from_string(scope) < 0)
+                return -EINVAL;
+        if (scope)
+                q.scope_type = scope_type_from_string(scope);
+        q.level = level ? level_from_string(level) : -1;
+        if (level && q.level < 0)
+                return -EINVAL;
         *ret = q;
         return 0;
 }

@@ -62,6 +62,8 @@ struct shrink_request_snapshot {
         uint64_t nr_to_scan; /* scan only */
         int priority;
         uint64_t deadline;
+        enum scope_type scope_type; /* of the round's scope */
+        int level;                  /* the scope's level; -1 for an explicit Shrink */
 };
 
 /* One shrinker's line in the results of an explicit Shrink. */

@@ -80,6 +80,7 @@ static struct round_spec episode_round_spec(const struct reclaim_episode *e) {
                 .share_sets_priority = true,
                 .floor = e->rc->config->priorities.floor[s->level.level],
                 .budget = true,
+                .level = s->level.level,
         };
 }
 
@@ -432,7 +433,7 @@ static bool registration_may_ask(struct reclaim *rc, uid_t uid) {
 /* A round for one new client's shrinkers in a scope whose episode is running: at the episode's
  * priority, outside its accounting, so that its target, escalation and pause stay as they were. */
 static void side_round(struct reclaim *rc, struct scope *s, const struct reclaim_episode *e,
-                       const struct shrink_client *cl) {
+                       const struct shrink_client *cl, const struct shrinker *only) {
         struct shrink_round *r = round_new(rc->engine, s->name, NULL, NULL);
         if (!r) {
                 log_oom();
@@ -440,6 +441,7 @@ static void side_round(struct reclaim *rc, struct scope *s, const struct reclaim
         }
         struct round_spec spec = episode_round_spec(e);
         spec.only_client = cl;
+        spec.only = only;
         round_run(r, &spec);
 }
 
@@ -460,7 +462,7 @@ static void on_client_added(struct shrink_client *cl, void *userdata) {
                 if (!e)
                         scope_changed(rc, s);
                 else if (e->rounds > 0)
-                        side_round(rc, s, e, cl);
+                        side_round(rc, s, e, cl, NULL);
         }
 }
 
@@ -469,9 +471,32 @@ static void on_client_removed(struct shrink_client *cl, void *userdata) {
         round_engine_drop_client(rc->engine, cl);
 }
 
+/* A shrinker added to a registered client: scopes above ok ask it, and only it, as a new client. */
+static void on_shrinker_added(struct shrinker *sh, void *userdata) {
+        struct reclaim *rc = userdata;
+        if (!registration_may_ask(rc, sh->client->uid))
+                return;
+        SCOPE_REGISTRY_FOREACH(s, rc->scopes) {
+                if (!scope_wants_reclaim(rc, s))
+                        continue;
+                struct reclaim_episode *e = *scope_episode(rc, s);
+                if (!e)
+                        scope_changed(rc, s);
+                else if (e->rounds > 0)
+                        side_round(rc, s, e, sh->client, sh);
+        }
+}
+
+static void on_shrinker_removed(struct shrinker *sh, void *userdata) {
+        struct reclaim *rc = userdata;
+        round_engine_drop_shrinker(rc->engine, sh);
+}
+
 static const struct shrink_registry_observer shrink_observer = {
         .client_added = on_client_added,
         .client_removed = on_client_removed,
+        .shrinker_added = on_shrinker_added,
+        .shrinker_removed = on_shrinker_removed,
 };
 
 /* ---- the public face: answers and explicit Shrinks go to the rounds ---- */
@@ -498,6 +523,7 @@ void reclaim_shrink_start(struct shrink_round *r, const struct shrink_target *t)
                 .nr_to_scan = t->nr_to_scan,
                 .only = t->only,
                 .measure = t->measure,
+                .level = -1,
         });
 }
 

@@ -60,6 +60,8 @@ struct shrink_job {
         int node;
         char *cgroup;
         int priority;
+        enum scope_type scope_type;
+        int level;
         bool explicit_nr;  /* io.pressured.Shrink with nr_to_scan: scan exactly that, no count */
         bool explicit_all; /* io.pressured.Shrink without nr_to_scan: count, then scan all of it */
         uint64_t explicit_left;
@@ -78,6 +80,8 @@ struct shrink_round {
         struct round_engine *rc;
         uint64_t id;
         char *label;            /* for the log: the scope's name, or NULL for an explicit Shrink */
+        enum scope_type type;   /* of the scope, and its level (-1: none), told to the clients */
+        int level;
         round_done_fn on_done;  /* the owner (an episode), told when the round is over */
         void *userdata;
         bool explicit;
@@ -235,6 +239,8 @@ static int request_send(struct shrink_job *j, enum shrink_op op, uint64_t nr_to_
                 .nr_to_scan = nr_to_scan,
                 .priority = j->priority,
                 .deadline = q->deadline_usec,
+                .scope_type = j->scope_type,
+                .level = j->level,
         };
         r = rc->transport->send_request(sh->client, &snap, rc->userdata);
         if (r < 0)
@@ -369,6 +375,8 @@ static struct shrink_job *job_new(struct shrink_round *r, struct shrinker *sh, s
         j->node_index = node_index;
         j->node = shrink_registry_node_id(r->rc->shrinkers, node_index);
         j->priority = priority;
+        j->scope_type = r->type;
+        j->level = r->level;
         j->probe_only = sh->health.quarantined;
         j->cgroup = strdup(cgroup);
         if (!j->cgroup) {
@@ -873,6 +881,8 @@ void round_run(struct shrink_round *r, const struct round_spec *s) {
         r->goal_id = s->goal_id;
         r->floor = MAX(0, MIN(s->floor, 12));
         r->measure = s->measure;
+        r->type = s->type;
+        r->level = s->level;
         round_add_jobs(r, s->type, s->node_index, s->cgroup, s->priority, s->nr_to_scan, s->only, s->only_client);
         if (s->budget)
                 round_arm_budget(r);
@@ -884,17 +894,20 @@ void round_detach(struct shrink_round *r) {
         r->caller = NULL;
 }
 
-/* Finish every job of the client's shrinkers: in-flight requests are dropped, rounds get their count. */
+/* Finish every job of the shrinker: in-flight requests are dropped, rounds get their count. */
+void round_engine_drop_shrinker(struct round_engine *rc, const struct shrinker *sh) {
+        struct shrinker_queue *qu = hashmap_get_u64(rc->queues, sh->id);
+        if (!qu)
+                return;
+        while (qu->head)
+                job_retire(qu->head);
+        hashmap_remove_u64(rc->queues, sh->id);
+        free(qu);
+}
+
 void round_engine_drop_client(struct round_engine *rc, struct shrink_client *cl) {
-        for (size_t i = 0; i < cl->n_shrinkers; i++) {
-                struct shrinker_queue *qu = hashmap_get_u64(rc->queues, cl->shrinkers[i]->id);
-                if (!qu)
-                        continue;
-                while (qu->head)
-                        job_retire(qu->head);
-                hashmap_remove_u64(rc->queues, cl->shrinkers[i]->id);
-                free(qu);
-        }
+        for (size_t i = 0; i < cl->n_shrinkers; i++)
+                round_engine_drop_shrinker(rc, cl->shrinkers[i]);
 }
 
 int round_engine_new(sd_event *event, const struct config *config, struct shrink_registry *shrinkers,

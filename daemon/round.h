@@ -41,6 +41,7 @@ int round_engine_answer(struct round_engine *rc, struct shrink_client *cl, const
 
 /* The client is going: its jobs end (their rounds go on without them), its requests are dropped. */
 void round_engine_drop_client(struct round_engine *rc, struct shrink_client *cl);
+void round_engine_drop_shrinker(struct round_engine *rc, const struct shrinker *sh);
 
 /* What a round did, for its owner. */
 struct round_outcome {
@@ -71,6 +72,9 @@ struct round_spec {
         uint64_t nr_to_scan; /* explicit rounds: exactly this much each (0: count, then all of it) */
         const struct shrinker *only;
         const struct shrink_client *only_client;
+        /* What the requests tell the client the round is about: the scope's level (-1 for an explicit
+         * Shrink, which has none) */
+        int level;
         bool budget;  /* cut unfinished jobs after round_budget */
         bool measure; /* explicit rounds: answer with what each client released (a moment later) */
 };

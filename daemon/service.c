@@ -276,6 +276,29 @@ static bool name_ok(const char *s) {
         return true;
 }
 
+/* Parse one shrinker spec; on error the reply is sent and -EINVAL returned. */
+static int parse_spec(struct varlink_connection *c, struct json_object *o, struct shrinker_spec *ret) {
+        struct spec_params p = { .seeks = SHRINK_DEFAULT_SEEKS, .batch = SHRINK_DEFAULT_BATCH };
+
+        if (!json_object_is_type(o, json_type_object)) {
+                (void) varlink_error_invalid_parameter(c, "shrinkers");
+                return -EINVAL;
+        }
+        if (parse_params(c, o, spec_table, &p) < 0)
+                return -EINVAL;
+        if (!name_ok(p.name)) {
+                (void) varlink_error_invalid_parameter(c, "name");
+                return -EINVAL;
+        }
+        *ret = (struct shrinker_spec){
+                .name = p.name,
+                .flags = (p.numa_aware ? SHRINKER_NUMA_AWARE : 0) | (p.memcg_aware ? SHRINKER_MEMCG_AWARE : 0),
+                .seeks = (unsigned) p.seeks,
+                .batch = (unsigned) p.batch,
+        };
+        return 0;
+}
+
 /* Parse the shrinker specs of a Serve call; on error the reply is sent and -EINVAL returned. */
 static int parse_specs(struct varlink_connection *c, struct json_object *list, struct shrinker_spec *specs,
                        size_t *ret_n) {
@@ -284,27 +307,9 @@ static int parse_specs(struct varlink_connection *c, struct json_object *list, s
                 (void) varlink_error_invalid_parameter(c, "shrinkers");
                 return -EINVAL;
         }
-        for (size_t i = 0; i < n; i++) {
-                struct json_object *o = json_object_array_get_idx(list, i);
-                struct spec_params p = { .seeks = SHRINK_DEFAULT_SEEKS, .batch = SHRINK_DEFAULT_BATCH };
-
-                if (!json_object_is_type(o, json_type_object)) {
-                        (void) varlink_error_invalid_parameter(c, "shrinkers");
+        for (size_t i = 0; i < n; i++)
+                if (parse_spec(c, json_object_array_get_idx(list, i), &specs[i]) < 0)
                         return -EINVAL;
-                }
-                if (parse_params(c, o, spec_table, &p) < 0)
-                        return -EINVAL;
-                if (!name_ok(p.name)) {
-                        (void) varlink_error_invalid_parameter(c, "name");
-                        return -EINVAL;
-                }
-                specs[i] = (struct shrinker_spec){
-                        .name = p.name,
-                        .flags = (p.numa_aware ? SHRINKER_NUMA_AWARE : 0) | (p.memcg_aware ? SHRINKER_MEMCG_AWARE : 0),
-                        .seeks = (unsigned) p.seeks,
-                        .batch = (unsigned) p.batch,
-                };
-        }
         *ret_n = n;
         return 0;
 }
@@ -420,6 +425,73 @@ static int method_answer(struct varlink_connection *c, struct json_object *param
         }
         if (first_unknown >= 0)
                 return reply_error_with(c, ERROR_UNKNOWN_REQUEST, "request", json_object_new_int64(first_unknown));
+        return varlink_reply(c, json_object_new_object());
+}
+
+/* ---- AddShrinker, RemoveShrinker: one shrinker of a serving client, the others untouched ---- */
+
+struct add_shrinker_params {
+        const char *token;
+        struct json_object *shrinker;
+};
+
+static const struct param add_shrinker_table[] = {
+        { "token", PARAM_STRING, offsetof(struct add_shrinker_params, token), .mandatory = true },
+        { "shrinker", PARAM_OBJECT, offsetof(struct add_shrinker_params, shrinker), .mandatory = true },
+        {}
+};
+
+static int method_add_shrinker(struct varlink_connection *c, struct json_object *params, unsigned flags,
+                               void *userdata) {
+        struct service *svc = userdata;
+        struct add_shrinker_params p = {};
+        struct shrinker_spec spec;
+        struct shrinker *sh;
+        (void) flags;
+
+        if (parse_params(c, params, add_shrinker_table, &p) < 0 || parse_spec(c, p.shrinker, &spec) < 0)
+                return 0;
+        struct shrink_client *cl = answer_client(svc, c, p.token);
+        if (!cl)
+                return varlink_error(c, VARLINK_ERROR_PERMISSION_DENIED, json_object_new_object());
+        int r = shrink_client_add_shrinker(cl, &spec, SERVE_MAX_SHRINKERS, &sh);
+        if (r == -E2BIG)
+                return varlink_error_invalid_parameter(c, "shrinker");
+        if (r < 0)
+                return r;
+        struct json_object *o = json_object_new_object();
+        jb_set_u64(&o, "id", sh->id);
+        jb_set_string(&o, "name", sh->name);
+        return varlink_reply(c, jb_object_with("shrinker", o));
+}
+
+struct remove_shrinker_params {
+        const char *token;
+        int64_t shrinker;
+};
+
+static const struct param remove_shrinker_table[] = {
+        { "token", PARAM_STRING, offsetof(struct remove_shrinker_params, token), .mandatory = true },
+        { "shrinker", PARAM_INT, offsetof(struct remove_shrinker_params, shrinker), .min = 1, .mandatory = true },
+        {}
+};
+
+static int method_remove_shrinker(struct varlink_connection *c, struct json_object *params, unsigned flags,
+                                  void *userdata) {
+        struct service *svc = userdata;
+        struct remove_shrinker_params p = {};
+        (void) flags;
+
+        if (parse_params(c, params, remove_shrinker_table, &p) < 0)
+                return 0;
+        struct shrink_client *cl = answer_client(svc, c, p.token);
+        if (!cl)
+                return varlink_error(c, VARLINK_ERROR_PERMISSION_DENIED, json_object_new_object());
+        struct shrinker *sh = shrinker_by_id(svc->shrinkers, (uint64_t) p.shrinker);
+        /* Another client's shrinker is as unknown to this one as a removed one. */
+        if (!sh || sh->client != cl)
+                return reply_error_with(c, ERROR_NO_SUCH_SHRINKER, "shrinker", json_object_new_int64(p.shrinker));
+        shrink_client_remove_shrinker(cl, sh);
         return varlink_reply(c, json_object_new_object());
 }
 
@@ -602,9 +674,11 @@ const struct reclaim_transport service_reclaim_transport = {
 /* ---- the interface ---- */
 
 static const struct varlink_method pressured_methods[] = {
+        { "AddShrinker", method_add_shrinker },
         { "Answer", method_answer },
         { "GetStatus", method_get_status },
         { "ListShrinkers", method_list_shrinkers },
+        { "RemoveShrinker", method_remove_shrinker },
         { "Serve", method_serve },
         { "Shrink", method_shrink },
         { "Subscribe", method_subscribe },

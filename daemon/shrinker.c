@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "shrinker.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -114,31 +115,40 @@ static int client_pin(struct shrink_client *cl, int pidfd) {
         return 0;
 }
 
-static int client_add_shrinkers(struct shrink_client *cl, const struct shrinker_spec *specs, size_t n) {
+static int shrinker_new(struct shrink_client *cl, const struct shrinker_spec *spec, struct shrinker **ret) {
         size_t n_nodes = shrink_registry_n_nodes(cl->registry);
+        struct shrinker *sh = calloc(1, sizeof(*sh));
+        if (!sh)
+                return -ENOMEM;
+        sh->client = cl;
+        sh->flags = spec->flags;
+        sh->seeks = spec->seeks;
+        sh->batch = spec->batch;
+        sh->n_nodes = (sh->flags & SHRINKER_NUMA_AWARE) ? n_nodes : 1;
+        sh->name = strdup(spec->name);
+        sh->last_count = calloc(sh->n_nodes, sizeof(uint64_t));
+        sh->last_bytes = calloc(sh->n_nodes, sizeof(uint64_t));
+        sh->deferred = calloc(sh->n_nodes, sizeof(uint64_t));
+        sh->empty_until = calloc(sh->n_nodes, sizeof(uint64_t));
+        sh->goal = calloc(sh->n_nodes, sizeof(struct shrinker_goal));
+        if (!sh->name || !sh->last_count || !sh->last_bytes || !sh->deferred || !sh->empty_until || !sh->goal) {
+                shrinker_free(sh);
+                return -ENOMEM;
+        }
+        *ret = sh;
+        return 0;
+}
 
+static int client_add_shrinkers(struct shrink_client *cl, const struct shrinker_spec *specs, size_t n) {
         cl->shrinkers = calloc(MAX(n, 1u), sizeof(struct shrinker *));
         if (!cl->shrinkers)
                 return -ENOMEM;
+        cl->max_shrinkers = MAX(n, 1u);
         for (size_t i = 0; i < n; i++) {
-                struct shrinker *sh = calloc(1, sizeof(*sh));
-                if (!sh)
-                        return -ENOMEM;
-                cl->shrinkers[cl->n_shrinkers++] = sh;
-                sh->client = cl;
-                sh->flags = specs[i].flags;
-                sh->seeks = specs[i].seeks;
-                sh->batch = specs[i].batch;
-                sh->n_nodes = (sh->flags & SHRINKER_NUMA_AWARE) ? n_nodes : 1;
-                sh->name = strdup(specs[i].name);
-                sh->last_count = calloc(sh->n_nodes, sizeof(uint64_t));
-                sh->last_bytes = calloc(sh->n_nodes, sizeof(uint64_t));
-                sh->deferred = calloc(sh->n_nodes, sizeof(uint64_t));
-                sh->empty_until = calloc(sh->n_nodes, sizeof(uint64_t));
-                sh->goal = calloc(sh->n_nodes, sizeof(struct shrinker_goal));
-                if (!sh->name || !sh->last_count || !sh->last_bytes || !sh->deferred || !sh->empty_until ||
-                    !sh->goal)
-                        return -ENOMEM;
+                int r = shrinker_new(cl, &specs[i], &cl->shrinkers[cl->n_shrinkers]);
+                if (r < 0)
+                        return r;
+                cl->n_shrinkers++;
         }
         return 0;
 }
@@ -150,7 +160,7 @@ static void watch_ancestors(struct shrink_client *cl) {
         for (size_t i = 0; i < cl->n_shrinkers; i++)
                 if (cl->shrinkers[i]->flags & SHRINKER_MEMCG_AWARE)
                         memcg = true;
-        if (!memcg || streq(cl->cgroup, "/"))
+        if (!memcg || cl->watched || streq(cl->cgroup, "/"))
                 return;
 
         size_t depth = 0;
@@ -283,6 +293,58 @@ void shrink_client_free(struct shrink_client *cl) {
                 log_info("pid %d unregistered %zu shrinker%s.", (int) cl->pid, cl->n_shrinkers,
                          cl->n_shrinkers == 1 ? "" : "s");
         client_destroy(cl);
+}
+
+int shrink_client_add_shrinker(struct shrink_client *cl, const struct shrinker_spec *spec, size_t max,
+                               struct shrinker **ret) {
+        struct shrink_registry *reg = cl->registry;
+        struct shrinker *sh;
+        int r;
+
+        if (cl->n_shrinkers >= max)
+                return -E2BIG;
+        if (cl->n_shrinkers == cl->max_shrinkers) {
+                size_t m = MIN(MAX(cl->max_shrinkers * 2, 4u), max);
+                struct shrinker **a = reallocarray(cl->shrinkers, m, sizeof(*a));
+                if (!a)
+                        return -ENOMEM;
+                cl->shrinkers = a;
+                cl->max_shrinkers = m;
+        }
+        r = shrinker_new(cl, spec, &sh);
+        if (r < 0)
+                return r;
+        sh->id = ++reg->last_shrinker_id;
+        r = hashmap_put_u64(reg->by_id, sh->id, sh);
+        if (r < 0) {
+                shrinker_free(sh);
+                return r;
+        }
+        cl->shrinkers[cl->n_shrinkers++] = sh;
+        watch_ancestors(cl);
+        for (size_t i = 0; i < reg->n_observers; i++)
+                if (reg->observers[i].ops->shrinker_added)
+                        reg->observers[i].ops->shrinker_added(sh, reg->observers[i].userdata);
+        *ret = sh;
+        return 0;
+}
+
+void shrink_client_remove_shrinker(struct shrink_client *cl, struct shrinker *sh) {
+        struct shrink_registry *reg = cl->registry;
+        size_t i;
+
+        assert(sh->client == cl);
+        for (i = 0; i < cl->n_shrinkers && cl->shrinkers[i] != sh; i++)
+                ;
+        assert(i < cl->n_shrinkers);
+        hashmap_remove_u64(reg->by_id, sh->id);
+        for (size_t k = 0; k < reg->n_observers; k++)
+                if (reg->observers[k].ops->shrinker_removed)
+                        reg->observers[k].ops->shrinker_removed(sh, reg->observers[k].userdata);
+        /* Keep the order: ListShrinkers shows a client's shrinkers as registered. */
+        memmove(&cl->shrinkers[i], &cl->shrinkers[i + 1], (cl->n_shrinkers - i - 1) * sizeof(*cl->shrinkers));
+        cl->n_shrinkers--;
+        shrinker_free(sh);
 }
 
 struct shrink_client *shrink_client_by_token(const struct shrink_registry *reg, const char *token) {

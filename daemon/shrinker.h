@@ -61,7 +61,7 @@ struct shrink_client {
         char token[33];
         uint64_t rejected; /* answers refused: unknown, duplicate, impossible */
         struct shrinker **shrinkers;
-        size_t n_shrinkers;
+        size_t n_shrinkers, max_shrinkers;
         struct scope **watched; /* its cgroup and the ancestors, watched for MEMCG_AWARE shrinkers */
         size_t n_watched;
         /* round.c's: its memory as read once in round credit_round (when), the cap on what it may say it
@@ -80,6 +80,9 @@ struct shrink_client {
 struct shrink_registry_observer {
         void (*client_added)(struct shrink_client *cl, void *userdata);
         void (*client_removed)(struct shrink_client *cl, void *userdata); /* its shrinkers still there */
+        /* One shrinker added to or removed from a client that was started (AddShrinker, RemoveShrinker). */
+        void (*shrinker_added)(struct shrinker *sh, void *userdata);
+        void (*shrinker_removed)(struct shrinker *sh, void *userdata); /* still in its client */
 };
 
 #define SHRINK_REGISTRY_OBSERVERS_MAX 4
@@ -128,6 +131,12 @@ int shrink_client_new(struct shrink_registry *reg, pid_t pid, int pidfd, uid_t u
 void shrink_client_start(struct shrink_client *cl);
 /* Unregister: observers drop its work; the shrinkers are gone when this returns. */
 void shrink_client_free(struct shrink_client *cl);
+
+/* One more shrinker for a started client, with a new id, unless it has max already (-E2BIG). */
+int shrink_client_add_shrinker(struct shrink_client *cl, const struct shrinker_spec *spec, size_t max,
+                               struct shrinker **ret);
+/* Unregister one shrinker: observers drop its work; it is freed when this returns. */
+void shrink_client_remove_shrinker(struct shrink_client *cl, struct shrinker *sh);
 
 struct shrink_client *shrink_client_by_token(const struct shrink_registry *reg, const char *token);
 struct shrinker *shrinker_by_id(const struct shrink_registry *reg, uint64_t id);

@@ -182,11 +182,11 @@ static void test_values(void) {
 
         const struct shrink_request_snapshot q = {
                 .id = 1, .shrinker = 2, .op = SHRINK_OP_SCAN, .node = 0, .cgroup = "/", .nr_to_scan = 5,
-                .priority = 0, .deadline = 3260996274,
+                .priority = 0, .deadline = 3260996274, .scope_type = SCOPE_CGROUP, .level = LEVEL_LOW,
         };
         o = protocol_encode_shrink_request(&q);
         CU_ASSERT_STRING_EQUAL(plain(o), "{\"id\":1,\"shrinker\":2,\"op\":\"scan\",\"node\":0,\"cgroup\":\"/\","
-                                         "\"nr_to_scan\":5,\"priority\":0,\"deadline\":3260996274}");
+                                         "\"nr_to_scan\":5,\"priority\":0,\"deadline\":3260996274,\"scope\":\"cgroup\",\"level\":\"low\"}");
         json_object_put(o);
         /* A count has no nr_to_scan. */
         struct shrink_request_snapshot count = q;
@@ -196,6 +196,15 @@ static void test_values(void) {
         struct shrink_request_snapshot back;
         CU_ASSERT_EQUAL(protocol_decode_shrink_request(o, &back), 0);
         CU_ASSERT_EQUAL(back.op, SHRINK_OP_COUNT);
+        CU_ASSERT_EQUAL(back.scope_type, SCOPE_CGROUP);
+        CU_ASSERT_EQUAL(back.level, LEVEL_LOW);
+        json_object_put(o);
+        /* An explicit Shrink's requests name no level. */
+        count.level = -1;
+        o = protocol_encode_shrink_request(&count);
+        CU_ASSERT_PTR_NULL(strstr(plain(o), "level"));
+        CU_ASSERT_EQUAL(protocol_decode_shrink_request(o, &back), 0);
+        CU_ASSERT_EQUAL(back.level, -1);
         json_object_put(o);
 
         /* A scope with no limit has no limit on the wire, and decodes back to "none". */
@@ -267,6 +276,8 @@ static void test_request_text(void) {
                                 .nr_to_scan = i == 4 ? (uint64_t) INT64_MAX + 5 : 128,
                                 .priority = 12 - (int) i,
                                 .deadline = 123456789012ULL,
+                                .scope_type = (enum scope_type) (i % 3),
+                                .level = (int) i % 5 - 1, /* -1 (none) through critical */
                         };
                         struct json_text t = {};
                         CU_ASSERT_EQUAL(json_text_append(&t, "x", 1), 0);
