@@ -10,10 +10,28 @@
  * 0 or a negative errno and write their out-parameters only on success.
  *
  * Event-loop integration: pressure_client_get_fd() returns one fd that becomes readable whenever
- * pressure_client_dispatch() has work; callbacks run inside dispatch, on the caller's thread.
+ * pressure_client_dispatch() has work; callbacks run inside dispatch, on the caller's thread (or on the
+ * library's thread after pressure_client_start_thread()). Dispatch never waits: it reads what the
+ * sockets hold, sends what they take, and runs the callbacks.
  *
- * Thread safety: a client and the objects it returns may be used from one thread at a time. Different
- * clients are independent.
+ * The daemon need not be there: a client is made without connecting. Subscriptions and shrinkers are
+ * sent to the daemon in the background, and again, by themselves, whenever the daemon comes back after
+ * going away (retried after 0.1 s, doubling up to 2 s). pressure_client_set_connection_handler() tells
+ * the application when it goes and when everything is registered again. The calls that wait for an
+ * answer (pressure_client_get_status()) say so in their names' documentation and have an _async
+ * variant; they fail with the connect errno (-ENOENT, -ECONNREFUSED) while the daemon is away.
+ *
+ * Threads: every function may be called from any thread, at any time, for any object (each client has
+ * one internal lock, never held while a callback of the application runs, so a callback may call any
+ * function of the library and an application lock held around a library call cannot deadlock against
+ * a callback that takes it). Callbacks of one client never run at the same time: one thread dispatches
+ * at a time (a second gets -EBUSY). References are atomic. After fork(), the child must not use the
+ * parent's clients (their sockets are shared with the parent): it makes its own.
+ *
+ * ABI: functions are versioned (LIBPRESSURE_x.y nodes) and never removed or changed in a release.
+ * Structures the library hands out (pressure_shrink_control) may grow at their end; never allocate or
+ * copy one. struct pressure_lru_node and struct pressure_stall are embedded by the application and
+ * frozen: their size and fields do not change. docs/abi.md has the rules.
  *
  * Scope names, used wherever a scope is given as a string:
  *   "system"        the whole machine (/proc/pressure/memory)
@@ -58,6 +76,9 @@ struct pressure_stall {
         uint64_t total;
 };
 
+/** The library's version, e.g. "0.4.0" (the package version it was built from). Since LIBPRESSURE_0.4. */
+const char *pressure_get_version(void);
+
 /** "ok", "low", "medium", "critical"; NULL for an invalid level. */
 const char *pressure_level_to_string(enum pressure_level level);
 
@@ -66,38 +87,69 @@ int pressure_level_from_string(const char *s);
 
 /**
  * The socket pressured listens on by default: /run/pressured/io.pressured for root,
- * $XDG_RUNTIME_DIR/pressured/io.pressured otherwise, unless $PRESSURED_SOCKET is set.
+ * $XDG_RUNTIME_DIR/pressured/io.pressured otherwise, unless $PRESSURED_SOCKET is set (both read with
+ * secure_getenv(): a set-uid program ignores them).
  * Returns a newly allocated string in *ret (free() it), or a negative errno.
  */
 int pressure_default_socket_path(char **ret);
 
 /**
- * Connect to pressured. socket_path may be NULL for the default.
- * Returns 0 and the new client in *ret, or a negative errno (-ENOENT, -ECONNREFUSED: no daemon there).
+ * A client of the pressured at socket_path (NULL: the default). Does not connect: it succeeds whether
+ * or not the daemon runs. Returns 0 and the new client in *ret, or a negative errno (-ENOMEM, -ENXIO
+ * without a default path, -ENAMETOOLONG).
  */
 int pressure_client_new(const char *socket_path, struct pressure_client **ret);
+
+/**
+ * Called from dispatch when the daemon went away (connected = 0: subscriptions wait, shrinker ids are 0)
+ * and when every subscription and shrinker of the client is registered with it (connected = 1: the
+ * first time, and after every return of the daemon). A subscription the daemon refuses then ends
+ * through its end handler. Since LIBPRESSURE_0.4.
+ */
+typedef void (*pressure_connection_handler_t)(struct pressure_client *client, int connected, void *userdata);
+
+/** Set (NULL: clear) the connection handler. Returns 0. Since LIBPRESSURE_0.4. */
+int pressure_client_set_connection_handler(struct pressure_client *client, pressure_connection_handler_t handler,
+                                           void *userdata);
+
+/** 1 if the connection handler was last told connected, 0 otherwise. Since LIBPRESSURE_0.4. */
+int pressure_client_is_connected(struct pressure_client *client);
 
 /** Take a reference. Returns client. */
 struct pressure_client *pressure_client_ref(struct pressure_client *client);
 
-/** Drop a reference; the last one closes the connections. Accepts NULL. Returns NULL. */
+/** Drop a reference; the last one closes the connections. Subscriptions and shrinkers with a handle hold
+ * a reference to their client. Accepts NULL. Returns NULL. */
 struct pressure_client *pressure_client_unref(struct pressure_client *client);
 
 /** The socket path this client is connected to. Valid as long as the client. */
 const char *pressure_client_get_socket_path(struct pressure_client *client);
 
 /**
- * Timeout for the calls that wait for an answer (get_status, subscribe), in milliseconds. Default 5000;
- * 0 or less waits forever.
+ * Timeout for the calls that wait for an answer (pressure_client_get_status(),
+ * pressure_client_subscribe()), in milliseconds. Default 5000; 0 or less waits forever.
  */
 void pressure_client_set_timeout(struct pressure_client *client, int timeout_ms);
 
 /**
- * Ask for the current state of the system, every NUMA node and every cgroup the daemon watches. Blocks
- * for at most the client's timeout. Returns 0 and a status in *ret (release it with
- * pressure_status_unref()), -ETIMEDOUT, -ECONNRESET when the daemon went away, -EPROTO on a bad reply.
+ * Ask for the current state of the system, every NUMA node and every cgroup the daemon watches. Waits
+ * (on a connection of its own, without blocking dispatch on other threads) for at most the client's
+ * timeout. Returns 0 and a status in *ret (release it with pressure_status_unref()), -ENOENT or
+ * -ECONNREFUSED when no daemon is there, -ETIMEDOUT, -ECONNRESET when the daemon went away, -EPROTO on
+ * a bad reply.
  */
 int pressure_client_get_status(struct pressure_client *client, struct pressure_status **ret);
+
+/** The answer of pressure_client_get_status_async(): error 0 and a status (borrowed: take a reference
+ * to keep it), or a negative errno as pressure_client_get_status() returns it and NULL. */
+typedef void (*pressure_status_handler_t)(struct pressure_client *client, int error,
+                                          struct pressure_status *status, void *userdata);
+
+/** The same, without waiting: the handler is called from dispatch. Returns 0, or -ENOTCONN while the
+ * daemon is away. Handlers still pending when the client is freed are not called.
+ * Since LIBPRESSURE_0.4. */
+int pressure_client_get_status_async(struct pressure_client *client, pressure_status_handler_t handler,
+                                     void *userdata);
 
 struct pressure_status *pressure_status_ref(struct pressure_status *status);
 struct pressure_status *pressure_status_unref(struct pressure_status *status);
@@ -132,6 +184,13 @@ int pressure_scope_get_stall(const struct pressure_scope *scope, enum pressure_s
                              struct pressure_stall *ret);
 /** Memory of a node scope in bytes. Returns 0, or -ENODATA for other scopes. */
 int pressure_scope_get_memory(const struct pressure_scope *scope, uint64_t *ret_total, uint64_t *ret_free);
+/** A node's min, low and high watermarks in bytes (summed over its zones). Returns 0, or -ENODATA.
+ * Since LIBPRESSURE_0.4. */
+int pressure_scope_get_watermarks(const struct pressure_scope *scope, uint64_t *ret_min, uint64_t *ret_low,
+                                  uint64_t *ret_high);
+/** A cgroup's memory use and its limit in bytes (UINT64_MAX: none), as the daemon last read them.
+ * Returns 0, or -ENODATA. Since LIBPRESSURE_0.4. */
+int pressure_scope_get_cgroup_memory(const struct pressure_scope *scope, uint64_t *ret_usage, uint64_t *ret_limit);
 /** Estimated bytes to free to bring the scope back under its threshold; 0 at ok. An estimate. */
 uint64_t pressure_scope_get_reclaim_target(const struct pressure_scope *scope);
 /** CLOCK_MONOTONIC microseconds of the scope's last level change. */
@@ -151,26 +210,63 @@ unsigned pressure_scope_get_coalesced(const struct pressure_scope *scope);
 const char *pressure_scope_to_json(const struct pressure_scope *scope);
 
 /**
- * Called for each scope's current state when a subscription starts (is_initial = 1, before
- * pressure_client_subscribe() returns) and for every level change later (is_initial = 0, from
- * pressure_client_dispatch()). The scope is valid only during the call.
+ * Called from dispatch with each scope's current state when a subscription starts and again after
+ * every return of the daemon (is_initial = 1), and for every level change (is_initial = 0). The scope
+ * is valid only during the call.
  */
 typedef void (*pressure_event_handler_t)(struct pressure_client *client, const struct pressure_scope *scope,
                                          int is_initial, void *userdata);
 
+/* ---- Subscriptions ---- */
+
+struct pressure_subscription;
+
+/** Called from dispatch when a subscription ended for good: error -ENOENT (no such cgroup, or all its
+ * scopes were removed), -ENXIO (no such node), -EACCES (the daemon may not watch that cgroup for this
+ * user), -EDQUOT (this user watches as many cgroups as it may), -EPROTO. Not called for an unref, nor
+ * while the daemon is away (the subscription waits for it). Since LIBPRESSURE_0.4. */
+typedef void (*pressure_subscription_end_handler_t)(struct pressure_subscription *subscription, int error,
+                                                    void *userdata);
+
 /**
  * Subscribe to level changes of the given scopes (NULL-terminated array of scope names; NULL or empty for
- * the system). Changes are reported when a scope reaches min_level or falls back below it. One
- * subscription per client.
+ * the system): the handler hears when a scope reaches min_level or falls back below it, and its first
+ * states, all from dispatch. Any number per client, each its own connection to the daemon. Does not
+ * wait: a refusal comes to the end handler.
+ *
+ * With ret, the subscription lives until its last reference is dropped (pressure_subscription_unref()
+ * unsubscribes); with ret NULL it is floating: the client owns it until it ends or the client is freed.
+ * Returns 0, -EINVAL (bad scope name or level, no handler), -ENOMEM. Since LIBPRESSURE_0.4.
+ */
+int pressure_subscription_new(struct pressure_client *client, const char *const *scopes,
+                              enum pressure_level min_level, pressure_event_handler_t handler, void *userdata,
+                              struct pressure_subscription **ret);
+struct pressure_subscription *pressure_subscription_ref(struct pressure_subscription *subscription);
+/** The last reference unsubscribes: once this returns, no callback of the subscription runs (one running
+ * on another thread is waited for). Accepts NULL. Returns NULL. */
+struct pressure_subscription *pressure_subscription_unref(struct pressure_subscription *subscription);
+int pressure_subscription_set_end_handler(struct pressure_subscription *subscription,
+                                          pressure_subscription_end_handler_t handler, void *userdata);
+/** 1 while the daemon streams its events, 0 while it is being (re)established, or the negative errno it
+ * ended with. */
+int pressure_subscription_get_state(struct pressure_subscription *subscription);
+struct pressure_client *pressure_subscription_get_client(struct pressure_subscription *subscription);
+
+/**
+ * The first interface, kept: one subscription per client, and a call that waits (for at most the
+ * client's timeout) until the daemon has answered and the first states were delivered to the handler
+ * (by dispatching here, or by the library's thread). Dispatch runs other callbacks meanwhile.
  *
  * Returns 0, -EBUSY (already subscribed), -ENOENT (no such cgroup), -ENXIO (no such node), -EACCES (the
- * daemon may not watch that cgroup), -EINVAL (bad scope name), -ETIMEDOUT, -ECONNRESET, -EPROTO.
+ * daemon may not watch that cgroup), -EINVAL (bad scope name), -ECONNREFUSED (no daemon), -ETIMEDOUT,
+ * -EPROTO. The subscription then lives as long as the client, through the daemon's restarts.
  */
 int pressure_client_subscribe(struct pressure_client *client, const char *const *scopes,
                               enum pressure_level min_level, pressure_event_handler_t handler, void *userdata);
 
 /**
- * Called from pressure_client_dispatch() when the kernel counted memory events in a subscribed cgroup,
+ * Called from pressure_client_dispatch() when the kernel counted memory events in a subscribed cgroup
+ * (once per subscription that names it),
  * whatever min_level: kind "oom_kill" (the OOM killer killed `count` processes in it) or "max" (its usage
  * reached memory.max `count` times; cgroup v2), or a later daemon's word. scope_name is the cgroup path,
  * valid only during the call.
@@ -202,11 +298,12 @@ int pressure_client_set_memory_event_handler(struct pressure_client *client, pre
  * shrinker that keeps missing it.
  *
  * Callbacks run inside pressure_client_dispatch(), on the thread that calls it (or on the library's
- * thread after pressure_client_start_thread()). They may not call pressure_shrinker_free() or
- * pressure_client_unref() on their own client.
+ * thread after pressure_client_start_thread()), without any lock of the library held.
  *
- * If the daemon restarts, the client reconnects (retrying every second) and registers its shrinkers
- * again by itself; shrinker ids change then.
+ * Made like the kernel's: pressure_shrinker_alloc(), the setters, pressure_shrinker_register(). The
+ * registration is sent in the background: the shrinker's id is 0 until the daemon has it. Adding or
+ * freeing one shrinker changes only that one on the daemon (its id is kept while the daemon runs). If the
+ * daemon restarts, the client registers its shrinkers again by itself; ids change then.
  */
 
 struct pressure_shrinker;
@@ -219,7 +316,8 @@ enum pressure_shrinker_flags {
         PRESSURE_SHRINKER_MEMCG_AWARE = 1 << 1
 };
 
-/** What a request is about, and what the callback reports back. */
+/** What a request is about, and what the callback reports back. Made by the library only: fields are
+ * appended in later versions (never allocate or copy one). */
 struct pressure_shrink_control {
         int node;            /* NUMA node the request is for */
         const char *cgroup;  /* cgroup v2 path the request is for ("/" for the whole system) */
@@ -227,6 +325,10 @@ struct pressure_shrink_control {
         uint64_t nr_scanned; /* scan: how many were scanned; preset to nr_to_scan */
         uint64_t nr_bytes;   /* count: bytes the freeable objects hold; scan: bytes freed (optional, 0) */
         int priority;        /* 12 (gentle) .. 0 (everything), as the kernel's reclaim priority */
+        /* Since LIBPRESSURE_0.4: */
+        enum pressure_level level;           /* of the scope under pressure; ok for an explicit Shrink */
+        enum pressure_scope_type scope_type; /* the kind of that scope */
+        uint64_t deadline; /* CLOCK_MONOTONIC microseconds: an answer after it is discarded */
 };
 
 typedef uint64_t (*pressure_count_objects_t)(struct pressure_shrinker *shrinker, struct pressure_shrink_control *sc,
@@ -234,11 +336,34 @@ typedef uint64_t (*pressure_count_objects_t)(struct pressure_shrinker *shrinker,
 typedef uint64_t (*pressure_scan_objects_t)(struct pressure_shrinker *shrinker, struct pressure_shrink_control *sc,
                                             void *userdata);
 
+/** Frees a shrinker's userdata when the shrinker is freed. */
+typedef void (*pressure_destroy_t)(void *userdata);
+
 /**
- * Register a shrinker with the daemon. name: 1..64 printable characters (shown by pressurectl); flags:
- * PRESSURE_SHRINKER_*; seeks: cost to recreate an object (negative: the default 2; 0: cheap); batch:
- * most objects per scan call (0 or negative: the default 128).
- * Returns 0 and the shrinker in *ret, or a negative errno (-EINVAL, -ECONNREFUSED, -ETIMEDOUT, -EPERM).
+ * A new shrinker, not registered yet. name: 1..64 printable characters (shown by pressurectl); flags:
+ * PRESSURE_SHRINKER_*. The shrinker holds a reference to the client. Returns 0, -EINVAL or -ENOMEM.
+ * Since LIBPRESSURE_0.4.
+ */
+int pressure_shrinker_alloc(struct pressure_client *client, unsigned flags, const char *name,
+                            struct pressure_shrinker **ret);
+/* Before pressure_shrinker_register() only (-EBUSY after); 0 or -EINVAL. Since LIBPRESSURE_0.4. */
+/** Cost to recreate an object: negative for the default (2), 0 for cheap, at most 1000. */
+int pressure_shrinker_set_seeks(struct pressure_shrinker *shrinker, int seeks);
+/** Most objects per scan call: 0 or negative for the default (128), at most 1048576. */
+int pressure_shrinker_set_batch(struct pressure_shrinker *shrinker, int batch);
+int pressure_shrinker_set_callbacks(struct pressure_shrinker *shrinker, pressure_count_objects_t count,
+                                    pressure_scan_objects_t scan);
+/** destroy (may be NULL) is called with userdata by pressure_shrinker_free(), after the last callback. */
+int pressure_shrinker_set_userdata(struct pressure_shrinker *shrinker, void *userdata, pressure_destroy_t destroy);
+void *pressure_shrinker_get_userdata(const struct pressure_shrinker *shrinker);
+struct pressure_client *pressure_shrinker_get_client(const struct pressure_shrinker *shrinker);
+/** Register with the daemon, now or once it is there (never waits). Returns 0, -EINVAL without
+ * callbacks, -EBUSY if registered already. Since LIBPRESSURE_0.4. */
+int pressure_shrinker_register(struct pressure_shrinker *shrinker);
+
+/**
+ * alloc, set and register in one call. seeks and batch as for the setters. Returns 0 and the shrinker in
+ * *ret (registered in the background), or -EINVAL or -ENOMEM.
  */
 int pressure_shrinker_new(struct pressure_client *client, const char *name, unsigned flags, int seeks, int batch,
                           pressure_count_objects_t count, pressure_scan_objects_t scan, void *userdata,
@@ -256,37 +381,28 @@ typedef void (*pressure_release_t)(void *userdata);
  */
 int pressure_client_set_release(struct pressure_client *client, pressure_release_t release, void *userdata);
 
-/** Unregister and free a shrinker. Accepts NULL. */
+/** Unregister and free a shrinker, then call its destroy function. Once this returns, no callback of it
+ * runs (one running on another thread is waited for; called from its own callback, that callback is the
+ * last). Drops the shrinker's reference to the client. Accepts NULL. */
 void pressure_shrinker_free(struct pressure_shrinker *shrinker);
 
-/** The id the daemon gave the shrinker (as in pressurectl shrinkers); 0 while not registered. */
+/** The id the daemon gave the shrinker (as in pressurectl shrinkers); 0 while not registered (yet). */
 uint64_t pressure_shrinker_get_id(const struct pressure_shrinker *shrinker);
 
 /**
  * For programs without an event loop: run pressure_client_dispatch() on a thread owned by the library
- * until the last reference to the client is dropped. Once started, other functions of this client may be
- * called from any thread (they take the client's lock). Returns 0, -EBUSY if already started, or a
+ * until the last reference to the client is dropped. Returns 0, -EBUSY if already started, or a
  * negative errno.
  */
 int pressure_client_start_thread(struct pressure_client *client);
-
-/**
- * For tools: call any io.pressured method with parameters given as JSON text (NULL for none) and get the
- * reply's parameters as JSON text in *ret (free() it). Blocks for at most the client's timeout.
- * Returns 0, or a negative errno mapped from the daemon's error (-EPERM for PermissionDenied, -ENOENT for
- * NoSuchCgroup and NoSuchShrinker, -ENXIO for NoSuchNode, -EINVAL for InvalidParameter, -EOPNOTSUPP for
- * an unknown method, -EPROTO otherwise); then *ret_error, if given, receives the error's name.
- */
-int pressure_client_call_json(struct pressure_client *client, const char *method, const char *parameters,
-                              char **ret, char **ret_error);
 
 /** An fd to poll for readability (POLLIN); when readable, call pressure_client_dispatch(). */
 int pressure_client_get_fd(struct pressure_client *client);
 
 /**
- * Read what the daemon sent and run the handlers. Never blocks. Returns 0, or -ECONNRESET when the
- * daemon closed the subscription (it stopped, or every subscribed scope went away), -EPROTO on a
- * malformed message.
+ * Read what the daemon sent, send what waits, reach a daemon that was away, and run the callbacks.
+ * Never waits. Returns 0, or -EBUSY when another thread is dispatching this client (or a callback
+ * called it).
  */
 int pressure_client_dispatch(struct pressure_client *client);
 
@@ -422,12 +538,32 @@ uint64_t pressure_lru_drain(struct pressure_lru *lru, pressure_lru_free_t free_f
  * PRESSURE_SHRINKER_MEMCG_AWARE), count = the node's length (bytes = length * object_size when
  * object_size > 0), scan = walk the node's oldest nr_to_scan objects through isolate (NULL: second
  * chance: referenced objects are rotated once, the others removed) and free the removed ones with
- * free_fn. Returns 0 and the shrinker (release with pressure_shrinker_free() before the list), or a
- * negative errno.
+ * free_fn. Returns 0 and the shrinker (release with pressure_shrinker_free() before the list), -EBUSY
+ * while the list has a shrinker, or another negative errno.
  */
 int pressure_lru_shrinker_new(struct pressure_lru *lru, struct pressure_client *client, const char *name,
                               unsigned extra_flags, size_t object_size, pressure_lru_isolate_t isolate,
                               pressure_lru_free_t free_fn, void *userdata, struct pressure_shrinker **ret);
+
+/**
+ * The same shrinker, allocated but not registered, so that its seeks and batch can be set
+ * (pressure_shrinker_set_seeks(), _set_batch()) before pressure_shrinker_register(). A list has one
+ * shrinker at a time (-EBUSY); once it is freed, the list may get another. Since LIBPRESSURE_0.4.
+ */
+int pressure_lru_shrinker_alloc(struct pressure_lru *lru, struct pressure_client *client, const char *name,
+                                unsigned extra_flags, size_t object_size, pressure_lru_isolate_t isolate,
+                                pressure_lru_free_t free_fn, void *userdata, struct pressure_shrinker **ret);
+
+/** For shrinkers of one's own over a list (the kernel's list_lru_shrink_count/walk): the objects on the
+ * request's node. Since LIBPRESSURE_0.4. */
+uint64_t pressure_lru_shrink_count(const struct pressure_lru *lru, const struct pressure_shrink_control *sc);
+
+/** Walk the request's node for sc->nr_to_scan objects, as pressure_lru_walk_node(), and set
+ * sc->nr_scanned to the number walked. Returns the number isolated onto *ret_dispose. Since
+ * LIBPRESSURE_0.4. */
+uint64_t pressure_lru_shrink_walk(struct pressure_lru *lru, struct pressure_shrink_control *sc,
+                                  pressure_lru_isolate_t isolate, void *userdata,
+                                  struct pressure_lru_node **ret_dispose);
 
 #ifdef __cplusplus
 }

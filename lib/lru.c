@@ -268,10 +268,28 @@ static enum pressure_lru_status second_chance(struct pressure_lru_node *item, vo
         return pressure_lru_test_and_clear_referenced(item) ? PRESSURE_LRU_ROTATE : PRESSURE_LRU_REMOVED;
 }
 
+EXPORT uint64_t pressure_lru_shrink_count(const struct pressure_lru *lru, const struct pressure_shrink_control *sc) {
+        return lru && sc ? pressure_lru_count_node(lru, sc->node) : 0;
+}
+
+EXPORT uint64_t pressure_lru_shrink_walk(struct pressure_lru *lru, struct pressure_shrink_control *sc,
+                                         pressure_lru_isolate_t isolate, void *userdata,
+                                         struct pressure_lru_node **ret_dispose) {
+        if (!sc) {
+                if (ret_dispose)
+                        *ret_dispose = NULL;
+                return 0;
+        }
+        uint64_t budget = sc->nr_to_scan;
+        uint64_t isolated = pressure_lru_walk_node(lru, sc->node, isolate, userdata, &budget, ret_dispose);
+        sc->nr_scanned = sc->nr_to_scan - budget;
+        return isolated;
+}
+
 static uint64_t lru_count(struct pressure_shrinker *s, struct pressure_shrink_control *sc, void *userdata) {
         struct pressure_lru *lru = userdata;
         (void) s;
-        uint64_t n = pressure_lru_count_node(lru, sc->node);
+        uint64_t n = pressure_lru_shrink_count(lru, sc);
         sc->nr_bytes = n * lru->object_size;
         return n > 0 ? n : PRESSURE_SHRINK_EMPTY;
 }
@@ -279,11 +297,9 @@ static uint64_t lru_count(struct pressure_shrinker *s, struct pressure_shrink_co
 static uint64_t lru_scan(struct pressure_shrinker *s, struct pressure_shrink_control *sc, void *userdata) {
         struct pressure_lru *lru = userdata;
         struct pressure_lru_node *dispose;
-        uint64_t budget = sc->nr_to_scan;
         (void) s;
 
-        uint64_t freed = pressure_lru_walk_node(lru, sc->node, lru->isolate, lru->userdata, &budget, &dispose);
-        sc->nr_scanned = sc->nr_to_scan - budget;
+        uint64_t freed = pressure_lru_shrink_walk(lru, sc, lru->isolate, lru->userdata, &dispose);
         /* Free outside the node lock. */
         while (dispose) {
                 struct pressure_lru_node *next = dispose->next;
@@ -294,20 +310,44 @@ static uint64_t lru_scan(struct pressure_shrinker *s, struct pressure_shrink_con
         return freed;
 }
 
-EXPORT int pressure_lru_shrinker_new(struct pressure_lru *lru, struct pressure_client *client, const char *name,
-                                     unsigned extra_flags, size_t object_size, pressure_lru_isolate_t isolate,
-                                     pressure_lru_free_t free_fn, void *userdata, struct pressure_shrinker **ret) {
-        if (!lru || !free_fn)
+/* The shrinker was freed: the list may get another. */
+static void lru_shrinker_gone(void *userdata) {
+        struct pressure_lru *lru = userdata;
+        __atomic_store_n(&lru->has_shrinker, 0, __ATOMIC_RELEASE);
+}
+
+EXPORT int pressure_lru_shrinker_alloc(struct pressure_lru *lru, struct pressure_client *client, const char *name,
+                                       unsigned extra_flags, size_t object_size, pressure_lru_isolate_t isolate,
+                                       pressure_lru_free_t free_fn, void *userdata, struct pressure_shrinker **ret) {
+        struct pressure_shrinker *s;
+        if (!lru || !free_fn || !ret)
                 return -EINVAL;
-        if (lru->has_shrinker)
+        int expected = 0;
+        if (!__atomic_compare_exchange_n(&lru->has_shrinker, &expected, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
                 return -EBUSY;
+        int r = pressure_shrinker_alloc(client, PRESSURE_SHRINKER_NUMA_AWARE | extra_flags, name, &s);
+        if (r < 0) {
+                lru_shrinker_gone(lru);
+                return r;
+        }
         lru->isolate = isolate ? isolate : second_chance;
         lru->free_fn = free_fn;
         lru->userdata = userdata;
         lru->object_size = object_size;
-        int r = pressure_shrinker_new(client, name, PRESSURE_SHRINKER_NUMA_AWARE | extra_flags, -1, 0, lru_count,
-                                      lru_scan, lru, ret);
+        (void) pressure_shrinker_set_callbacks(s, lru_count, lru_scan);
+        (void) pressure_shrinker_set_userdata(s, lru, lru_shrinker_gone);
+        *ret = s;
+        return 0;
+}
+
+EXPORT int pressure_lru_shrinker_new(struct pressure_lru *lru, struct pressure_client *client, const char *name,
+                                     unsigned extra_flags, size_t object_size, pressure_lru_isolate_t isolate,
+                                     pressure_lru_free_t free_fn, void *userdata, struct pressure_shrinker **ret) {
+        struct pressure_shrinker *s;
+        int r = pressure_lru_shrinker_alloc(lru, client, name, extra_flags, object_size, isolate, free_fn, userdata, &s);
+        if (r >= 0 && (r = pressure_shrinker_register(s)) < 0)
+                pressure_shrinker_free(s);
         if (r >= 0)
-                lru->has_shrinker = 1;
+                *ret = s;
         return r;
 }

@@ -38,6 +38,15 @@ static void on_event(struct pressure_client *c, const struct pressure_scope *s, 
         fflush(out);
 }
 
+static void on_end(struct pressure_subscription *s, int error, void *userdata) {
+        FILE *out = userdata;
+        (void) s;
+        fprintf(out, "end %d\n", error);
+        fflush(out);
+        _exit(0);
+}
+
+/* A subscriber process on the subscription API: its first states and its end come from dispatch. */
 static int subscriber_start(struct test_child *sub, const char *scope, const char *scope2) {
         int p[2];
         if (pipe(p) < 0)
@@ -56,7 +65,10 @@ static int subscriber_start(struct test_child *sub, const char *scope, const cha
                         _exit(1);
                 }
                 const char *scopes[] = { scope, scope2, NULL };
-                r = pressure_client_subscribe(c, scopes, PRESSURE_LEVEL_LOW, on_event, out);
+                struct pressure_subscription *s;
+                r = pressure_subscription_new(c, scopes, PRESSURE_LEVEL_LOW, on_event, out, &s);
+                if (r >= 0)
+                        r = pressure_subscription_set_end_handler(s, on_end, out);
                 if (r < 0) {
                         fprintf(out, "error subscribe %d\n", r);
                         fflush(out);
@@ -64,14 +76,8 @@ static int subscriber_start(struct test_child *sub, const char *scope, const cha
                 }
                 for (;;) {
                         struct pollfd pf = { .fd = pressure_client_get_fd(c), .events = POLLIN };
-                        if (poll(&pf, 1, -1) < 0)
-                                continue;
-                        r = pressure_client_dispatch(c);
-                        if (r < 0) {
-                                fprintf(out, "end %d\n", r);
-                                fflush(out);
-                                _exit(0);
-                        }
+                        if (poll(&pf, 1, -1) >= 0)
+                                (void) pressure_client_dispatch(c);
                 }
         }
         close(p[1]);

@@ -69,8 +69,16 @@ listed=$(sed -n 's/^[[:space:]]*\(pressure_[a-z_0-9]*\);/\1/p' "$SRC/lib/libpres
 exported=$(nm -D --defined-only "$dest$libdir/libpressure.so.0" | awk '$2 == "T" { sub(/@.*/, "", $3); print $3 }' | sort)
 check "version script and exported symbols agree" $([ "$listed" = "$exported" ]; echo $?)
 [ "$listed" = "$exported" ] || diff <(echo "$listed") <(echo "$exported")
+# The stable nodes' symbols are declared in the installed header; LIBPRESSURE_PRIVATE's only in the
+# uninstalled lib/pressure-private.h.
+private=$(sed -n '/^LIBPRESSURE_PRIVATE/,/^}/s/^[[:space:]]*\(pressure_[a-z_0-9]*\);/\1/p' "$SRC/lib/libpressure.sym" | sort)
+stable=$(comm -23 <(echo "$exported") <(echo "$private"))
 declared=$(grep -oE '\bpressure_[a-z_0-9]+\(' "$SRC/include/pressure.h" | tr -d '(' | sort -u)
-check "every exported function is declared in pressure.h" $([ "$(comm -13 <(echo "$declared") <(echo "$exported"))" = "" ]; echo $?)
+check "every stable exported function is declared in pressure.h" $([ "$(comm -13 <(echo "$declared") <(echo "$stable"))" = "" ]; echo $?)
+declared_private=$(grep -oE '\bpressure_[a-z_0-9]+\(' "$SRC/lib/pressure-private.h" | tr -d '(' | sort -u)
+check "every private one in pressure-private.h, and none in pressure.h" \
+        $([ "$(comm -13 <(echo "$declared_private") <(echo "$private"))" = "" ] && [ "$(comm -12 <(echo "$declared") <(echo "$private"))" = "" ]; echo $?)
+check "pressure-private.h is not installed" $([ -z "$(find "$dest" -name pressure-private.h)" ]; echo $?)
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

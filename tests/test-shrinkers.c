@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "pressure-gen.h"
-#include "pressure.h"
+#include "pressure-private.h"
 #include "macro.h"
 #include "test-util.h"
 

@@ -8,12 +8,13 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "pressure.h"
+#include "pressure-private.h"
 
 /* Exit codes */
 enum {
@@ -69,20 +70,30 @@ static void format_bytes(uint64_t b, char *buf, size_t size) {
 static int connect_client(struct pressure_client **ret) {
         int r = pressure_client_new(arg_socket, ret);
         if (r < 0) {
-                char *path = NULL;
-                if (!arg_socket)
-                        (void) pressure_default_socket_path(&path);
-                fprintf(stderr, "pressurectl: cannot reach pressured at %s: %s\n",
-                        arg_socket ? arg_socket : path ? path : "(no default socket)", strerror(-r));
-                free(path);
-                return -EXIT_UNREACHABLE;
+                fprintf(stderr, "pressurectl: %s\n", strerror(-r));
+                return -EXIT_FAILED;
         }
         return 0;
 }
 
-static int report_error(const char *what, int r) {
+/* Errors that mean the daemon is not there, or went. */
+static bool unreachable(int r) {
+        return r == -ENOENT || r == -ECONNREFUSED || r == -ENOTCONN || r == -ECONNRESET || r == -ETIMEDOUT ||
+               r == -EPIPE;
+}
+
+static int report_unreachable(struct pressure_client *c, int r) {
+        fprintf(stderr, "pressurectl: cannot reach pressured at %s: %s\n", pressure_client_get_socket_path(c),
+                strerror(-r));
+        return EXIT_UNREACHABLE;
+}
+
+/* A failed call that is no answer of the daemon's. */
+static int report_error(struct pressure_client *c, const char *what, int r) {
+        if (unreachable(r))
+                return report_unreachable(c, r);
         fprintf(stderr, "pressurectl: %s: %s\n", what, strerror(-r));
-        return r == -ECONNRESET || r == -ETIMEDOUT || r == -EPIPE ? EXIT_UNREACHABLE : EXIT_FAILED;
+        return EXIT_FAILED;
 }
 
 static void print_row(const struct pressure_scope *s) {
@@ -123,8 +134,9 @@ static int cmd_status(void) {
 
         r = pressure_client_get_status(c, &st);
         if (r < 0) {
+                r = report_error(c, "status", r);
                 pressure_client_unref(c);
-                return report_error("status", r);
+                return r;
         }
 
         if (arg_json)
@@ -203,46 +215,63 @@ static void on_memory_event(struct pressure_client *c, const char *scope, const 
                strcmp(kind, "oom_kill") == 0 ? " (the kernel's OOM killer killed in this cgroup)" : "");
 }
 
+/* watch ends when the subscription does (refused, or its scopes removed) or the daemon goes away. */
+static int watch_exit = -1;
+
+static void on_watch_end(struct pressure_subscription *s, int error, void *userdata) {
+        (void) s;
+        (void) userdata;
+        if (error == -ENOENT)
+                fprintf(stderr, "pressurectl: no such cgroup, or it was removed\n");
+        else if (error == -ENXIO)
+                fprintf(stderr, "pressurectl: no such NUMA node\n");
+        else if (error == -EACCES)
+                fprintf(stderr, "pressurectl: pressured may not watch that cgroup for you\n");
+        else if (error == -EDQUOT)
+                fprintf(stderr, "pressurectl: you have pressured watch as many cgroups as one user may\n");
+        else
+                fprintf(stderr, "pressurectl: subscription ended: %s\n", strerror(-error));
+        watch_exit = EXIT_FAILED;
+}
+
+static void on_watch_connection(struct pressure_client *c, int connected, void *userdata) {
+        (void) userdata;
+        if (!connected)
+                watch_exit = report_unreachable(c, -ECONNRESET);
+}
+
 static int cmd_watch(char **scopes) {
         struct pressure_client *c;
+        struct pressure_subscription *sub;
         int r = connect_client(&c);
         if (r < 0)
                 return -r;
 
         setvbuf(stdout, NULL, _IOLBF, 0);
         (void) pressure_client_set_memory_event_handler(c, on_memory_event, NULL);
-        r = pressure_client_subscribe(c, (const char *const *) scopes, arg_min_level, on_event, NULL);
-        if (r < 0) {
+        (void) pressure_client_set_connection_handler(c, on_watch_connection, NULL);
+        r = pressure_subscription_new(c, (const char *const *) scopes, arg_min_level, on_event, NULL, &sub);
+        if (r == -EINVAL) {
                 pressure_client_unref(c);
-                if (r == -ENOENT)
-                        fprintf(stderr, "pressurectl: no such cgroup\n");
-                else if (r == -ENXIO)
-                        fprintf(stderr, "pressurectl: no such NUMA node\n");
-                else if (r == -EACCES)
-                        fprintf(stderr, "pressurectl: pressured may not watch that cgroup (its memory.pressure is not writable to the daemon)\n");
-                else if (r == -EINVAL) {
-                        fprintf(stderr, "pressurectl: invalid scope (use system, node:N or /cgroup/path)\n");
-                        return EXIT_USAGE;
-                } else
-                        return report_error("subscribe", r);
-                return EXIT_FAILED;
+                fprintf(stderr, "pressurectl: invalid scope (use system, node:N or /cgroup/path)\n");
+                return EXIT_USAGE;
         }
+        if (r < 0) {
+                r = report_error(c, "subscribe", r);
+                pressure_client_unref(c);
+                return r;
+        }
+        (void) pressure_subscription_set_end_handler(sub, on_watch_end, NULL);
 
-        for (;;) {
+        while (watch_exit < 0) {
                 struct pollfd p = { .fd = pressure_client_get_fd(c), .events = POLLIN };
-                if (poll(&p, 1, -1) < 0) {
-                        if (errno == EINTR)
-                                continue;
+                if (poll(&p, 1, -1) < 0 && errno != EINTR)
                         break;
-                }
-                r = pressure_client_dispatch(c);
-                if (r < 0) {
-                        pressure_client_unref(c);
-                        return report_error("subscription ended", r);
-                }
+                (void) pressure_client_dispatch(c);
         }
+        pressure_subscription_unref(sub);
         pressure_client_unref(c);
-        return EXIT_OK;
+        return watch_exit < 0 ? EXIT_FAILED : watch_exit;
 }
 
 static struct json_object *jget(struct json_object *o, const char *key) {
@@ -260,7 +289,7 @@ static int call(struct pressure_client *c, const char *method, const char *param
                 else if (error)
                         fprintf(stderr, "pressurectl: the daemon answered %s\n", error);
                 else
-                        return -report_error(method, r);
+                        return -report_error(c, method, r);
                 free(error);
                 return -EXIT_FAILED;
         }

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "pressure-gen.h"
-#include "pressure.h"
+#include "pressure-private.h"
 #include "test-util.h"
 
 #define MIN(a, b) ((a) < (b) ? (a) : (b))

@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Not part of libpressure's stable interface: for pressurectl and the tests, built from the same tree.
+ * The symbol is in the LIBPRESSURE_PRIVATE node, which may change in any release. */
+
+#include "pressure.h"
+
+/**
+ * Call any io.pressured method with parameters given as JSON text (NULL for none) and get the reply's
+ * parameters as JSON text in *ret (free() it). Waits for at most the client's timeout, on a connection
+ * of its own. Returns 0, or a negative errno mapped from the daemon's error (-EPERM for
+ * PermissionDenied, -ENOENT for NoSuchCgroup and NoSuchShrinker, -ENXIO for NoSuchNode, -EINVAL for
+ * InvalidParameter, -EOPNOTSUPP for an unknown method, -EPROTO otherwise); then *ret_error, if given,
+ * receives the error's name.
+ */
+int pressure_client_call_json(struct pressure_client *client, const char *method, const char *parameters,
+                              char **ret, char **ret_error);

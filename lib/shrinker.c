@@ -1,0 +1,553 @@
+/* SPDX-License-Identifier: MIT */
+/* Shrinkers: all of a client's on one streaming Serve call; one added or removed later is one
+ * AddShrinker or RemoveShrinker call, the others untouched. Requests run from dispatch, without the
+ * client's lock; their answers go back in one oneway Answer per batch. */
+
+#include <errno.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/timerfd.h>
+
+#include "internal.h"
+#include "macro.h"
+
+#define NAME_MAX_LEN 64
+/* Answers of one batch, sent in one call. */
+#define ANSWERS_MAX 4096
+/* After scans that freed something, memory goes back to the kernel at most this often. */
+#define RELEASE_INTERVAL_US 100000
+
+/* Objects freed into glibc's heap stay in the process until the heap is trimmed; without that, freeing
+ * a cache lowers neither the RSS nor the cgroup's usage, and the pressure stays. */
+void release_heap(void *userdata) {
+        (void) userdata;
+#ifdef __GLIBC__
+        (void) malloc_trim(0);
+#endif
+}
+
+static void shrinker_maybe_destroy(struct pressure_shrinker *s) {
+        if (!s->freed || s->active > 0 || s->acking)
+                return;
+        free(s->name);
+        free(s);
+}
+
+static void shrinker_unlink(struct pressure_shrinker *s) {
+        struct pressure_client *c = s->client;
+        if (!s->linked)
+                return;
+        if (s->prev)
+                s->prev->next = s->next;
+        else
+                c->shrinkers = s->next;
+        if (s->next)
+                s->next->prev = s->prev;
+        s->prev = s->next = NULL;
+        s->linked = false;
+}
+
+static struct json_object *shrinker_spec(const struct pressure_shrinker *s) {
+        struct json_object *o = json_object_new_object();
+        json_object_object_add(o, "name", json_object_new_string(s->name));
+        if (s->flags & PRESSURE_SHRINKER_NUMA_AWARE)
+                json_object_object_add(o, "numa_aware", json_object_new_boolean(1));
+        if (s->flags & PRESSURE_SHRINKER_MEMCG_AWARE)
+                json_object_object_add(o, "memcg_aware", json_object_new_boolean(1));
+        if (s->seeks >= 0)
+                json_object_object_add(o, "seeks", json_object_new_int(s->seeks));
+        if (s->batch > 0)
+                json_object_object_add(o, "batch", json_object_new_int(s->batch));
+        return o;
+}
+
+static void remove_on_daemon(struct pressure_client *c, uint64_t id) {
+        if (!c->token[0] || id == 0)
+                return;
+        struct json_object *p = json_object_new_object();
+        json_object_object_add(p, "token", json_object_new_string(c->token));
+        json_object_object_add(p, "shrinker", json_object_new_int64((int64_t) id));
+        /* Oneway: nothing waits for it; a shrinker the daemon no longer has is what we want. */
+        (void) client_ctl_call(c, call_new("io.pressured.RemoveShrinker", p, false, true), NULL, NULL);
+}
+
+/* ---- one at a time: AddShrinker ---- */
+
+static void add_done(struct pressure_client *c, struct json_object *reply, void *data) {
+        struct pressure_shrinker *s = data;
+        s->acking = false;
+        uint64_t id = json_get_u64(json_get(json_get(reply, "parameters"), "shrinker"), "id");
+        if (!reply || json_get(reply, "error") || id == 0)
+                s->refused = reply != NULL; /* lost with the connection: asked again when the daemon is back */
+        else {
+                if (s->freed)
+                        remove_on_daemon(c, id);
+                else
+                        s->id = id;
+        }
+        json_object_put(reply);
+        shrinker_maybe_destroy(s);
+        client_check_ready(c);
+}
+
+static void add_on_daemon(struct pressure_client *c, struct pressure_shrinker *s) {
+        struct json_object *p = json_object_new_object();
+        json_object_object_add(p, "token", json_object_new_string(c->token));
+        json_object_object_add(p, "shrinker", shrinker_spec(s));
+        if (client_ctl_call(c, call_new("io.pressured.AddShrinker", p, false, false), add_done, s) >= 0)
+                s->acking = true;
+}
+
+/* ---- all at once: the Serve call ---- */
+
+static void serve_start(struct pressure_client *c) {
+        size_t n = 0;
+        for (struct pressure_shrinker *s = c->shrinkers; s; s = s->next)
+                n++;
+        if (n == 0 || c->serve.fd >= 0 || c->away)
+                return;
+
+        struct pressure_shrinker **members = calloc(n, sizeof(*members));
+        struct json_object *params = json_object_new_object(), *list = json_object_new_array();
+        size_t i = 0;
+        for (struct pressure_shrinker *s = c->shrinkers; s && members; s = s->next) {
+                members[i++] = s;
+                json_object_array_add(list, shrinker_spec(s));
+        }
+        json_object_object_add(params, "shrinkers", list);
+        /* Requests made together come in one message, and go back in one Answer. */
+        json_object_object_add(params, "batched", json_object_new_boolean(1));
+        struct json_object *call = call_new("io.pressured.Serve", params, true, false);
+
+        int r = members ? conn_open(&c->serve, c->path, c->epoll_fd) : -ENOMEM;
+        if (r >= 0)
+                r = conn_queue(&c->serve, c->epoll_fd, call);
+        json_object_put(call);
+        if (r < 0) {
+                free(members);
+                conn_close(&c->serve, c->epoll_fd);
+                client_away(c);
+                return;
+        }
+        for (i = 0; i < n; i++)
+                members[i]->acking = true;
+        free(c->serve_members);
+        c->serve_members = members;
+        c->n_serve_members = n;
+        c->serve_waiting = true;
+}
+
+static void serve_members_done(struct pressure_client *c) {
+        struct pressure_shrinker **m = c->serve_members;
+        size_t n = c->n_serve_members;
+        c->serve_members = NULL;
+        c->n_serve_members = 0;
+        c->serve_waiting = false;
+        for (size_t i = 0; i < n; i++) {
+                m[i]->acking = false;
+                shrinker_maybe_destroy(m[i]);
+        }
+        free(m);
+}
+
+static int serve_registered(struct pressure_client *c, struct json_object *msg) {
+        struct json_object *reg = json_get(json_get(msg, "parameters"), "registered");
+        struct json_object *ids = json_get(reg, "shrinkers");
+        const char *token = json_object_get_string(json_get(reg, "token"));
+        int r = reply_to_errno(msg);
+
+        if (r >= 0 && (!token || strlen(token) >= sizeof(c->token) || !json_object_is_type(ids, json_type_array) ||
+                       json_object_array_length(ids) != c->n_serve_members))
+                r = -EPROTO;
+        if (r < 0)
+                return r;
+        snprintf(c->token, sizeof(c->token), "%s", token);
+        for (size_t i = 0; i < c->n_serve_members; i++) {
+                struct pressure_shrinker *s = c->serve_members[i];
+                uint64_t id = json_get_u64(json_object_array_get_idx(ids, i), "id");
+                if (s->freed)
+                        remove_on_daemon(c, id);
+                else
+                        s->id = id;
+        }
+        serve_members_done(c);
+        /* Those registered while the Serve call was on its way go one by one. */
+        for (struct pressure_shrinker *s = c->shrinkers; s; s = s->next)
+                if (s->id == 0 && !s->acking)
+                        add_on_daemon(c, s);
+        return 0;
+}
+
+void shrinkers_start(struct pressure_client *c) {
+        serve_start(c);
+}
+
+void shrinkers_away(struct pressure_client *c) {
+        conn_close(&c->serve, c->epoll_fd);
+        c->token[0] = 0;
+        serve_members_done(c);
+        for (struct pressure_shrinker *s = c->shrinkers; s; s = s->next)
+                s->id = 0;
+}
+
+bool shrinkers_waiting(const struct pressure_client *c) {
+        if (c->serve_waiting)
+                return true;
+        for (const struct pressure_shrinker *s = c->shrinkers; s; s = s->next)
+                if (s->acking || (s->id == 0 && !s->refused))
+                        return true;
+        return false;
+}
+
+void shrinkers_process(struct pressure_client *c) {
+        if (c->serve.fd < 0 || c->away)
+                return;
+        int r = conn_flush(&c->serve, c->epoll_fd);
+        if (r >= 0)
+                r = conn_fill(&c->serve);
+        for (;;) {
+                struct json_object *msg;
+                int k = conn_next(&c->serve, &msg);
+                if (k <= 0) {
+                        if (k < 0)
+                                r = k;
+                        break;
+                }
+                if (c->serve_waiting) {
+                        k = serve_registered(c, msg);
+                        json_object_put(msg);
+                        if (k < 0) {
+                                r = k;
+                                break;
+                        }
+                        continue;
+                }
+                struct work *w = work_new(WORK_REQUESTS);
+                if (!w) {
+                        json_object_put(msg);
+                        continue; /* the daemon counts them as timed out */
+                }
+                w->msg = msg;
+                client_add_work(c, w);
+        }
+        if (r >= 0)
+                return;
+        /* Refused, broken or ended: the daemon is gone or did not want this; try again later. */
+        client_away(c);
+}
+
+/* ---- requests, outside the lock ---- */
+
+struct answers {
+        struct json_object *list;
+        size_t n;
+};
+
+static void answers_send(struct pressure_client *c, struct answers *a) {
+        if (a->n == 0)
+                return;
+        pthread_mutex_lock(&c->lock);
+        if (c->token[0]) {
+                struct json_object *params = json_object_new_object();
+                json_object_object_add(params, "token", json_object_new_string(c->token));
+                json_object_object_add(params, "answers", a->list);
+                (void) client_ctl_call(c, call_new("io.pressured.Answer", params, false, true), NULL, NULL);
+        } else
+                json_object_put(a->list);
+        pthread_mutex_unlock(&c->lock);
+        *a = (struct answers){};
+}
+
+static void answers_add(struct pressure_client *c, struct answers *a, uint64_t request, struct json_object *item) {
+        json_object_object_add(item, "request", json_object_new_int64((int64_t) request));
+        if (!a->list)
+                a->list = json_object_new_array();
+        json_object_array_add(a->list, item);
+        if (++a->n >= ANSWERS_MAX)
+                answers_send(c, a);
+}
+
+static int64_t clamp64(uint64_t v) {
+        return (int64_t) MIN(v, (uint64_t) INT64_MAX);
+}
+
+static struct pressure_shrinker *shrinker_get(struct pressure_client *c, uint64_t id) {
+        for (struct pressure_shrinker *s = c->shrinkers; s; s = s->next)
+                if (s->id == id && !s->freed)
+                        return s;
+        return NULL;
+}
+
+static void run_request(struct pressure_client *c, struct json_object *req, struct answers *out) {
+        uint64_t id = json_get_u64(req, "id"), deadline = json_get_u64(req, "deadline");
+        const char *op = json_object_get_string(json_get(req, "op"));
+        const char *scope = json_object_get_string(json_get(req, "scope"));
+        int level = pressure_level_from_string(json_object_get_string(json_get(req, "level")));
+
+        if (!op || now_usec() > deadline)
+                return; /* past its deadline (we were busy): the daemon has given up on it */
+        struct pressure_shrink_control sc = {
+                .node = (int) json_get_u64(req, "node"),
+                .cgroup = json_object_get_string(json_get(req, "cgroup")),
+                .nr_to_scan = json_get_u64(req, "nr_to_scan"),
+                .priority = (int) json_get_u64(req, "priority"),
+                .level = level >= 0 ? (enum pressure_level) level : PRESSURE_LEVEL_OK,
+                .scope_type = scope && streq(scope, "cgroup") ? PRESSURE_SCOPE_CGROUP
+                              : scope && streq(scope, "node") ? PRESSURE_SCOPE_NODE
+                                                              : PRESSURE_SCOPE_SYSTEM,
+                .deadline = deadline,
+        };
+        if (!sc.cgroup)
+                sc.cgroup = "/";
+        bool scan = streq(op, "scan");
+        if (!scan && !streq(op, "count"))
+                return;
+
+        pthread_mutex_lock(&c->lock);
+        struct pressure_shrinker *s = shrinker_get(c, json_get_u64(req, "shrinker"));
+        if (s)
+                s->active++;
+        pthread_mutex_unlock(&c->lock);
+        if (!s)
+                return;
+
+        uint64_t n;
+        if (scan) {
+                sc.nr_scanned = sc.nr_to_scan;
+                n = s->scan(s, &sc, s->userdata);
+        } else
+                n = s->count(s, &sc, s->userdata);
+
+        pthread_mutex_lock(&c->lock);
+        if (scan && n != PRESSURE_SHRINK_STOP && n > 0)
+                c->release_pending = true;
+        if (--s->active == 0)
+                pthread_cond_broadcast(&c->cond);
+        shrinker_maybe_destroy(s);
+        pthread_mutex_unlock(&c->lock);
+
+        /* Past the deadline the daemon has counted a timeout already and would refuse the answer. */
+        if (now_usec() > deadline)
+                return;
+        struct json_object *p = json_object_new_object();
+        if (!scan && n == PRESSURE_SHRINK_EMPTY)
+                json_object_object_add(p, "empty", json_object_new_boolean(1));
+        else if (scan && n == PRESSURE_SHRINK_STOP)
+                json_object_object_add(p, "stop", json_object_new_boolean(1));
+        else {
+                json_object_object_add(p, scan ? "freed" : "count", json_object_new_int64(clamp64(n)));
+                if (scan && sc.nr_scanned != sc.nr_to_scan)
+                        json_object_object_add(p, "scanned", json_object_new_int64(clamp64(sc.nr_scanned)));
+                if (sc.nr_bytes > 0)
+                        json_object_object_add(p, "bytes", json_object_new_int64(clamp64(sc.nr_bytes)));
+        }
+        answers_add(c, out, id, p);
+}
+
+void shrinkers_run(struct pressure_client *c, struct work *w) {
+        struct json_object *params = json_get(w->msg, "parameters"), *req = json_get(params, "request");
+        struct json_object *reqs = json_get(params, "requests");
+        struct answers answers = {};
+
+        if (req)
+                run_request(c, req, &answers);
+        if (json_object_is_type(reqs, json_type_array))
+                for (size_t i = 0; i < json_object_array_length(reqs); i++)
+                        run_request(c, json_object_array_get_idx(reqs, i), &answers);
+        answers_send(c, &answers);
+}
+
+/* After a batch of requests: release what scans freed, at most every RELEASE_INTERVAL_US (a daemon round
+ * is 250 ms by default; a trim costs a walk of the heap). One that is not due yet is set on a timer, so
+ * that the last scans of a pass are released too. */
+void shrinkers_release_if_due(struct pressure_client *c, bool *ret_call) {
+        uint64_t expirations;
+        (void) !read(c->release_fd, &expirations, sizeof(expirations));
+        *ret_call = false;
+        if (!c->release_pending || !c->release)
+                return;
+        uint64_t now = now_usec();
+        if (c->last_release_us > 0 && now - c->last_release_us < RELEASE_INTERVAL_US) {
+                uint64_t left = RELEASE_INTERVAL_US - (now - c->last_release_us);
+                struct itimerspec its = { .it_value = { .tv_sec = 0, .tv_nsec = (long) (left * 1000) } };
+                (void) timerfd_settime(c->release_fd, 0, &its, NULL);
+                return;
+        }
+        *ret_call = true;
+        c->release_pending = false;
+        c->last_release_us = now;
+}
+
+EXPORT int pressure_client_set_release(struct pressure_client *c, pressure_release_t release, void *userdata) {
+        if (!c)
+                return -EINVAL;
+        pthread_mutex_lock(&c->lock);
+        c->release = release;
+        c->release_userdata = userdata;
+        pthread_mutex_unlock(&c->lock);
+        return 0;
+}
+
+/* ---- the public face: alloc, set, register, free ---- */
+
+static bool name_ok(const char *name) {
+        size_t n = name ? strlen(name) : 0;
+        if (n == 0 || n > NAME_MAX_LEN)
+                return false;
+        for (const unsigned char *p = (const unsigned char *) name; *p; p++)
+                if (*p < 0x20 || *p == 0x7f)
+                        return false;
+        return true;
+}
+
+#define FLAGS_ALL ((unsigned) (PRESSURE_SHRINKER_NUMA_AWARE | PRESSURE_SHRINKER_MEMCG_AWARE))
+
+EXPORT int pressure_shrinker_alloc(struct pressure_client *c, unsigned flags, const char *name,
+                                   struct pressure_shrinker **ret) {
+        if (!c || !ret || !name_ok(name) || (flags & ~FLAGS_ALL))
+                return -EINVAL;
+        struct pressure_shrinker *s = calloc(1, sizeof(*s));
+        if (!s || !(s->name = strdup(name))) {
+                free(s);
+                return -ENOMEM;
+        }
+        s->client = pressure_client_ref(c);
+        s->flags = flags;
+        s->seeks = -1;
+        *ret = s;
+        return 0;
+}
+
+/* Settings change only before the shrinker is registered: the daemon has them from then on. */
+#define SETTER_BEGIN(s)                                                                                    \
+        if (!(s))                                                                                          \
+                return -EINVAL;                                                                            \
+        pthread_mutex_lock(&(s)->client->lock);                                                            \
+        int _r = (s)->linked || (s)->freed ? -EBUSY : 0;                                                   \
+        if (_r == 0) {
+#define SETTER_END(s)                                                                                      \
+        }                                                                                                  \
+        pthread_mutex_unlock(&(s)->client->lock);                                                          \
+        return _r
+
+EXPORT int pressure_shrinker_set_seeks(struct pressure_shrinker *s, int seeks) {
+        if (seeks > 1000)
+                return -EINVAL;
+        SETTER_BEGIN(s) s->seeks = seeks < 0 ? -1 : seeks; SETTER_END(s);
+}
+
+EXPORT int pressure_shrinker_set_batch(struct pressure_shrinker *s, int batch) {
+        if (batch > (1 << 20))
+                return -EINVAL;
+        SETTER_BEGIN(s) s->batch = batch < 0 ? 0 : batch; SETTER_END(s);
+}
+
+EXPORT int pressure_shrinker_set_callbacks(struct pressure_shrinker *s, pressure_count_objects_t count,
+                                           pressure_scan_objects_t scan) {
+        if (!count || !scan)
+                return -EINVAL;
+        SETTER_BEGIN(s) s->count = count; s->scan = scan; SETTER_END(s);
+}
+
+EXPORT int pressure_shrinker_set_userdata(struct pressure_shrinker *s, void *userdata, pressure_destroy_t destroy) {
+        SETTER_BEGIN(s) s->userdata = userdata; s->destroy = destroy; SETTER_END(s);
+}
+
+EXPORT void *pressure_shrinker_get_userdata(const struct pressure_shrinker *s) {
+        return s ? s->userdata : NULL;
+}
+
+EXPORT int pressure_shrinker_register(struct pressure_shrinker *s) {
+        if (!s)
+                return -EINVAL;
+        struct pressure_client *c = s->client;
+        int r = 0;
+        pthread_mutex_lock(&c->lock);
+        if (!s->count || !s->scan)
+                r = -EINVAL;
+        else if (s->linked || s->freed)
+                r = -EBUSY;
+        else {
+                s->linked = true;
+                s->prev = NULL;
+                s->next = c->shrinkers;
+                if (s->next)
+                        s->next->prev = s;
+                c->shrinkers = s;
+                /* Registered now if the daemon is there, after the Serve call if it is on its way, and
+                 * with the others when the daemon is back if it is away. */
+                if (c->token[0] && c->serve.fd >= 0 && !c->serve_waiting)
+                        add_on_daemon(c, s);
+                else if (c->serve.fd < 0 && !c->away)
+                        serve_start(c);
+                client_kick(c);
+        }
+        pthread_mutex_unlock(&c->lock);
+        return r;
+}
+
+EXPORT void pressure_shrinker_free(struct pressure_shrinker *s) {
+        if (!s)
+                return;
+        struct pressure_client *c = s->client;
+        pthread_mutex_lock(&c->lock);
+        if (s->freed) { /* a second free is the caller's bug; do no harm */
+                pthread_mutex_unlock(&c->lock);
+                return;
+        }
+        s->freed = true;
+        shrinker_unlink(s);
+        remove_on_daemon(c, s->id);
+        s->id = 0;
+        /* No callback of it runs once this returns: one running on another thread is waited for. */
+        while (s->active > 0 && !client_in_callback(c))
+                pthread_cond_wait(&c->cond, &c->lock);
+        pressure_destroy_t destroy = s->destroy;
+        void *userdata = s->userdata;
+        shrinker_maybe_destroy(s);
+        /* The last one gone: the serving connection goes too (the daemon drops the client). */
+        if (!c->shrinkers && c->serve.fd >= 0 && !c->serve_waiting) {
+                conn_close(&c->serve, c->epoll_fd);
+                c->token[0] = 0;
+        }
+        client_check_ready(c);
+        pthread_mutex_unlock(&c->lock);
+        if (destroy)
+                destroy(userdata);
+        pressure_client_unref(c);
+}
+
+EXPORT uint64_t pressure_shrinker_get_id(const struct pressure_shrinker *s) {
+        if (!s)
+                return 0;
+        pthread_mutex_lock(&s->client->lock);
+        uint64_t id = s->id;
+        pthread_mutex_unlock(&s->client->lock);
+        return id;
+}
+
+EXPORT struct pressure_client *pressure_shrinker_get_client(const struct pressure_shrinker *s) {
+        return s ? s->client : NULL;
+}
+
+/* The first interface, in one call; registration happens in the background as for the others. */
+EXPORT int pressure_shrinker_new(struct pressure_client *c, const char *name, unsigned flags, int seeks, int batch,
+                                 pressure_count_objects_t count, pressure_scan_objects_t scan, void *userdata,
+                                 struct pressure_shrinker **ret) {
+        struct pressure_shrinker *s;
+        if (!count || !scan || !ret)
+                return -EINVAL;
+        int r = pressure_shrinker_alloc(c, flags, name, &s);
+        if (r < 0)
+                return r;
+        if ((r = pressure_shrinker_set_seeks(s, seeks)) < 0 || (r = pressure_shrinker_set_batch(s, batch)) < 0 ||
+            (r = pressure_shrinker_set_callbacks(s, count, scan)) < 0 ||
+            (r = pressure_shrinker_set_userdata(s, userdata, NULL)) < 0 || (r = pressure_shrinker_register(s)) < 0) {
+                pressure_shrinker_free(s);
+                return r;
+        }
+        *ret = s;
+        return 0;
+}
