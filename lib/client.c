@@ -414,10 +414,9 @@ EXPORT struct pressure_client *pressure_client_unref(struct pressure_client *c) 
         subscriptions_free_all(c);
         conn_close(&c->ctl, c->epoll_fd);
         ctl_fail_pending(c);
-        conn_close(&c->serve, c->epoll_fd);
+        shrinkers_away(c); /* freed shrinkers whose registration was on its way go with it */
         frame_reader_done(&c->ctl.in);
         frame_reader_done(&c->serve.in);
-        free(c->serve_members);
         while (c->work) {
                 struct work *w = c->work;
                 c->work = w->next;

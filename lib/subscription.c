@@ -65,9 +65,11 @@ static void sub_end(struct pressure_subscription *s, int error) {
 static int sub_start(struct pressure_subscription *s) {
         struct pressure_client *c = s->client;
         int r = conn_open(&s->conn, c->path, c->epoll_fd);
-        if (r >= 0)
-                r = conn_queue(&s->conn, c->epoll_fd,
-                               call_new("io.pressured.Subscribe", json_object_get(s->params), true, false));
+        if (r >= 0) {
+                struct json_object *call = call_new("io.pressured.Subscribe", json_object_get(s->params), true, false);
+                r = conn_queue(&s->conn, c->epoll_fd, call);
+                json_object_put(call);
+        }
         if (r < 0) {
                 sub_close(s);
                 return r;

@@ -183,7 +183,16 @@ int main(int argc, char *argv[]) {
                         return 1;
                 }
         }
-        /* Ids are final once every shrinker is in: registering re-sends the whole set. */
+        /* Ready once the daemon has every shrinker: registration goes on in the background. */
+        for (uint64_t end = now_ms() + 10000; k > 0 && pressure_client_is_connected(client) != 1;) {
+                struct pollfd p = { .fd = pressure_client_get_fd(client), .events = POLLIN };
+                if (now_ms() >= end) {
+                        fprintf(stderr, "shrinker-client: not registered after 10 s\n");
+                        return 1;
+                }
+                (void) poll(&p, 1, (int) (end - now_ms()));
+                (void) pressure_client_dispatch(client);
+        }
         printf(" pid=%d\n", (int) getpid());
         fflush(stdout);
 

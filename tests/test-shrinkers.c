@@ -460,7 +460,6 @@ static void test_release_gives_memory_back(void) {
         test_child_stop(&c2);
 }
 
-/* The daemon restarts: the client (its library, on its own thread here) reconnects and registers again. */
 /* A client alone in a cgroup of its own is measured by the cgroup's memory, one that shares its cgroup by
  * its resident memory; either way what it gave back shows. */
 static void test_release_measured_by_own_cgroup(void) {
@@ -502,6 +501,7 @@ static void test_release_measured_by_own_cgroup(void) {
         test_child_stop(&c1);
 }
 
+/* The daemon restarts: the client (its library, on its own thread here) reconnects and registers again. */
 static void test_client_survives_restart(void) {
         struct test_child c1 = { .lines.fd = -1 };
         char line[512];
@@ -515,7 +515,7 @@ static void test_client_survives_restart(void) {
         const char *const dargs[] = { "--config", conf_path, NULL };
         CU_ASSERT_EQUAL_FATAL(test_daemon_restart(&daemon_, dargs), 0);
 
-        /* The library retries every second: wait until the new daemon lists it (bounded). */
+        /* The library retries (0.1 s, doubling up to 2 s): wait until the new daemon lists it (bounded). */
         int64_t id = -1;
         for (uint64_t end = test_now_ms() + 10000; id <= 0 && test_now_ms() < end;)
                 id = shrinker_stat(c1.pid, "id");

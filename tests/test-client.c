@@ -1,0 +1,381 @@
+/* SPDX-License-Identifier: MIT */
+/* libpressure's client against the real daemon: made before it, through its restarts, against a daemon
+ * that accepts and never answers, shrinkers added and removed one at a time, and callbacks that take the
+ * application's lock while another thread holds it and calls the library. */
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <poll.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pressure-private.h"
+#include "test-util.h"
+
+static struct test_daemon daemon_;
+
+static uint64_t now_us(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+}
+
+/* ---- what the callbacks saw ---- */
+
+struct seen {
+        int connected; /* last told; -1 none */
+        unsigned n_told[2];
+        unsigned initial, events;
+        int ended; /* error of the end handler; 1 none */
+        unsigned counts, scans;
+        struct pressure_shrink_control last; /* fields copied, cgroup not kept */
+};
+
+static void on_connection(struct pressure_client *c, int connected, void *userdata) {
+        struct seen *s = userdata;
+        (void) c;
+        s->connected = connected;
+        s->n_told[connected ? 1 : 0]++;
+}
+
+static void on_event(struct pressure_client *c, const struct pressure_scope *scope, int is_initial, void *userdata) {
+        struct seen *s = userdata;
+        (void) c;
+        (void) scope;
+        if (is_initial)
+                s->initial++;
+        else
+                s->events++;
+}
+
+static void on_end(struct pressure_subscription *sub, int error, void *userdata) {
+        struct seen *s = userdata;
+        (void) sub;
+        s->ended = error;
+}
+
+static uint64_t count_cb(struct pressure_shrinker *sh, struct pressure_shrink_control *sc, void *userdata) {
+        struct seen *s = pressure_shrinker_get_userdata(sh);
+        (void) userdata;
+        s->counts++;
+        s->last = *sc;
+        return 10;
+}
+
+static uint64_t scan_cb(struct pressure_shrinker *sh, struct pressure_shrink_control *sc, void *userdata) {
+        struct seen *s = pressure_shrinker_get_userdata(sh);
+        (void) userdata;
+        s->scans++;
+        s->last = *sc;
+        return sc->nr_to_scan;
+}
+
+/* Dispatch until cond holds, for at most 10 s. */
+#define DISPATCH_UNTIL(c, cond)                                                                            \
+        ({                                                                                                 \
+                uint64_t _end = test_now_ms() + 10000;                                                     \
+                while (!(cond) && test_now_ms() < _end) {                                                  \
+                        struct pollfd _p = { .fd = pressure_client_get_fd(c), .events = POLLIN };          \
+                        (void) poll(&_p, 1, 100);                                                          \
+                        (void) pressure_client_dispatch(c);                                                \
+                }                                                                                          \
+                (cond);                                                                                    \
+        })
+
+static struct pressure_shrinker *make_shrinker(struct pressure_client *c, const char *name, struct seen *seen) {
+        struct pressure_shrinker *s;
+        CU_ASSERT_EQUAL_FATAL(pressure_shrinker_alloc(c, 0, name, &s), 0);
+        CU_ASSERT_EQUAL(pressure_shrinker_set_callbacks(s, count_cb, scan_cb), 0);
+        CU_ASSERT_EQUAL(pressure_shrinker_set_userdata(s, seen, NULL), 0);
+        CU_ASSERT_EQUAL(pressure_shrinker_set_batch(s, 16), 0);
+        CU_ASSERT_EQUAL(pressure_shrinker_register(s), 0);
+        /* Settings are the daemon's once registered. */
+        CU_ASSERT_EQUAL(pressure_shrinker_set_seeks(s, 4), -EBUSY);
+        CU_ASSERT_EQUAL(pressure_shrinker_register(s), -EBUSY);
+        return s;
+}
+
+/* The ids of this process's shrinkers the daemon lists, by name; -1 for one not listed. */
+static int64_t listed_id(struct pressure_client *c, const char *name, int64_t *ret_batch) {
+        char *reply = NULL;
+        int64_t id = -1;
+        if (pressure_client_call_json(c, "io.pressured.ListShrinkers", NULL, &reply, NULL) < 0)
+                return -1;
+        struct json_object *o = json_tokener_parse(reply), *list, *v;
+        free(reply);
+        if (json_object_object_get_ex(o, "shrinkers", &list))
+                for (size_t i = 0; i < json_object_array_length(list); i++) {
+                        struct json_object *e = json_object_array_get_idx(list, i);
+                        if (json_object_object_get_ex(e, "pid", &v) && json_object_get_int(v) == getpid() &&
+                            json_object_object_get_ex(e, "name", &v) && strcmp(json_object_get_string(v), name) == 0) {
+                                json_object_object_get_ex(e, "id", &v);
+                                id = json_object_get_int64(v);
+                                if (ret_batch && json_object_object_get_ex(e, "batch", &v))
+                                        *ret_batch = json_object_get_int64(v);
+                        }
+                }
+        json_object_put(o);
+        return id;
+}
+
+/* A client made while no daemon runs registers everything once it comes; it hears each state change. */
+static void test_before_and_through_restarts(void) {
+        struct pressure_client *c;
+        struct pressure_subscription *sub;
+        struct pressure_status *st;
+        struct seen seen = { .connected = -1, .ended = 1 }, shr = { .ended = 1 };
+
+        CU_ASSERT_EQUAL_FATAL(test_daemon_stop(&daemon_), 0);
+        CU_ASSERT_EQUAL_FATAL(pressure_client_new(daemon_.socket, &c), 0);
+        CU_ASSERT_EQUAL(pressure_client_set_connection_handler(c, on_connection, &seen), 0);
+        CU_ASSERT_EQUAL(pressure_subscription_new(c, NULL, PRESSURE_LEVEL_LOW, on_event, &seen, &sub), 0);
+        CU_ASSERT_EQUAL(pressure_subscription_set_end_handler(sub, on_end, &seen), 0);
+        struct pressure_shrinker *a = make_shrinker(c, "client-a", &shr);
+
+        /* Away: said once, and the calls that need the daemon say so. */
+        CU_ASSERT_TRUE(DISPATCH_UNTIL(c, seen.connected == 0));
+        CU_ASSERT_EQUAL(pressure_client_is_connected(c), 0);
+        CU_ASSERT_EQUAL(pressure_subscription_get_state(sub), 0);
+        CU_ASSERT_EQUAL(pressure_shrinker_get_id(a), 0u);
+        int r = pressure_client_get_status(c, &st);
+        CU_ASSERT(r == -ENOENT || r == -ECONNREFUSED);
+        CU_ASSERT_EQUAL(pressure_client_get_status_async(c, NULL, NULL), -EINVAL);
+        CU_ASSERT_EQUAL(seen.initial, 0u);
+
+        /* The daemon comes: everything is registered by itself, the first states come from dispatch. */
+        const char *const args[] = { "--hold", "0", NULL };
+        CU_ASSERT_EQUAL_FATAL(test_daemon_restart(&daemon_, args), 0);
+        CU_ASSERT_TRUE(DISPATCH_UNTIL(c, seen.connected == 1));
+        CU_ASSERT_EQUAL(seen.n_told[0], 1u);
+        CU_ASSERT_EQUAL(seen.initial, 1u);
+        CU_ASSERT_EQUAL(pressure_subscription_get_state(sub), 1);
+        uint64_t id = pressure_shrinker_get_id(a);
+        CU_ASSERT(id > 0);
+        int64_t batch = 0;
+        CU_ASSERT_EQUAL(listed_id(c, "client-a", &batch), (int64_t) id);
+        CU_ASSERT_EQUAL(batch, 16);
+
+        /* Restarted under a subscription: told away, then back, with the states again; a shrinker
+         * added while it was away is registered with the other. */
+        CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
+        CU_ASSERT_TRUE(DISPATCH_UNTIL(c, seen.connected == 0));
+        CU_ASSERT_EQUAL(pressure_shrinker_get_id(a), 0u);
+        struct pressure_shrinker *b = make_shrinker(c, "client-b", &shr);
+        CU_ASSERT_EQUAL_FATAL(test_daemon_restart(&daemon_, args), 0);
+        CU_ASSERT_TRUE(DISPATCH_UNTIL(c, seen.connected == 1));
+        CU_ASSERT_EQUAL(seen.n_told[0], 2u);
+        CU_ASSERT_EQUAL(seen.n_told[1], 2u);
+        CU_ASSERT_EQUAL(seen.initial, 2u);
+        CU_ASSERT_EQUAL(seen.ended, 1); /* never ended: it waited */
+        CU_ASSERT(pressure_shrinker_get_id(a) > 0 && pressure_shrinker_get_id(b) > 0);
+        CU_ASSERT(listed_id(c, "client-a", NULL) > 0);
+        CU_ASSERT(listed_id(c, "client-b", NULL) > 0);
+
+        pressure_shrinker_free(b);
+        pressure_shrinker_free(a);
+        pressure_subscription_unref(sub);
+        pressure_client_unref(c);
+}
+
+struct shrink_call {
+        const char *socket;
+        int r;
+};
+
+static void *shrink_thread(void *userdata) {
+        struct shrink_call *sc = userdata;
+        struct pressure_client *c;
+        char *reply = NULL;
+        sc->r = pressure_client_new(sc->socket, &c);
+        if (sc->r >= 0)
+                sc->r = pressure_client_call_json(c, "io.pressured.Shrink", "{\"nr_to_scan\":4}", &reply, NULL);
+        free(reply);
+        pressure_client_unref(c);
+        return NULL;
+}
+
+/* Adding and freeing one shrinker touches only that one: the others keep their ids. The requests
+ * carry their scope's type and level (none for an explicit Shrink) and a deadline. */
+static void test_one_shrinker_one_registration(void) {
+        struct pressure_client *c;
+        struct seen seen = { .connected = -1 }, sa = {}, sb = {}, sc = {};
+
+        CU_ASSERT_EQUAL_FATAL(pressure_client_new(daemon_.socket, &c), 0);
+        CU_ASSERT_EQUAL(pressure_client_set_connection_handler(c, on_connection, &seen), 0);
+        struct pressure_shrinker *a = make_shrinker(c, "one-a", &sa), *b = make_shrinker(c, "one-b", &sb);
+        CU_ASSERT_TRUE(DISPATCH_UNTIL(c, seen.connected == 1));
+        uint64_t ida = pressure_shrinker_get_id(a), idb = pressure_shrinker_get_id(b);
+        CU_ASSERT(ida > 0 && idb > 0 && ida != idb);
+
+        struct pressure_shrinker *s3 = make_shrinker(c, "one-c", &sc);
+        CU_ASSERT_TRUE(DISPATCH_UNTIL(c, pressure_shrinker_get_id(s3) > 0));
+        CU_ASSERT_EQUAL(pressure_shrinker_get_id(a), ida);
+        CU_ASSERT_EQUAL(pressure_shrinker_get_id(b), idb);
+        pressure_shrinker_free(b);
+        CU_ASSERT_TRUE(DISPATCH_UNTIL(c, listed_id(c, "one-b", NULL) < 0));
+        CU_ASSERT_EQUAL(listed_id(c, "one-a", NULL), (int64_t) ida);
+        CU_ASSERT_EQUAL(listed_id(c, "one-c", NULL), (int64_t) pressure_shrinker_get_id(s3));
+
+        /* An explicit Shrink from another client, answered by this one's dispatch. */
+        pthread_t t;
+        struct shrink_call call = { .socket = daemon_.socket };
+        uint64_t before = now_us();
+        CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, shrink_thread, &call), 0);
+        CU_ASSERT_TRUE(DISPATCH_UNTIL(c, sa.scans > 0 && sc.scans > 0));
+        pthread_join(t, NULL);
+        CU_ASSERT_EQUAL(call.r, 0);
+        CU_ASSERT_EQUAL(sb.counts + sb.scans, 0u);
+        CU_ASSERT_EQUAL(sa.last.nr_to_scan, 4u);
+        CU_ASSERT_EQUAL(sa.last.scope_type, PRESSURE_SCOPE_SYSTEM);
+        CU_ASSERT_EQUAL(sa.last.level, PRESSURE_LEVEL_OK);
+        CU_ASSERT(sa.last.deadline > before);
+        pressure_shrinker_free(s3);
+        pressure_shrinker_free(a);
+        pressure_client_unref(c);
+}
+
+/* A daemon that accepts and never answers: a listening socket nobody accepts on. */
+static void on_alarm(int sig) {
+        (void) sig;
+        static const char msg[] = "dispatch or a call blocked for 20 s\n";
+        (void) !write(2, msg, sizeof(msg) - 1);
+        _exit(1);
+}
+
+static void test_silent_daemon(void) {
+        char path[108];
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        struct pressure_client *c;
+        struct pressure_subscription *sub;
+        struct pressure_status *st;
+        struct seen seen = { .connected = -1 }, shr = {};
+
+        snprintf(path, sizeof(path), "/tmp/pressured-silent-%d", (int) getpid());
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        CU_ASSERT_FATAL(fd >= 0);
+        unlink(path);
+        CU_ASSERT_EQUAL_FATAL(bind(fd, (struct sockaddr *) &sa, sizeof(sa)), 0);
+        test_cleanup_path(path, false);
+        CU_ASSERT_EQUAL_FATAL(listen(fd, 64), 0);
+
+        /* A guard, not a measurement: the old library blocked here for the whole timeout, forever with
+         * none. */
+        signal(SIGALRM, on_alarm);
+        alarm(20);
+        CU_ASSERT_EQUAL_FATAL(pressure_client_new(path, &c), 0);
+        pressure_client_set_timeout(c, 0); /* wait forever where a call waits */
+        CU_ASSERT_EQUAL(pressure_client_set_connection_handler(c, on_connection, &seen), 0);
+        CU_ASSERT_EQUAL(pressure_subscription_new(c, NULL, PRESSURE_LEVEL_LOW, on_event, &seen, &sub), 0);
+        struct pressure_shrinker *s = make_shrinker(c, "silent", &shr);
+        for (int i = 0; i < 50; i++)
+                CU_ASSERT_EQUAL(pressure_client_dispatch(c), 0);
+        CU_ASSERT_EQUAL(pressure_subscription_get_state(sub), 0);
+        CU_ASSERT_EQUAL(pressure_shrinker_get_id(s), 0u);
+        CU_ASSERT_EQUAL(seen.connected, -1);
+        /* The calls that wait say how long they may: a timeout ends them. */
+        pressure_client_set_timeout(c, 200);
+        CU_ASSERT_EQUAL(pressure_client_get_status(c, &st), -ETIMEDOUT);
+        CU_ASSERT_EQUAL(pressure_client_subscribe(c, NULL, PRESSURE_LEVEL_LOW, on_event, &seen), -ETIMEDOUT);
+        pressure_shrinker_free(s);
+        pressure_subscription_unref(sub);
+        pressure_client_unref(c);
+        alarm(0);
+        close(fd);
+        unlink(path);
+}
+
+/* A count callback takes the application's lock; another thread holds that lock and calls the library.
+ * With callbacks under the client's lock this deadlocked. */
+static pthread_mutex_t app_lock = PTHREAD_MUTEX_INITIALIZER;
+static sem_t entered, registered;
+
+static void post_when_connected(struct pressure_client *c, int connected, void *userdata) {
+        (void) c;
+        if (connected)
+                sem_post(userdata);
+}
+
+/* Count and scan alike (an explicit Shrink with nr_to_scan scans without counting). */
+static uint64_t locking_callback(struct pressure_shrinker *sh, struct pressure_shrink_control *sc, void *userdata) {
+        (void) sh;
+        (void) userdata;
+        sem_post(&entered);
+        pthread_mutex_lock(&app_lock);
+        pthread_mutex_unlock(&app_lock);
+        return sc->nr_to_scan;
+}
+
+static void test_callbacks_without_library_lock(void) {
+        struct pressure_client *c;
+        struct pressure_shrinker *s, *other;
+        struct seen shr = {};
+
+        sem_init(&entered, 0, 0);
+        sem_init(&registered, 0, 0);
+        signal(SIGALRM, on_alarm);
+        alarm(20);
+        CU_ASSERT_EQUAL_FATAL(pressure_client_new(daemon_.socket, &c), 0);
+        CU_ASSERT_EQUAL(pressure_client_set_connection_handler(c, post_when_connected, &registered), 0);
+        CU_ASSERT_EQUAL_FATAL(pressure_shrinker_alloc(c, 0, "locking", &s), 0);
+        CU_ASSERT_EQUAL(pressure_shrinker_set_callbacks(s, locking_callback, locking_callback), 0);
+        CU_ASSERT_EQUAL(pressure_shrinker_register(s), 0);
+        CU_ASSERT_EQUAL_FATAL(pressure_client_start_thread(c), 0);
+        sem_wait(&registered); /* the library's thread registered it */
+        CU_ASSERT_FATAL(pressure_shrinker_get_id(s) > 0);
+
+        pthread_mutex_lock(&app_lock);
+        pthread_t t;
+        struct shrink_call call = { .socket = daemon_.socket };
+        CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, shrink_thread, &call), 0);
+        sem_wait(&entered); /* the library's thread is in the callback, waiting for app_lock */
+        /* Calls that take the client's lock, while the callback waits for ours. */
+        CU_ASSERT(pressure_shrinker_get_id(s) > 0);
+        CU_ASSERT_EQUAL(pressure_shrinker_alloc(c, 0, "other", &other), 0);
+        CU_ASSERT_EQUAL(pressure_shrinker_set_callbacks(other, count_cb, scan_cb), 0);
+        CU_ASSERT_EQUAL(pressure_shrinker_set_userdata(other, &shr, NULL), 0);
+        CU_ASSERT_EQUAL(pressure_shrinker_register(other), 0);
+        pressure_client_set_timeout(c, 3000);
+        pthread_mutex_unlock(&app_lock);
+        pthread_join(t, NULL);
+        CU_ASSERT_EQUAL(call.r, 0);
+        pressure_shrinker_free(other);
+        /* Freed from another thread than the library's: no callback of it runs after this. */
+        pressure_shrinker_free(s);
+        pressure_client_unref(c);
+        alarm(0);
+        sem_destroy(&entered);
+        sem_destroy(&registered);
+}
+
+static void test_stop(void) {
+        CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
+}
+
+int main(void) {
+        static const struct test_case cases[] = {
+                { "shrinkers added and freed one at a time", test_one_shrinker_one_registration },
+                { "a daemon that accepts and never answers", test_silent_daemon },
+                { "callbacks run without the library's lock", test_callbacks_without_library_lock },
+                { "made before the daemon, through its restarts", test_before_and_through_restarts },
+                { "daemon stops cleanly", test_stop },
+                {},
+        };
+        const char *skip = access("/proc/pressure/memory", R_OK) < 0 ? "no PSI on this kernel" : NULL;
+        if (!skip) {
+                const char *const args[] = { "--hold", "0", NULL };
+                if (test_daemon_start(&daemon_, args) < 0) {
+                        fprintf(stderr, "cannot start the daemon\n");
+                        return 1;
+                }
+        }
+        return test_run("client", cases, skip);
+}
