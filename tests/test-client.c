@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -356,6 +357,86 @@ static void test_callbacks_without_library_lock(void) {
         sem_destroy(&registered);
 }
 
+/* One raw call on a fresh connection: the reply's text. */
+static char *raw_call(const char *text) {
+        char *reply = NULL;
+        int fd = test_connect(daemon_.socket);
+        if (fd < 0)
+                return NULL;
+        if (test_send_raw(fd, text, strlen(text) + 1) < 0 || test_recv_msg(fd, 5000, &reply) != 1)
+                reply = NULL;
+        close(fd);
+        return reply;
+}
+
+/* AddShrinker and RemoveShrinker change only the caller's own client: a token used by another process,
+ * a shrinker of another client, a bad spec and the 65th shrinker are refused. */
+static void test_add_remove_refusals(void) {
+        char *msg = NULL, call[512], token[64] = "";
+        struct pressure_client *c;
+        struct seen shr = {};
+
+        int serve = test_connect(daemon_.socket);
+        CU_ASSERT_FATAL(serve >= 0);
+        const char start[] = "{\"method\":\"io.pressured.Serve\",\"parameters\":{\"shrinkers\":[{\"name\":\"raw\"}]},\"more\":true}";
+        CU_ASSERT_EQUAL(test_send_raw(serve, start, sizeof(start)), 0);
+        CU_ASSERT_EQUAL_FATAL(test_recv_msg(serve, 5000, &msg), 1);
+        const char *t = strstr(msg, "\"token\":\"");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+        snprintf(token, sizeof(token), "%.32s", t + 9);
+        free(msg);
+
+        /* Another client's shrinker, to name. */
+        CU_ASSERT_EQUAL_FATAL(pressure_client_new(daemon_.socket, &c), 0);
+        struct pressure_shrinker *other = make_shrinker(c, "not-yours", &shr);
+        CU_ASSERT_TRUE(DISPATCH_UNTIL(c, pressure_shrinker_get_id(other) > 0));
+
+        snprintf(call, sizeof(call), "{\"method\":\"io.pressured.RemoveShrinker\",\"parameters\":{\"token\":\"%s\",\"shrinker\":%llu}}",
+                 token, (unsigned long long) pressure_shrinker_get_id(other));
+        CU_ASSERT((msg = raw_call(call)) && strstr(msg, "io.pressured.NoSuchShrinker"));
+        free(msg);
+        CU_ASSERT(listed_id(c, "not-yours", NULL) > 0);
+
+        snprintf(call, sizeof(call), "{\"method\":\"io.pressured.AddShrinker\",\"parameters\":{\"token\":\"%s\",\"shrinker\":{\"name\":\"\"}}}", token);
+        CU_ASSERT((msg = raw_call(call)) && strstr(msg, "InvalidParameter"));
+        free(msg);
+
+        /* The token alone is not enough: another process may not use it. */
+        snprintf(call, sizeof(call), "{\"method\":\"io.pressured.AddShrinker\",\"parameters\":{\"token\":\"%s\",\"shrinker\":{\"name\":\"stolen\"}}}", token);
+        int p[2];
+        CU_ASSERT_FATAL(pipe(p) == 0);
+        pid_t pid = fork();
+        if (pid == 0) {
+                char *r = raw_call(call);
+                char verdict = r && strstr(r, "PermissionDenied") ? 'y' : 'n';
+                (void) !write(p[1], &verdict, 1);
+                _exit(0);
+        }
+        close(p[1]);
+        char verdict = 0;
+        CU_ASSERT_EQUAL(read(p[0], &verdict, 1), 1);
+        CU_ASSERT_EQUAL(verdict, 'y');
+        close(p[0]);
+        waitpid(pid, NULL, 0);
+
+        /* Up to 64 in all, then no more. */
+        unsigned added = 0;
+        for (int i = 0; i < 70; i++) {
+                snprintf(call, sizeof(call), "{\"method\":\"io.pressured.AddShrinker\",\"parameters\":{\"token\":\"%s\",\"shrinker\":{\"name\":\"raw-%d\"}}}",
+                         token, i);
+                msg = raw_call(call);
+                if (msg && strstr(msg, "\"id\":"))
+                        added++;
+                else
+                        CU_ASSERT(msg && strstr(msg, "InvalidParameter"));
+                free(msg);
+        }
+        CU_ASSERT_EQUAL(added, 63u);
+        close(serve);
+        pressure_shrinker_free(other);
+        pressure_client_unref(c);
+}
+
 static void test_stop(void) {
         CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
 }
@@ -363,6 +444,7 @@ static void test_stop(void) {
 int main(void) {
         static const struct test_case cases[] = {
                 { "shrinkers added and freed one at a time", test_one_shrinker_one_registration },
+                { "AddShrinker and RemoveShrinker refuse what is not the caller's", test_add_remove_refusals },
                 { "a daemon that accepts and never answers", test_silent_daemon },
                 { "callbacks run without the library's lock", test_callbacks_without_library_lock },
                 { "made before the daemon, through its restarts", test_before_and_through_restarts },

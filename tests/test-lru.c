@@ -403,8 +403,72 @@ static void test_drain(void) {
         pressure_lru_free(lru);
 }
 
+/* The helpers for shrinkers of one's own walk the request's node for its nr_to_scan and say how many
+ * they looked at. */
+static void test_shrink_helpers(void) {
+        struct pressure_lru *lru;
+        struct pressure_lru_node *d;
+        unsigned freed = 0;
+        int calls = 0;
+        CU_ASSERT_EQUAL_FATAL(pressure_lru_new(2, &lru), 0);
+        for (int i = 0; i < 10; i++) {
+                struct obj *o = calloc(1, sizeof(*o));
+                pressure_lru_node_init(&o->lru);
+                CU_ASSERT_EQUAL(pressure_lru_add(lru, &o->lru, 1), 1);
+        }
+        struct pressure_shrink_control sc = { .node = 1, .nr_to_scan = 4 };
+        CU_ASSERT_EQUAL(pressure_lru_shrink_count(lru, &sc), 10u);
+        CU_ASSERT_EQUAL(pressure_lru_shrink_walk(lru, &sc, remove_all, &calls, &d), 4u);
+        CU_ASSERT_EQUAL(sc.nr_scanned, 4u);
+        for (struct pressure_lru_node *next; d; d = next) {
+                next = d->next;
+                count_and_free(d, &freed);
+        }
+        CU_ASSERT_EQUAL(pressure_lru_shrink_count(lru, &sc), 6u);
+        sc.nr_to_scan = 100; /* more than there is: scanned says what was */
+        CU_ASSERT_EQUAL(pressure_lru_shrink_walk(lru, &sc, remove_all, &calls, &d), 6u);
+        CU_ASSERT_EQUAL(sc.nr_scanned, 6u);
+        for (struct pressure_lru_node *next; d; d = next) {
+                next = d->next;
+                count_and_free(d, &freed);
+        }
+        sc.node = 7; /* no such node: nothing */
+        CU_ASSERT_EQUAL(pressure_lru_shrink_count(lru, &sc), 0u);
+        CU_ASSERT_EQUAL(pressure_lru_shrink_walk(lru, &sc, remove_all, &calls, &d), 0u);
+        CU_ASSERT_PTR_NULL(d);
+        CU_ASSERT_EQUAL(freed, 10u);
+        pressure_lru_free(lru);
+}
+
+/* A list has one shrinker at a time, and may get another once it is freed. No daemon is needed to make
+ * one: the client registers in the background. */
+static void test_shrinker_again_after_free(void) {
+        struct pressure_lru *lru;
+        struct pressure_client *c;
+        struct pressure_shrinker *s, *t;
+        CU_ASSERT_EQUAL_FATAL(pressure_lru_new(1, &lru), 0);
+        CU_ASSERT_EQUAL_FATAL(pressure_client_new("/nonexistent/pressured-test.sock", &c), 0);
+        CU_ASSERT_EQUAL_FATAL(pressure_lru_shrinker_alloc(lru, c, "again", 0, 64, NULL, count_and_free, NULL, &s), 0);
+        CU_ASSERT_EQUAL(pressure_lru_shrinker_alloc(lru, c, "again", 0, 64, NULL, count_and_free, NULL, &t), -EBUSY);
+        CU_ASSERT_EQUAL(pressure_shrinker_set_seeks(s, 0), 0);
+        CU_ASSERT_EQUAL(pressure_shrinker_set_seeks(s, 1001), -EINVAL);
+        CU_ASSERT_EQUAL(pressure_shrinker_set_batch(s, 32), 0);
+        CU_ASSERT_EQUAL(pressure_shrinker_register(s), 0);
+        CU_ASSERT_EQUAL(pressure_shrinker_get_id(s), 0u); /* no daemon there */
+        CU_ASSERT_PTR_EQUAL(pressure_shrinker_get_client(s), c);
+        pressure_shrinker_free(s);
+        CU_ASSERT_EQUAL(pressure_lru_shrinker_new(lru, c, "again", 0, 64, NULL, count_and_free, NULL, &t), 0);
+        pressure_shrinker_free(t);
+        pressure_client_unref(c);
+        pressure_lru_free(lru);
+        /* The version the library says it is, as the build says. */
+        CU_ASSERT_STRING_EQUAL(pressure_get_version(), PRESSURED_VERSION);
+}
+
 int main(void) {
         static const struct test_case cases[] = {
+                { "shrink count and walk helpers", test_shrink_helpers },
+                { "a list's shrinker again after free", test_shrinker_again_after_free },
                 { "add and delete", test_add_del },
                 { "walk: removed, rotate, skip, stop, budget", test_walk },
                 { "touch and second chance", test_touch_second_chance },

@@ -267,9 +267,12 @@ static void test_node_local_reclaim(void) {
                         CU_ASSERT_EQUAL(pressure_lru_add(lru, &it->lru, nid), 1);
                 }
         CU_ASSERT_EQUAL_FATAL(pressure_client_new(daemon_.socket, &c), 0);
-        CU_ASSERT_EQUAL_FATAL(pressure_lru_shrinker_new(lru, c, "node-cache", 0, sizeof(struct item), NULL, free_item,
-                                                        NULL, &sh),
+        CU_ASSERT_EQUAL_FATAL(pressure_lru_shrinker_alloc(lru, c, "node-cache", 0, sizeof(struct item), NULL, free_item,
+                                                          NULL, &sh),
                               0);
+        CU_ASSERT_EQUAL(pressure_lru_shrinker_alloc(lru, c, "second", 0, 0, NULL, free_item, NULL, &sh), -EBUSY);
+        CU_ASSERT_EQUAL(pressure_shrinker_set_batch(sh, 64), 0);
+        CU_ASSERT_EQUAL(pressure_shrinker_register(sh), 0);
         CU_ASSERT_EQUAL_FATAL(pressure_client_start_thread(c), 0);
 
         /* Node 1 runs short (below its min watermark): the daemon asks for node 1 only. */
@@ -303,6 +306,181 @@ static void test_node_local_reclaim(void) {
                 }
         }
         pressure_lru_free(lru);
+}
+
+/* ---- subscriptions as objects ---- */
+
+struct sub_seen {
+        unsigned initial, events;
+        enum pressure_level level;
+        int ended; /* 1: not ended */
+};
+
+static void on_sub_event(struct pressure_client *c, const struct pressure_scope *s, int initial, void *userdata) {
+        struct sub_seen *seen = userdata;
+        (void) c;
+        seen->level = pressure_scope_get_level(s);
+        if (initial)
+                seen->initial++;
+        else
+                seen->events++;
+}
+
+static void on_sub_end(struct pressure_subscription *sub, int error, void *userdata) {
+        struct sub_seen *seen = userdata;
+        (void) sub;
+        seen->ended = error;
+}
+
+#define DISPATCH_UNTIL(c, cond)                                                                            \
+        ({                                                                                                 \
+                uint64_t _end = test_now_ms() + 10000;                                                     \
+                while (!(cond) && test_now_ms() < _end) {                                                  \
+                        struct pollfd _p = { .fd = pressure_client_get_fd(c), .events = POLLIN };          \
+                        (void) poll(&_p, 1, 100);                                                          \
+                        (void) pressure_client_dispatch(c);                                                \
+                }                                                                                          \
+                (cond);                                                                                    \
+        })
+
+/* Any number per client, each with its own level; first states from dispatch; unref unsubscribes; a
+ * refusal comes to the end handler. */
+static void test_subscription_objects(void) {
+        struct pressure_client *c;
+        struct pressure_subscription *low, *crit, *bad;
+        struct sub_seen sl = { .ended = 1 }, sc = { .ended = 1 }, sf = { .ended = 1 }, sb = { .ended = 1 };
+        const char *node1[] = { "node:1", NULL }, *node0[] = { "node:0", NULL };
+        const char *missing[] = { "/pressured-test-no-such-cgroup", NULL };
+
+        CU_ASSERT_EQUAL_FATAL(set_node1_free(100000), 0);
+        CU_ASSERT_EQUAL_FATAL(pressure_client_new(daemon_.socket, &c), 0);
+        CU_ASSERT_EQUAL_FATAL(pressure_subscription_new(c, node1, PRESSURE_LEVEL_LOW, on_sub_event, &sl, &low), 0);
+        CU_ASSERT_EQUAL_FATAL(pressure_subscription_new(c, node1, PRESSURE_LEVEL_CRITICAL, on_sub_event, &sc, &crit), 0);
+        CU_ASSERT_EQUAL_FATAL(pressure_subscription_new(c, node0, PRESSURE_LEVEL_LOW, on_sub_event, &sf, NULL), 0);
+        CU_ASSERT_EQUAL_FATAL(pressure_subscription_new(c, missing, PRESSURE_LEVEL_LOW, on_sub_event, &sb, &bad), 0);
+        CU_ASSERT_EQUAL(pressure_subscription_set_end_handler(bad, on_sub_end, &sb), 0);
+        CU_ASSERT_EQUAL(pressure_subscription_new(c, (const char *[]){ "nowhere", NULL }, PRESSURE_LEVEL_LOW,
+                                                  on_sub_event, &sb, &bad),
+                        -EINVAL);
+        /* Nothing is delivered before dispatch. */
+        CU_ASSERT_EQUAL(sl.initial + sc.initial + sf.initial, 0u);
+        CU_ASSERT_TRUE(DISPATCH_UNTIL(c, sl.initial == 1 && sc.initial == 1 && sf.initial == 1 && sb.ended != 1));
+        CU_ASSERT_EQUAL(sb.ended, -ENOENT);
+        CU_ASSERT_EQUAL(pressure_subscription_get_state(bad), -ENOENT);
+        CU_ASSERT_EQUAL(pressure_subscription_get_state(low), 1);
+        CU_ASSERT_EQUAL(sb.initial, 0u);
+        pressure_subscription_unref(bad);
+
+        CU_ASSERT_EQUAL(set_node1_free(2400), 0); /* medium: the low subscriber hears, the critical one not */
+        CU_ASSERT_TRUE(DISPATCH_UNTIL(c, sl.level == PRESSURE_LEVEL_MEDIUM));
+        CU_ASSERT_EQUAL(set_node1_free(1000), 0); /* critical: both */
+        CU_ASSERT_TRUE(DISPATCH_UNTIL(c, sl.level == PRESSURE_LEVEL_CRITICAL && sc.level == PRESSURE_LEVEL_CRITICAL));
+        CU_ASSERT_EQUAL(sc.events, 1u);
+
+        /* Unsubscribed: the fall back below critical, sent in the same pass as the low subscriber's
+         * event, is not heard. */
+        pressure_subscription_unref(crit);
+        CU_ASSERT_EQUAL(set_node1_free(2400), 0);
+        CU_ASSERT_TRUE(DISPATCH_UNTIL(c, sl.level == PRESSURE_LEVEL_MEDIUM));
+        CU_ASSERT_EQUAL(sc.events, 1u);
+        CU_ASSERT_EQUAL(sf.events, 0u); /* node 0 stayed ok */
+
+        /* The node's own figures through the getters. */
+        struct pressure_status *st;
+        uint64_t wmin = 0, wlow = 0, whigh = 0, usage;
+        CU_ASSERT_EQUAL_FATAL(pressure_client_get_status(c, &st), 0);
+        CU_ASSERT_EQUAL(pressure_scope_get_watermarks(pressure_status_get_node(st, 1), &wmin, &wlow, &whigh), 0);
+        CU_ASSERT_EQUAL(wmin, 2000ull * 4096);
+        CU_ASSERT_EQUAL(wlow, 2500ull * 4096);
+        CU_ASSERT_EQUAL(whigh, 3000ull * 4096);
+        CU_ASSERT_EQUAL(pressure_scope_get_cgroup_memory(pressure_status_get_node(st, 1), &usage, NULL), -ENODATA);
+        CU_ASSERT_EQUAL(pressure_scope_get_watermarks(pressure_status_get_system(st), NULL, NULL, NULL), -ENODATA);
+        pressure_status_unref(st);
+
+        pressure_subscription_unref(low);
+        pressure_client_unref(c); /* the floating one goes with the client */
+        CU_ASSERT_EQUAL(set_node1_free(3000), 0);
+}
+
+/* A shrinker of one's own over a list, with the walk and count helpers: node pressure asks for node 1,
+ * and says which scope and level the request is for. */
+struct own {
+        struct pressure_lru *lru;
+        unsigned long freed[2];
+        struct pressure_shrink_control last;
+        uint64_t asked_at;
+};
+
+static uint64_t own_count(struct pressure_shrinker *s, struct pressure_shrink_control *sc, void *userdata) {
+        struct own *o = userdata;
+        (void) s;
+        uint64_t n = pressure_lru_shrink_count(o->lru, sc);
+        return n > 0 ? n : PRESSURE_SHRINK_EMPTY;
+}
+
+static uint64_t own_scan(struct pressure_shrinker *s, struct pressure_shrink_control *sc, void *userdata) {
+        struct own *o = userdata;
+        struct pressure_lru_node *d;
+        struct timespec ts;
+        (void) s;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        o->asked_at = (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+        o->last = *sc;
+        uint64_t n = pressure_lru_shrink_walk(o->lru, sc, take_all, NULL, &d);
+        while (d) {
+                struct item *it = PRESSURE_LRU_ENTRY(d, struct item, lru);
+                d = d->next;
+                o->freed[it->node]++;
+                free(it);
+        }
+        return n;
+}
+
+static void test_own_shrinker_over_list(void) {
+        struct pressure_client *c;
+        struct pressure_shrinker *sh;
+        struct own o = {};
+
+        CU_ASSERT_EQUAL_FATAL(set_node1_free(100000), 0);
+        CU_ASSERT_EQUAL_FATAL(pressure_lru_new(2, &o.lru), 0);
+        for (int nid = 0; nid < 2; nid++)
+                for (int i = 0; i < 100; i++) {
+                        struct item *it = calloc(1, sizeof(*it));
+                        pressure_lru_node_init(&it->lru);
+                        it->node = nid;
+                        CU_ASSERT_EQUAL(pressure_lru_add(o.lru, &it->lru, nid), 1);
+                }
+        CU_ASSERT_EQUAL_FATAL(pressure_client_new(daemon_.socket, &c), 0);
+        CU_ASSERT_EQUAL_FATAL(pressure_shrinker_alloc(c, PRESSURE_SHRINKER_NUMA_AWARE, "own-list", &sh), 0);
+        CU_ASSERT_EQUAL(pressure_shrinker_set_callbacks(sh, own_count, own_scan), 0);
+        CU_ASSERT_EQUAL(pressure_shrinker_set_userdata(sh, &o, NULL), 0);
+        CU_ASSERT_EQUAL(pressure_shrinker_set_seeks(sh, 0), 0); /* cheap: half of it per pass */
+        CU_ASSERT_EQUAL(pressure_shrinker_register(sh), 0);
+        CU_ASSERT_TRUE(DISPATCH_UNTIL(c, pressure_client_is_connected(c) == 1));
+
+        CU_ASSERT_EQUAL(set_node1_free(1000), 0);
+        CU_ASSERT_TRUE(DISPATCH_UNTIL(c, o.freed[1] > 0));
+        CU_ASSERT_EQUAL(o.freed[0], 0ul);
+        CU_ASSERT_EQUAL(o.last.node, 1);
+        CU_ASSERT_EQUAL(o.last.scope_type, PRESSURE_SCOPE_NODE);
+        CU_ASSERT(o.last.level >= PRESSURE_LEVEL_LOW);
+        CU_ASSERT(o.last.deadline > o.asked_at);
+        CU_ASSERT(o.last.nr_scanned > 0 && o.last.nr_scanned <= o.last.nr_to_scan);
+
+        CU_ASSERT_EQUAL(set_node1_free(3000), 0);
+        pressure_shrinker_free(sh);
+        pressure_client_unref(c);
+        for (int nid = 0; nid < 2; nid++) {
+                struct pressure_lru_node *d;
+                uint64_t budget = UINT64_MAX;
+                pressure_lru_walk_node(o.lru, nid, take_all, NULL, &budget, &d);
+                while (d) {
+                        struct pressure_lru_node *next = d->next;
+                        free(PRESSURE_LRU_ENTRY(d, struct item, lru));
+                        d = next;
+                }
+        }
+        pressure_lru_free(o.lru);
 }
 
 /* References taken and dropped from several threads at once, as thread mode allows: the count stays
@@ -342,6 +520,8 @@ int main(void) {
                 { "min_level", test_min_level },
                 { "a subscriber that stops reading is coalesced", test_slow_subscriber_is_coalesced },
                 { "node-local reclaim through the LRU's shrinker", test_node_local_reclaim },
+                { "subscriptions as objects", test_subscription_objects },
+                { "a shrinker of one's own over a list", test_own_shrinker_over_list },
                 { "daemon stops cleanly", test_stop },
                 {},
         };
