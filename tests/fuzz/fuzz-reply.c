@@ -2,7 +2,8 @@
 /* Fuzz target: what libpressure parses from the daemon. A fake daemon on a thread of its own answers
  * every connection the library opens with the input (then shuts its side down); the library asks for the
  * status, subscribes (its first reply, then events through dispatch) and registers a shrinker (the
- * registration reply, then requests through dispatch). A library must survive any daemon, also a broken
+ * registration reply, then requests through dispatch), and does the same without waiting (a
+ * subscription object, an asynchronous status). A library must survive any daemon, also a broken
  * or hostile one: nothing may crash, leak, hang or read out of bounds. Replayed over its corpus as a unit
  * test; built for libFuzzer with -Dfuzzer=true. */
 #include <errno.h>
@@ -91,6 +92,14 @@ static uint64_t scan(struct pressure_shrinker *s, struct pressure_shrink_control
         return sc->nr_to_scan > 10 ? 10 : sc->nr_to_scan;
 }
 
+static void on_status(struct pressure_client *c, int error, struct pressure_status *st, void *userdata) {
+        (void) c;
+        (void) error;
+        (void) userdata;
+        if (st)
+                (void) pressure_status_get_n_cgroups(st);
+}
+
 static void on_change(struct pressure_client *c, const struct pressure_scope *s, int initial, void *userdata) {
         (void) c;
         (void) initial;
@@ -123,8 +132,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 pressure_status_unref(st);
         (void) pressure_client_subscribe(c, scopes, PRESSURE_LEVEL_LOW, on_change, NULL);
         (void) pressure_shrinker_new(c, "fuzz", PRESSURE_SHRINKER_NUMA_AWARE, -1, 0, count, scan, NULL, &sh);
+        /* The asynchronous ways in: a subscription object and a status, both answered from dispatch. */
+        struct pressure_subscription *sub = NULL;
+        (void) pressure_subscription_new(c, scopes, PRESSURE_LEVEL_LOW, on_change, NULL, &sub);
+        (void) pressure_client_get_status_async(c, on_status, NULL);
         for (int i = 0; i < 4; i++)
                 (void) pressure_client_dispatch(c);
+        pressure_subscription_unref(sub);
         if (sh)
                 pressure_shrinker_free(sh);
         pressure_client_unref(c);
