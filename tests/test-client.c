@@ -437,6 +437,45 @@ static void test_add_remove_refusals(void) {
         pressure_client_unref(c);
 }
 
+/* examples/poll-watch: its first state, its daemon going and coming back, and a clean exit. */
+static void test_poll_watch_example(void) {
+        int p[2];
+        char line[256];
+        CU_ASSERT_FATAL(pipe(p) == 0);
+        pid_t pid = fork();
+        CU_ASSERT_FATAL(pid >= 0);
+        if (pid == 0) {
+                dup2(p[1], STDOUT_FILENO);
+                execl(getenv("POLL_WATCH_BIN"), "poll-watch", "--socket", daemon_.socket, "system", (char *) NULL);
+                _exit(127);
+        }
+        close(p[1]);
+        struct test_child w = { .lines.fd = -1 };
+        test_child_adopt(&w, pid, p[0]);
+        CU_ASSERT_EQUAL(test_lines_next(&w.lines, 10000, line, sizeof(line)), 0);
+        CU_ASSERT(strncmp(line, "system ", 7) == 0 && strstr(line, "(initial)"));
+        CU_ASSERT_EQUAL(test_lines_next(&w.lines, 10000, line, sizeof(line)), 0);
+        CU_ASSERT_STRING_EQUAL(line, "daemon connected");
+
+        CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
+        CU_ASSERT_EQUAL(test_lines_next(&w.lines, 10000, line, sizeof(line)), 0);
+        CU_ASSERT_STRING_EQUAL(line, "daemon away: waiting for it");
+        const char *const args[] = { "--hold", "0", NULL };
+        CU_ASSERT_EQUAL_FATAL(test_daemon_restart(&daemon_, args), 0);
+        CU_ASSERT_EQUAL(test_lines_next(&w.lines, 10000, line, sizeof(line)), 0);
+        CU_ASSERT(strncmp(line, "system ", 7) == 0 && strstr(line, "(initial)"));
+        CU_ASSERT_EQUAL(test_lines_next(&w.lines, 10000, line, sizeof(line)), 0);
+        CU_ASSERT_STRING_EQUAL(line, "daemon connected");
+
+        int status = -1;
+        CU_ASSERT_EQUAL(kill(pid, SIGTERM), 0);
+        CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
+        CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        w.pid = 0;
+        test_cleanup_forget_pid(pid);
+        test_child_stop(&w);
+}
+
 static void test_stop(void) {
         CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
 }
@@ -448,6 +487,7 @@ int main(void) {
                 { "a daemon that accepts and never answers", test_silent_daemon },
                 { "callbacks run without the library's lock", test_callbacks_without_library_lock },
                 { "made before the daemon, through its restarts", test_before_and_through_restarts },
+                { "examples/poll-watch", test_poll_watch_example },
                 { "daemon stops cleanly", test_stop },
                 {},
         };
