@@ -64,6 +64,21 @@ cp "$dest/h.c" "$dest/h.cc"
 c++ -std=c++11 -pedantic -Wall -Wextra -Werror -I"$root/include" -c "$dest/h.cc" -o "$dest/h2.o"
 check "pressure.h compiles as C++" $?
 
+# The man page's SYNOPSIS is real C: its prototypes compile beside the header's (a conflict is an error).
+python3 - "$SRC/man/libpressure.3" >"$dest/synopsis.c" <<'PY'
+import shlex, sys
+page = open(sys.argv[1]).read()
+synopsis = page[page.index(".SH SYNOPSIS"):page.index(".fi")]
+print("#include <pressure.h>")
+for line in synopsis.splitlines():
+    if line.startswith(".BI "):  # alternating fonts, concatenated
+        print("".join(shlex.split(line[4:])))
+    elif line.startswith(".B ") and "#include" not in line:
+        print(" ".join(shlex.split(line[3:])))
+PY
+cc -std=c99 -pedantic -Wall -Wextra -Werror -I"$root/include" -c "$dest/synopsis.c" -o "$dest/synopsis.o"
+check "libpressure(3)'s SYNOPSIS compiles against pressure.h" $?
+
 # The version script and the library agree: every symbol listed is exported, nothing else is.
 listed=$(sed -n 's/^[[:space:]]*\(pressure_[a-z_0-9]*\);/\1/p' "$SRC/lib/libpressure.sym" | sort)
 exported=$(nm -D --defined-only "$dest$libdir/libpressure.so.0" | awk '$2 == "T" { sub(/@.*/, "", $3); print $3 }' | sort)
