@@ -6,6 +6,8 @@
 #include <json-c/json.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
 #include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -228,6 +230,7 @@ static void test_slow_subscriber_is_coalesced(void) {
 struct item {
         struct pressure_lru_node lru;
         int node;
+        int index; /* in items[] */
 };
 
 enum { PER_NODE = 1000 };
@@ -235,15 +238,45 @@ static unsigned long freed_per_node[2];
 static pthread_mutex_t freed_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t freed_cond = PTHREAD_COND_INITIALIZER;
 
+/* The application's table of its objects: mutators look objects up in it under freed_lock, and the free
+ * callback takes the object out under the same lock, as pressure.h tells an application to. */
+static struct item *items[2 * PER_NODE];
+
 /* Runs on the library's thread, called by the built-in shrinker's scan. */
 static void free_item(struct pressure_lru_node *n, void *userdata) {
-        struct item *it = (struct item *) n;
+        struct item *it = PRESSURE_LRU_ENTRY(n, struct item, lru);
         (void) userdata;
         pthread_mutex_lock(&freed_lock);
         freed_per_node[it->node]++;
+        items[it->index] = NULL;
         pthread_cond_broadcast(&freed_cond);
         pthread_mutex_unlock(&freed_lock);
         free(it);
+}
+
+/* While the daemon's requests run the built-in shrinker on the library's thread: use node 1's objects
+ * (touch them, take them off and put them back) from two threads, with no lock of the list's. */
+static int stop_mutators;
+
+static void *mutator(void *arg) {
+        struct pressure_lru *lru = arg;
+        unsigned seed = (unsigned) (uintptr_t) pthread_self(), n = 0;
+        while (!__atomic_load_n(&stop_mutators, __ATOMIC_RELAXED)) {
+                int i = PER_NODE + (int) (rand_r(&seed) % PER_NODE);
+                pthread_mutex_lock(&freed_lock);
+                struct item *it = items[i];
+                if (it) {
+                        pressure_lru_touch(&it->lru);
+                        int r = pressure_lru_del(lru, &it->lru);
+                        CU_ASSERT(r == 1 || r == 0 || r == -EBUSY); /* -EBUSY: the shrinker has it */
+                        if (r == 1)
+                                CU_ASSERT_EQUAL(pressure_lru_add(lru, &it->lru, 1), 1);
+                }
+                pthread_mutex_unlock(&freed_lock);
+                if (++n % 64 == 0)
+                        sched_yield();
+        }
+        return NULL;
 }
 
 static enum pressure_lru_status take_all(struct pressure_lru_node *n, void *ud) {
@@ -264,6 +297,8 @@ static void test_node_local_reclaim(void) {
                         struct item *it = calloc(1, sizeof(*it));
                         pressure_lru_node_init(&it->lru);
                         it->node = nid;
+                        it->index = nid * PER_NODE + i;
+                        items[it->index] = it;
                         CU_ASSERT_EQUAL(pressure_lru_add(lru, &it->lru, nid), 1);
                 }
         CU_ASSERT_EQUAL_FATAL(pressure_client_new(daemon_.socket, &c), 0);
@@ -275,17 +310,28 @@ static void test_node_local_reclaim(void) {
         CU_ASSERT_EQUAL(pressure_shrinker_register(sh), 0);
         CU_ASSERT_EQUAL_FATAL(pressure_client_start_thread(c), 0);
 
-        /* Node 1 runs short (below its min watermark): the daemon asks for node 1 only. */
+        /* Node 1 runs short (below its min watermark): the daemon asks for node 1 only, while two
+         * threads use node 1's objects until half of them are gone. */
+        pthread_t m[2];
+        stop_mutators = 0;
+        for (int i = 0; i < 2; i++)
+                CU_ASSERT_EQUAL_FATAL(pthread_create(&m[i], NULL, mutator, lru), 0);
         CU_ASSERT_EQUAL(set_node1_free(1000), 0);
         struct timespec deadline;
         clock_gettime(CLOCK_REALTIME, &deadline);
-        deadline.tv_sec += 10;
+        deadline.tv_sec += 20;
         pthread_mutex_lock(&freed_lock);
-        while (freed_per_node[1] < PER_NODE)
+        while (freed_per_node[1] < PER_NODE) {
+                if (freed_per_node[1] >= PER_NODE / 2)
+                        __atomic_store_n(&stop_mutators, 1, __ATOMIC_RELAXED);
                 if (pthread_cond_timedwait(&freed_cond, &freed_lock, &deadline) != 0)
                         break;
+        }
         unsigned long f0 = freed_per_node[0], f1 = freed_per_node[1];
         pthread_mutex_unlock(&freed_lock);
+        __atomic_store_n(&stop_mutators, 1, __ATOMIC_RELAXED);
+        for (int i = 0; i < 2; i++)
+                pthread_join(m[i], NULL);
         CU_ASSERT_EQUAL(f1, (unsigned long) PER_NODE);
         CU_ASSERT_EQUAL(pressure_lru_count_node(lru, 1), 0u);
         CU_ASSERT_EQUAL(f0, 0ul);
