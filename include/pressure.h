@@ -112,6 +112,16 @@ typedef void (*pressure_connection_handler_t)(struct pressure_client *client, in
 int pressure_client_set_connection_handler(struct pressure_client *client, pressure_connection_handler_t handler,
                                            void *userdata);
 
+/**
+ * What the library has to say that no return value carries: the daemon went away (and why), the daemon
+ * refused a shrinker. priority is syslog(3)'s (LOG_NOTICE, LOG_WARNING); message is valid during the
+ * call. Called from dispatch. Without a handler nothing is logged: the library never writes to stderr.
+ * Since LIBPRESSURE_0.4.
+ */
+typedef void (*pressure_log_handler_t)(struct pressure_client *client, int priority, const char *message,
+                                       void *userdata);
+int pressure_client_set_log_handler(struct pressure_client *client, pressure_log_handler_t handler, void *userdata);
+
 /** 1 if the connection handler was last told connected, 0 otherwise. Since LIBPRESSURE_0.4. */
 int pressure_client_is_connected(struct pressure_client *client);
 
@@ -346,10 +356,13 @@ typedef void (*pressure_destroy_t)(void *userdata);
  */
 int pressure_shrinker_alloc(struct pressure_client *client, unsigned flags, const char *name,
                             struct pressure_shrinker **ret);
+/** The daemon's default, for seeks (2) and batch (128) alike. */
+#define PRESSURE_SHRINKER_DEFAULT (-1)
+
 /* Before pressure_shrinker_register() only (-EBUSY after); 0 or -EINVAL. Since LIBPRESSURE_0.4. */
-/** Cost to recreate an object: negative for the default (2), 0 for cheap, at most 1000. */
+/** Cost to recreate an object: PRESSURE_SHRINKER_DEFAULT (any negative), 0 for cheap, at most 1000. */
 int pressure_shrinker_set_seeks(struct pressure_shrinker *shrinker, int seeks);
-/** Most objects per scan call: 0 or negative for the default (128), at most 1048576. */
+/** Most objects per scan call: PRESSURE_SHRINKER_DEFAULT (any negative), or 1..1048576. */
 int pressure_shrinker_set_batch(struct pressure_shrinker *shrinker, int batch);
 int pressure_shrinker_set_callbacks(struct pressure_shrinker *shrinker, pressure_count_objects_t count,
                                     pressure_scan_objects_t scan);
@@ -362,8 +375,9 @@ struct pressure_client *pressure_shrinker_get_client(const struct pressure_shrin
 int pressure_shrinker_register(struct pressure_shrinker *shrinker);
 
 /**
- * alloc, set and register in one call. seeks and batch as for the setters. Returns 0 and the shrinker in
- * *ret (registered in the background), or -EINVAL or -ENOMEM.
+ * alloc, set and register in one call. seeks and batch as for the setters (batch 0 also means the
+ * default here, as it did in LIBPRESSURE_0.1). Returns 0 and the shrinker in *ret (registered in the
+ * background), or -EINVAL or -ENOMEM.
  */
 int pressure_shrinker_new(struct pressure_client *client, const char *name, unsigned flags, int seeks, int batch,
                           pressure_count_objects_t count, pressure_scan_objects_t scan, void *userdata,

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <sys/un.h>
+#include <syslog.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -164,17 +166,38 @@ struct work *work_new(enum work_kind kind) {
 }
 
 void work_free(struct work *w) {
+        free(w->text);
         json_object_put(w->msg);
         pressure_status_unref(w->status);
         free(w);
 }
 
 void client_add_work(struct pressure_client *c, struct work *w) {
+        w->log_handler = c->log_handler; /* the handler of the moment the message was made */
+        w->log_userdata = c->log_userdata;
         if (c->work_last)
                 c->work_last->next = w;
         else
                 c->work = w;
         c->work_last = w;
+}
+
+void client_log(struct pressure_client *c, int priority, const char *format, ...) {
+        if (!c->log_handler)
+                return;
+        struct work *w = work_new(WORK_LOG);
+        va_list ap;
+        va_start(ap, format);
+        int n = w ? vasprintf(&w->text, format, ap) : -1;
+        va_end(ap);
+        if (n < 0) {
+                if (w)
+                        w->text = NULL;
+                free(w);
+                return;
+        }
+        w->error = priority;
+        client_add_work(c, w);
 }
 
 static void wake(struct pressure_client *c) {
@@ -218,7 +241,7 @@ int client_ctl(struct pressure_client *c) {
                 return -ENOTCONN;
         int r = conn_open(&c->ctl, c->path, c->epoll_fd);
         if (r < 0)
-                client_away(c);
+                client_away(c, r);
         return r;
 }
 
@@ -292,7 +315,7 @@ static void ctl_process(struct pressure_client *c) {
         conn_close(&c->ctl, c->epoll_fd);
         ctl_fail_pending(c);
         if (had_pending)
-                client_away(c);
+                client_away(c, r);
 }
 
 /* ---- away and back ---- */
@@ -302,10 +325,14 @@ static void retry_arm(struct pressure_client *c, unsigned ms) {
         (void) timerfd_settime(c->retry_fd, 0, &its, NULL);
 }
 
-void client_away(struct pressure_client *c) {
+void client_away(struct pressure_client *c, int error) {
         if (c->away)
                 return;
         c->away = true;
+        c->away_error = error < 0 ? error : -ECONNRESET;
+        if (c->told != 0) /* once per absence, not at every retry */
+                client_log(c, LOG_NOTICE, "pressured at %s is not there (%s); trying again", c->path,
+                           strerror(-c->away_error));
         conn_close(&c->ctl, c->epoll_fd);
         ctl_fail_pending(c);
         subscriptions_away(c);
@@ -456,6 +483,16 @@ EXPORT int pressure_client_set_connection_handler(struct pressure_client *c, pre
         return 0;
 }
 
+EXPORT int pressure_client_set_log_handler(struct pressure_client *c, pressure_log_handler_t handler, void *userdata) {
+        if (!c)
+                return -EINVAL;
+        pthread_mutex_lock(&c->lock);
+        c->log_handler = handler;
+        c->log_userdata = userdata;
+        pthread_mutex_unlock(&c->lock);
+        return 0;
+}
+
 EXPORT int pressure_client_is_connected(struct pressure_client *c) {
         if (!c)
                 return -EINVAL;
@@ -488,6 +525,10 @@ static void run_work(struct pressure_client *c, struct work *w, pressure_connect
         case WORK_CONNECTION:
                 if (conn_handler)
                         conn_handler(c, w->connected, conn_userdata);
+                break;
+        case WORK_LOG:
+                if (w->log_handler)
+                        w->log_handler(c, w->error, w->text, w->log_userdata);
                 break;
         }
 }

@@ -91,6 +91,7 @@ enum work_kind {
         WORK_REQUESTS,     /* msg: a Serve reply with one or more requests */
         WORK_STATUS,       /* an async GetStatus finished: error, status */
         WORK_CONNECTION,   /* connected */
+        WORK_LOG,          /* text, error: its syslog priority */
 };
 
 struct work {
@@ -103,6 +104,9 @@ struct work {
         pressure_status_handler_t status_fn;
         void *status_userdata;
         struct pressure_status *status;
+        char *text;
+        pressure_log_handler_t log_handler;
+        void *log_userdata;
 };
 
 struct pending_call; /* a reply expected on the control connection */
@@ -121,10 +125,13 @@ struct pressure_client {
 
         /* The daemon: away after a stream ended or a connect failed; retried with a backoff. */
         bool away;
+        int away_error; /* why: the errno of the failed connect, or -ECONNRESET */
         unsigned retry_ms;
         int told; /* what the connection handler was last told: -1 nothing, 0 away, 1 connected */
         pressure_connection_handler_t connection_handler;
         void *connection_userdata;
+        pressure_log_handler_t log_handler;
+        void *log_userdata;
 
         /* Calls that get one reply (AddShrinker, RemoveShrinker, async GetStatus) and oneway Answers. */
         struct conn ctl;
@@ -162,7 +169,9 @@ struct work *work_new(enum work_kind kind);
 void work_free(struct work *w);
 /* The daemon went away (a stream ended, a connect failed): every connection closes, shrinkers and
  * subscriptions wait for the reconnection, the application hears it once. */
-void client_away(struct pressure_client *c);
+void client_away(struct pressure_client *c, int error);
+/* A message for the application's log handler, delivered from dispatch (nothing without a handler). */
+void client_log(struct pressure_client *c, int priority, const char *format, ...) __attribute__((format(printf, 3, 4)));
 /* A registration finished: tell the application when none is left. */
 void client_check_ready(struct pressure_client *c);
 /* The control connection, opened when first needed. */

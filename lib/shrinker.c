@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/timerfd.h>
+#include <syslog.h>
 
 #include "internal.h"
 #include "macro.h"
@@ -79,8 +80,12 @@ static void add_done(struct pressure_client *c, struct json_object *reply, void 
         struct pressure_shrinker *s = data;
         s->acking = false;
         uint64_t id = json_get_u64(json_get(json_get(reply, "parameters"), "shrinker"), "id");
-        if (!reply || json_get(reply, "error") || id == 0)
+        if (!reply || json_get(reply, "error") || id == 0) {
                 s->refused = reply != NULL; /* lost with the connection: asked again when the daemon is back */
+                if (s->refused)
+                        client_log(c, LOG_WARNING, "pressured refused shrinker \"%s\": %s", s->name,
+                                   json_object_get_string(json_get(reply, "error")) ?: "no id");
+        }
         else {
                 if (s->freed)
                         remove_on_daemon(c, id);
@@ -128,7 +133,7 @@ static void serve_start(struct pressure_client *c) {
         if (r < 0) {
                 free(members);
                 conn_close(&c->serve, c->epoll_fd);
-                client_away(c);
+                client_away(c, r);
                 return;
         }
         for (i = 0; i < n; i++)
@@ -235,7 +240,10 @@ void shrinkers_process(struct pressure_client *c) {
         if (r >= 0)
                 return;
         /* Refused, broken or ended: the daemon is gone or did not want this; try again later. */
-        client_away(c);
+        if (r != -ECONNRESET)
+                client_log(c, LOG_WARNING, "pressured did not take this client's shrinkers (%s); trying again",
+                           strerror(-r));
+        client_away(c, r);
 }
 
 /* ---- requests, outside the lock ---- */
@@ -439,7 +447,7 @@ EXPORT int pressure_shrinker_set_seeks(struct pressure_shrinker *s, int seeks) {
 }
 
 EXPORT int pressure_shrinker_set_batch(struct pressure_shrinker *s, int batch) {
-        if (batch > (1 << 20))
+        if (batch == 0 || batch > (1 << 20))
                 return -EINVAL;
         SETTER_BEGIN(s) s->batch = batch < 0 ? 0 : batch; SETTER_END(s);
 }
@@ -542,7 +550,8 @@ EXPORT int pressure_shrinker_new(struct pressure_client *c, const char *name, un
         int r = pressure_shrinker_alloc(c, flags, name, &s);
         if (r < 0)
                 return r;
-        if ((r = pressure_shrinker_set_seeks(s, seeks)) < 0 || (r = pressure_shrinker_set_batch(s, batch)) < 0 ||
+        if ((r = pressure_shrinker_set_seeks(s, seeks)) < 0 ||
+            (r = pressure_shrinker_set_batch(s, batch == 0 ? PRESSURE_SHRINKER_DEFAULT : batch)) < 0 ||
             (r = pressure_shrinker_set_callbacks(s, count, scan)) < 0 ||
             (r = pressure_shrinker_set_userdata(s, userdata, NULL)) < 0 || (r = pressure_shrinker_register(s)) < 0) {
                 pressure_shrinker_free(s);

@@ -80,8 +80,11 @@ static int sub_start(struct pressure_subscription *s) {
 
 void subscriptions_start(struct pressure_client *c) {
         for (struct pressure_subscription *s = c->subs; s && !c->away; s = s->next)
-                if (s->state == SUB_WAITING && !s->cancelled && sub_start(s) < 0)
-                        client_away(c);
+                if (s->state == SUB_WAITING && !s->cancelled) {
+                        int r = sub_start(s);
+                        if (r < 0)
+                                client_away(c, r);
+                }
 }
 
 void subscriptions_away(struct pressure_client *c) {
@@ -112,7 +115,7 @@ static void sub_message(struct pressure_subscription *s, struct json_object *msg
         if (json_get(msg, "error")) {
                 if (error_means_away(msg)) {
                         json_object_put(msg);
-                        client_away(s->client);
+                        client_away(s->client, -ECONNRESET);
                         return;
                 }
                 int r = reply_to_errno(msg);
@@ -179,7 +182,7 @@ void subscriptions_process(struct pressure_client *c) {
                 if (r == -EPROTO || r == -ENOMEM)
                         sub_end(s, r);
                 else if (r < 0 && s->state != SUB_ENDED)
-                        client_away(c); /* the stream ended without a word: the daemon went */
+                        client_away(c, r); /* the stream ended without a word: the daemon went */
         }
 }
 
@@ -283,8 +286,9 @@ EXPORT int pressure_subscription_new(struct pressure_client *c, const char *cons
                 *ret = s;
         } else
                 s->floating = true;
-        if (!c->away && sub_start(s) < 0)
-                client_away(c);
+        int r = c->away ? 0 : sub_start(s);
+        if (r < 0)
+                client_away(c, r);
         client_kick(c);
         pthread_mutex_unlock(&c->lock);
         return 0;
@@ -382,7 +386,7 @@ EXPORT int pressure_client_subscribe(struct pressure_client *c, const char *cons
                 int state = s->state;
                 bool away = c->away, delivered = s->active == 0;
                 if (state == SUB_ENDED || away) {
-                        r = state == SUB_ENDED ? s->error : -ECONNREFUSED;
+                        r = state == SUB_ENDED ? s->error : c->away_error;
                         pthread_mutex_unlock(&c->lock);
                         break;
                 }

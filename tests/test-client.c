@@ -57,6 +57,16 @@ static void on_event(struct pressure_client *c, const struct pressure_scope *sco
                 s->events++;
 }
 
+static char last_log[512];
+static int last_priority;
+
+static void on_log(struct pressure_client *c, int priority, const char *message, void *userdata) {
+        (void) c;
+        (void) userdata;
+        last_priority = priority;
+        snprintf(last_log, sizeof(last_log), "%s", message);
+}
+
 static void on_end(struct pressure_subscription *sub, int error, void *userdata) {
         struct seen *s = userdata;
         (void) sub;
@@ -137,6 +147,7 @@ static void test_before_and_through_restarts(void) {
         CU_ASSERT_EQUAL_FATAL(test_daemon_stop(&daemon_), 0);
         CU_ASSERT_EQUAL_FATAL(pressure_client_new(daemon_.socket, &c), 0);
         CU_ASSERT_EQUAL(pressure_client_set_connection_handler(c, on_connection, &seen), 0);
+        CU_ASSERT_EQUAL(pressure_client_set_log_handler(c, on_log, NULL), 0);
         CU_ASSERT_EQUAL(pressure_subscription_new(c, NULL, PRESSURE_LEVEL_LOW, on_event, &seen, &sub), 0);
         CU_ASSERT_EQUAL(pressure_subscription_set_end_handler(sub, on_end, &seen), 0);
         struct pressure_shrinker *a = make_shrinker(c, "client-a", &shr);
@@ -150,6 +161,13 @@ static void test_before_and_through_restarts(void) {
         CU_ASSERT(r == -ENOENT || r == -ECONNREFUSED);
         CU_ASSERT_EQUAL(pressure_client_get_status_async(c, NULL, NULL), -EINVAL);
         CU_ASSERT_EQUAL(seen.initial, 0u);
+        /* And the log handler says why, once. */
+        CU_ASSERT_PTR_NOT_NULL(strstr(last_log, "is not there"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(last_log, daemon_.socket));
+        CU_ASSERT_EQUAL(last_priority, 5 /* LOG_NOTICE */);
+        last_log[0] = 0;
+        (void) pressure_client_dispatch(c);
+        CU_ASSERT_STRING_EQUAL(last_log, "");
 
         /* The daemon comes: everything is registered by itself, the first states come from dispatch. */
         const char *const args[] = { "--hold", "0", NULL };

@@ -452,6 +452,8 @@ static void test_shrinker_again_after_free(void) {
         CU_ASSERT_EQUAL(pressure_lru_shrinker_alloc(lru, c, "again", 0, 64, NULL, count_and_free, NULL, &t), -EBUSY);
         CU_ASSERT_EQUAL(pressure_shrinker_set_seeks(s, 0), 0);
         CU_ASSERT_EQUAL(pressure_shrinker_set_seeks(s, 1001), -EINVAL);
+        CU_ASSERT_EQUAL(pressure_shrinker_set_batch(s, 0), -EINVAL);
+        CU_ASSERT_EQUAL(pressure_shrinker_set_batch(s, PRESSURE_SHRINKER_DEFAULT), 0);
         CU_ASSERT_EQUAL(pressure_shrinker_set_batch(s, 32), 0);
         CU_ASSERT_EQUAL(pressure_shrinker_register(s), 0);
         CU_ASSERT_EQUAL(pressure_shrinker_get_id(s), 0u); /* no daemon there */
