@@ -445,10 +445,9 @@ static void side_round(struct reclaim *rc, struct scope *s, const struct reclaim
         round_run(r, &spec);
 }
 
-/* A client registered: scopes already above ok ask it at once, and only it. Where no episode runs yet
- * (nobody was there to ask), one starts. */
-static void on_client_added(struct shrink_client *cl, void *userdata) {
-        struct reclaim *rc = userdata;
+/* A newcomer (a client, or one shrinker of it): scopes already above ok ask it at once, and only it.
+ * Where no episode runs yet (nobody was there to ask), one starts. */
+static void ask_newcomer(struct reclaim *rc, const struct shrink_client *cl, const struct shrinker *only) {
         bool wanted = false;
 
         SCOPE_REGISTRY_FOREACH(s, rc->scopes)
@@ -462,8 +461,12 @@ static void on_client_added(struct shrink_client *cl, void *userdata) {
                 if (!e)
                         scope_changed(rc, s);
                 else if (e->rounds > 0)
-                        side_round(rc, s, e, cl, NULL);
+                        side_round(rc, s, e, cl, only);
         }
+}
+
+static void on_client_added(struct shrink_client *cl, void *userdata) {
+        ask_newcomer(userdata, cl, NULL);
 }
 
 static void on_client_removed(struct shrink_client *cl, void *userdata) {
@@ -471,20 +474,9 @@ static void on_client_removed(struct shrink_client *cl, void *userdata) {
         round_engine_drop_client(rc->engine, cl);
 }
 
-/* A shrinker added to a registered client: scopes above ok ask it, and only it, as a new client. */
+/* A shrinker added to a registered client (AddShrinker): asked as a new client is. */
 static void on_shrinker_added(struct shrinker *sh, void *userdata) {
-        struct reclaim *rc = userdata;
-        if (!registration_may_ask(rc, sh->client->uid))
-                return;
-        SCOPE_REGISTRY_FOREACH(s, rc->scopes) {
-                if (!scope_wants_reclaim(rc, s))
-                        continue;
-                struct reclaim_episode *e = *scope_episode(rc, s);
-                if (!e)
-                        scope_changed(rc, s);
-                else if (e->rounds > 0)
-                        side_round(rc, s, e, sh->client, sh);
-        }
+        ask_newcomer(userdata, sh->client, sh);
 }
 
 static void on_shrinker_removed(struct shrinker *sh, void *userdata) {

@@ -89,18 +89,6 @@ static uint64_t scan_cb(struct pressure_shrinker *sh, struct pressure_shrink_con
         return sc->nr_to_scan;
 }
 
-/* Dispatch until cond holds, for at most 10 s. */
-#define DISPATCH_UNTIL(c, cond)                                                                            \
-        ({                                                                                                 \
-                uint64_t _end = test_now_ms() + 10000;                                                     \
-                while (!(cond) && test_now_ms() < _end) {                                                  \
-                        struct pollfd _p = { .fd = pressure_client_get_fd(c), .events = POLLIN };          \
-                        (void) poll(&_p, 1, 100);                                                          \
-                        (void) pressure_client_dispatch(c);                                                \
-                }                                                                                          \
-                (cond);                                                                                    \
-        })
-
 static struct pressure_shrinker *make_shrinker(struct pressure_client *c, const char *name, struct seen *seen) {
         struct pressure_shrinker *s;
         CU_ASSERT_EQUAL_FATAL(pressure_shrinker_alloc(c, 0, name, &s), 0);
@@ -153,7 +141,7 @@ static void test_before_and_through_restarts(void) {
         struct pressure_shrinker *a = make_shrinker(c, "client-a", &shr);
 
         /* Away: said once, and the calls that need the daemon say so. */
-        CU_ASSERT_TRUE(DISPATCH_UNTIL(c, seen.connected == 0));
+        CU_ASSERT_TRUE(TEST_DISPATCH_UNTIL(c, seen.connected == 0));
         CU_ASSERT_EQUAL(pressure_client_is_connected(c), 0);
         CU_ASSERT_EQUAL(pressure_subscription_get_state(sub), 0);
         CU_ASSERT_EQUAL(pressure_shrinker_get_id(a), 0u);
@@ -172,7 +160,7 @@ static void test_before_and_through_restarts(void) {
         /* The daemon comes: everything is registered by itself, the first states come from dispatch. */
         const char *const args[] = { "--hold", "0", NULL };
         CU_ASSERT_EQUAL_FATAL(test_daemon_restart(&daemon_, args), 0);
-        CU_ASSERT_TRUE(DISPATCH_UNTIL(c, seen.connected == 1));
+        CU_ASSERT_TRUE(TEST_DISPATCH_UNTIL(c, seen.connected == 1));
         CU_ASSERT_EQUAL(seen.n_told[0], 1u);
         CU_ASSERT_EQUAL(seen.initial, 1u);
         CU_ASSERT_EQUAL(pressure_subscription_get_state(sub), 1);
@@ -185,11 +173,11 @@ static void test_before_and_through_restarts(void) {
         /* Restarted under a subscription: told away, then back, with the states again; a shrinker
          * added while it was away is registered with the other. */
         CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
-        CU_ASSERT_TRUE(DISPATCH_UNTIL(c, seen.connected == 0));
+        CU_ASSERT_TRUE(TEST_DISPATCH_UNTIL(c, seen.connected == 0));
         CU_ASSERT_EQUAL(pressure_shrinker_get_id(a), 0u);
         struct pressure_shrinker *b = make_shrinker(c, "client-b", &shr);
         CU_ASSERT_EQUAL_FATAL(test_daemon_restart(&daemon_, args), 0);
-        CU_ASSERT_TRUE(DISPATCH_UNTIL(c, seen.connected == 1));
+        CU_ASSERT_TRUE(TEST_DISPATCH_UNTIL(c, seen.connected == 1));
         CU_ASSERT_EQUAL(seen.n_told[0], 2u);
         CU_ASSERT_EQUAL(seen.n_told[1], 2u);
         CU_ASSERT_EQUAL(seen.initial, 2u);
@@ -230,16 +218,16 @@ static void test_one_shrinker_one_registration(void) {
         CU_ASSERT_EQUAL_FATAL(pressure_client_new(daemon_.socket, &c), 0);
         CU_ASSERT_EQUAL(pressure_client_set_connection_handler(c, on_connection, &seen), 0);
         struct pressure_shrinker *a = make_shrinker(c, "one-a", &sa), *b = make_shrinker(c, "one-b", &sb);
-        CU_ASSERT_TRUE(DISPATCH_UNTIL(c, seen.connected == 1));
+        CU_ASSERT_TRUE(TEST_DISPATCH_UNTIL(c, seen.connected == 1));
         uint64_t ida = pressure_shrinker_get_id(a), idb = pressure_shrinker_get_id(b);
         CU_ASSERT(ida > 0 && idb > 0 && ida != idb);
 
         struct pressure_shrinker *s3 = make_shrinker(c, "one-c", &sc);
-        CU_ASSERT_TRUE(DISPATCH_UNTIL(c, pressure_shrinker_get_id(s3) > 0));
+        CU_ASSERT_TRUE(TEST_DISPATCH_UNTIL(c, pressure_shrinker_get_id(s3) > 0));
         CU_ASSERT_EQUAL(pressure_shrinker_get_id(a), ida);
         CU_ASSERT_EQUAL(pressure_shrinker_get_id(b), idb);
         pressure_shrinker_free(b);
-        CU_ASSERT_TRUE(DISPATCH_UNTIL(c, listed_id(c, "one-b", NULL) < 0));
+        CU_ASSERT_TRUE(TEST_DISPATCH_UNTIL(c, listed_id(c, "one-b", NULL) < 0));
         CU_ASSERT_EQUAL(listed_id(c, "one-a", NULL), (int64_t) ida);
         CU_ASSERT_EQUAL(listed_id(c, "one-c", NULL), (int64_t) pressure_shrinker_get_id(s3));
 
@@ -248,7 +236,7 @@ static void test_one_shrinker_one_registration(void) {
         struct shrink_call call = { .socket = daemon_.socket };
         uint64_t before = now_us();
         CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, shrink_thread, &call), 0);
-        CU_ASSERT_TRUE(DISPATCH_UNTIL(c, sa.scans > 0 && sc.scans > 0));
+        CU_ASSERT_TRUE(TEST_DISPATCH_UNTIL(c, sa.scans > 0 && sc.scans > 0));
         pthread_join(t, NULL);
         CU_ASSERT_EQUAL(call.r, 0);
         CU_ASSERT_EQUAL(sb.counts + sb.scans, 0u);
@@ -407,7 +395,7 @@ static void test_add_remove_refusals(void) {
         /* Another client's shrinker, to name. */
         CU_ASSERT_EQUAL_FATAL(pressure_client_new(daemon_.socket, &c), 0);
         struct pressure_shrinker *other = make_shrinker(c, "not-yours", &shr);
-        CU_ASSERT_TRUE(DISPATCH_UNTIL(c, pressure_shrinker_get_id(other) > 0));
+        CU_ASSERT_TRUE(TEST_DISPATCH_UNTIL(c, pressure_shrinker_get_id(other) > 0));
 
         snprintf(call, sizeof(call), "{\"method\":\"io.pressured.RemoveShrinker\",\"parameters\":{\"token\":\"%s\",\"shrinker\":%llu}}",
                  token, (unsigned long long) pressure_shrinker_get_id(other));

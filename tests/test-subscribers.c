@@ -242,6 +242,11 @@ static pthread_cond_t freed_cond = PTHREAD_COND_INITIALIZER;
  * callback takes the object out under the same lock, as pressure.h tells an application to. */
 static struct item *items[2 * PER_NODE];
 
+static void free_leftover(struct pressure_lru_node *n, void *userdata) {
+        (void) userdata;
+        free(PRESSURE_LRU_ENTRY(n, struct item, lru));
+}
+
 /* Runs on the library's thread, called by the built-in shrinker's scan. */
 static void free_item(struct pressure_lru_node *n, void *userdata) {
         struct item *it = PRESSURE_LRU_ENTRY(n, struct item, lru);
@@ -254,19 +259,21 @@ static void free_item(struct pressure_lru_node *n, void *userdata) {
         free(it);
 }
 
-/* While the daemon's requests run the built-in shrinker on the library's thread: use node 1's objects
- * (touch them, take them off and put them back) from two threads, with no lock of the list's. */
+/* While the daemon's requests run the built-in shrinker on the library's thread: take node 1's objects
+ * off and put them back from two threads, with no lock of the list's, until the shrinker has freed some
+ * and a while after (not to the end: objects put back go to the newest end, and the test wants them
+ * all freed in the end). */
 static int stop_mutators;
 
 static void *mutator(void *arg) {
         struct pressure_lru *lru = arg;
-        unsigned seed = (unsigned) (uintptr_t) pthread_self(), n = 0;
-        while (!__atomic_load_n(&stop_mutators, __ATOMIC_RELAXED)) {
+        unsigned seed = (unsigned) (uintptr_t) pthread_self(), n = 0, after = 0;
+        while (!__atomic_load_n(&stop_mutators, __ATOMIC_RELAXED) && after < 20000) {
                 int i = PER_NODE + (int) (rand_r(&seed) % PER_NODE);
                 pthread_mutex_lock(&freed_lock);
+                after += freed_per_node[1] > 0;
                 struct item *it = items[i];
                 if (it) {
-                        pressure_lru_touch(&it->lru);
                         int r = pressure_lru_del(lru, &it->lru);
                         CU_ASSERT(r == 1 || r == 0 || r == -EBUSY); /* -EBUSY: the shrinker has it */
                         if (r == 1)
@@ -319,14 +326,11 @@ static void test_node_local_reclaim(void) {
         CU_ASSERT_EQUAL(set_node1_free(1000), 0);
         struct timespec deadline;
         clock_gettime(CLOCK_REALTIME, &deadline);
-        deadline.tv_sec += 20;
+        deadline.tv_sec += 30;
         pthread_mutex_lock(&freed_lock);
-        while (freed_per_node[1] < PER_NODE) {
-                if (freed_per_node[1] >= PER_NODE / 2)
-                        __atomic_store_n(&stop_mutators, 1, __ATOMIC_RELAXED);
+        while (freed_per_node[1] < PER_NODE)
                 if (pthread_cond_timedwait(&freed_cond, &freed_lock, &deadline) != 0)
                         break;
-        }
         unsigned long f0 = freed_per_node[0], f1 = freed_per_node[1];
         pthread_mutex_unlock(&freed_lock);
         __atomic_store_n(&stop_mutators, 1, __ATOMIC_RELAXED);
@@ -341,16 +345,7 @@ static void test_node_local_reclaim(void) {
         pressure_shrinker_free(sh);
         pressure_client_unref(c);
         /* What is left is ours to free. */
-        for (int nid = 0; nid < 2; nid++) {
-                struct pressure_lru_node *d;
-                uint64_t budget = UINT64_MAX;
-                pressure_lru_walk_node(lru, nid, take_all, NULL, &budget, &d);
-                while (d) {
-                        struct pressure_lru_node *next = d->next;
-                        free(d);
-                        d = next;
-                }
-        }
+        pressure_lru_drain(lru, free_leftover, NULL);
         pressure_lru_free(lru);
 }
 
@@ -378,17 +373,6 @@ static void on_sub_end(struct pressure_subscription *sub, int error, void *userd
         seen->ended = error;
 }
 
-#define DISPATCH_UNTIL(c, cond)                                                                            \
-        ({                                                                                                 \
-                uint64_t _end = test_now_ms() + 10000;                                                     \
-                while (!(cond) && test_now_ms() < _end) {                                                  \
-                        struct pollfd _p = { .fd = pressure_client_get_fd(c), .events = POLLIN };          \
-                        (void) poll(&_p, 1, 100);                                                          \
-                        (void) pressure_client_dispatch(c);                                                \
-                }                                                                                          \
-                (cond);                                                                                    \
-        })
-
 /* Any number per client, each with its own level; first states from dispatch; unref unsubscribes; a
  * refusal comes to the end handler. */
 static void test_subscription_objects(void) {
@@ -398,8 +382,17 @@ static void test_subscription_objects(void) {
         const char *node1[] = { "node:1", NULL }, *node0[] = { "node:0", NULL };
         const char *missing[] = { "/pressured-test-no-such-cgroup", NULL };
 
+        /* Node 1 at ok before anyone subscribes: the critical subscriber's count starts clean. */
         CU_ASSERT_EQUAL_FATAL(set_node1_free(100000), 0);
         CU_ASSERT_EQUAL_FATAL(pressure_client_new(daemon_.socket, &c), 0);
+        struct pressure_status *st;
+        bool ok = false;
+        for (uint64_t end = test_now_ms() + 10000; !ok && test_now_ms() < end;) {
+                CU_ASSERT_EQUAL_FATAL(pressure_client_get_status(c, &st), 0);
+                ok = pressure_scope_get_level(pressure_status_get_node(st, 1)) == PRESSURE_LEVEL_OK;
+                pressure_status_unref(st);
+        }
+        CU_ASSERT_FATAL(ok);
         CU_ASSERT_EQUAL_FATAL(pressure_subscription_new(c, node1, PRESSURE_LEVEL_LOW, on_sub_event, &sl, &low), 0);
         CU_ASSERT_EQUAL_FATAL(pressure_subscription_new(c, node1, PRESSURE_LEVEL_CRITICAL, on_sub_event, &sc, &crit), 0);
         CU_ASSERT_EQUAL_FATAL(pressure_subscription_new(c, node0, PRESSURE_LEVEL_LOW, on_sub_event, &sf, NULL), 0);
@@ -410,7 +403,7 @@ static void test_subscription_objects(void) {
                         -EINVAL);
         /* Nothing is delivered before dispatch. */
         CU_ASSERT_EQUAL(sl.initial + sc.initial + sf.initial, 0u);
-        CU_ASSERT_TRUE(DISPATCH_UNTIL(c, sl.initial == 1 && sc.initial == 1 && sf.initial == 1 && sb.ended != 1));
+        CU_ASSERT_TRUE(TEST_DISPATCH_UNTIL(c, sl.initial == 1 && sc.initial == 1 && sf.initial == 1 && sb.ended != 1));
         CU_ASSERT_EQUAL(sb.ended, -ENOENT);
         CU_ASSERT_EQUAL(pressure_subscription_get_state(bad), -ENOENT);
         CU_ASSERT_EQUAL(pressure_subscription_get_state(low), 1);
@@ -418,21 +411,20 @@ static void test_subscription_objects(void) {
         pressure_subscription_unref(bad);
 
         CU_ASSERT_EQUAL(set_node1_free(2400), 0); /* medium: the low subscriber hears, the critical one not */
-        CU_ASSERT_TRUE(DISPATCH_UNTIL(c, sl.level == PRESSURE_LEVEL_MEDIUM));
+        CU_ASSERT_TRUE(TEST_DISPATCH_UNTIL(c, sl.level == PRESSURE_LEVEL_MEDIUM));
         CU_ASSERT_EQUAL(set_node1_free(1000), 0); /* critical: both */
-        CU_ASSERT_TRUE(DISPATCH_UNTIL(c, sl.level == PRESSURE_LEVEL_CRITICAL && sc.level == PRESSURE_LEVEL_CRITICAL));
+        CU_ASSERT_TRUE(TEST_DISPATCH_UNTIL(c, sl.level == PRESSURE_LEVEL_CRITICAL && sc.level == PRESSURE_LEVEL_CRITICAL));
         CU_ASSERT_EQUAL(sc.events, 1u);
 
         /* Unsubscribed: the fall back below critical, sent in the same pass as the low subscriber's
          * event, is not heard. */
         pressure_subscription_unref(crit);
         CU_ASSERT_EQUAL(set_node1_free(2400), 0);
-        CU_ASSERT_TRUE(DISPATCH_UNTIL(c, sl.level == PRESSURE_LEVEL_MEDIUM));
+        CU_ASSERT_TRUE(TEST_DISPATCH_UNTIL(c, sl.level == PRESSURE_LEVEL_MEDIUM));
         CU_ASSERT_EQUAL(sc.events, 1u);
         CU_ASSERT_EQUAL(sf.events, 0u); /* node 0 stayed ok */
 
         /* The node's own figures through the getters. */
-        struct pressure_status *st;
         uint64_t wmin = 0, wlow = 0, whigh = 0, usage;
         CU_ASSERT_EQUAL_FATAL(pressure_client_get_status(c, &st), 0);
         CU_ASSERT_EQUAL(pressure_scope_get_watermarks(pressure_status_get_node(st, 1), &wmin, &wlow, &whigh), 0);
@@ -502,10 +494,10 @@ static void test_own_shrinker_over_list(void) {
         CU_ASSERT_EQUAL(pressure_shrinker_set_userdata(sh, &o, NULL), 0);
         CU_ASSERT_EQUAL(pressure_shrinker_set_seeks(sh, 0), 0); /* cheap: half of it per pass */
         CU_ASSERT_EQUAL(pressure_shrinker_register(sh), 0);
-        CU_ASSERT_TRUE(DISPATCH_UNTIL(c, pressure_client_is_connected(c) == 1));
+        CU_ASSERT_TRUE(TEST_DISPATCH_UNTIL(c, pressure_client_is_connected(c) == 1));
 
         CU_ASSERT_EQUAL(set_node1_free(1000), 0);
-        CU_ASSERT_TRUE(DISPATCH_UNTIL(c, o.freed[1] > 0));
+        CU_ASSERT_TRUE(TEST_DISPATCH_UNTIL(c, o.freed[1] > 0));
         CU_ASSERT_EQUAL(o.freed[0], 0ul);
         CU_ASSERT_EQUAL(o.last.node, 1);
         CU_ASSERT_EQUAL(o.last.scope_type, PRESSURE_SCOPE_NODE);
@@ -516,16 +508,7 @@ static void test_own_shrinker_over_list(void) {
         CU_ASSERT_EQUAL(set_node1_free(3000), 0);
         pressure_shrinker_free(sh);
         pressure_client_unref(c);
-        for (int nid = 0; nid < 2; nid++) {
-                struct pressure_lru_node *d;
-                uint64_t budget = UINT64_MAX;
-                pressure_lru_walk_node(o.lru, nid, take_all, NULL, &budget, &d);
-                while (d) {
-                        struct pressure_lru_node *next = d->next;
-                        free(PRESSURE_LRU_ENTRY(d, struct item, lru));
-                        d = next;
-                }
-        }
+        pressure_lru_drain(o.lru, free_leftover, NULL);
         pressure_lru_free(o.lru);
 }
 
@@ -577,8 +560,12 @@ int main(void) {
                         return 1;
                 if (set_node1_free(3000) < 0)
                         return 1;
+                /* The nodes' levels come from the fixture; the system's from the host's real PSI, which
+                 * other tests running beside this one may raise: thresholds out of reach keep system
+                 * pressure from asking node 0's objects to go. */
                 const char *const args[] = { "--sysfs-root", root, "--hold", "0", "--sample-interval", "10ms",
-                                             "--node-interval", "10ms", NULL };
+                                             "--node-interval", "10ms", "--low", "some 1900ms 2s",
+                                             "--medium", "some 1950ms 2s", "--critical", "full 1990ms 2s", NULL };
                 if (test_daemon_start(&daemon_, args) < 0) {
                         fprintf(stderr, "cannot start the daemon\n");
                         teardown_tree();

@@ -99,3 +99,15 @@ void test_proc_stat(pid_t pid, uint64_t *cpu_ms, uint64_t *rss_kb, uint64_t *vct
 /* Fork a process that connects, registers a shrinker (io.pressured.Serve), and closes, again and again,
  * as fast as the daemon at socket_path answers: the registration flood of a hostile client. Kill it. */
 pid_t test_serve_flood(const char *socket_path);
+
+/* Poll a libpressure client's fd and dispatch until cond holds, for at most 10 s; the value of cond. */
+#define TEST_DISPATCH_UNTIL(c, cond)                                                                       \
+        ({                                                                                                 \
+                uint64_t _end = test_now_ms() + 10000;                                                     \
+                while (!(cond) && test_now_ms() < _end) {                                                  \
+                        struct pollfd _p = { .fd = pressure_client_get_fd(c), .events = POLLIN };          \
+                        (void) poll(&_p, 1, 100);                                                          \
+                        (void) pressure_client_dispatch(c);                                                \
+                }                                                                                          \
+                (cond);                                                                                    \
+        })
