@@ -4,7 +4,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <numa.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,29 +183,32 @@ static bool root_is_live(const char *root) {
         return !root || !*root || streq(root, "/");
 }
 
+/* The nodes this process may allocate on, from the kernel's own word for it. Not from libnuma: its
+ * constructor probes set_mempolicy(), which the service's system call filter (@resources) refuses. */
+static int mems_allowed(int **ret_ids, size_t *ret_n) {
+        _cleanup_free_ char *text = NULL;
+        int k = read_file("", "/proc/self/status", &text);
+        if (k < 0)
+                return k;
+        const char *line = strstr(text, "\nMems_allowed_list:");
+        if (!line)
+                return -ENODATA;
+        line += strlen("\nMems_allowed_list:");
+        line += strspn(line, " \t");
+        _cleanup_free_ char *list = strndup(line, strcspn(line, "\n"));
+        if (!list)
+                return -ENOMEM;
+        return node_parse_list(list, ret_ids, ret_n);
+}
+
 int node_monitor_enumerate(const char *root, int **ret_ids, size_t *ret_n) {
-        if (root_is_live(root) && numa_available() >= 0) {
-                struct bitmask *mems = numa_get_mems_allowed();
-                if (mems) {
-                        _cleanup_free_ int *ids = NULL;
-                        size_t n = 0;
-                        for (int i = 0; i <= numa_max_node(); i++) {
-                                if (!numa_bitmask_isbitset(mems, (unsigned) i))
-                                        continue;
-                                int *q = realloc(ids, (n + 1) * sizeof(int));
-                                if (!q) {
-                                        numa_bitmask_free(mems);
-                                        return -ENOMEM;
-                                }
-                                ids = q;
-                                ids[n++] = i;
-                        }
-                        numa_bitmask_free(mems);
-                        if (n > 0) {
-                                *ret_ids = TAKE_PTR(ids);
-                                *ret_n = n;
-                                return 0;
-                        }
+        if (root_is_live(root)) {
+                _cleanup_free_ int *ids = NULL;
+                size_t n = 0;
+                if (mems_allowed(&ids, &n) >= 0 && n > 0) {
+                        *ret_ids = TAKE_PTR(ids);
+                        *ret_n = n;
+                        return 0;
                 }
         }
 

@@ -509,7 +509,11 @@ int main(void) {
         };
         const char *skip = access("/proc/pressure/memory", R_OK) < 0 ? "no PSI on this kernel" : NULL;
         if (!skip) {
-                static const char *const args[] = { "--max-message-size", "4096", NULL };
+                /* Thresholds out of reach: a subscription hears nothing of the host's live pressure
+                 * while a test waits for a message that must not come. */
+                static const char *const args[] = { "--max-message-size", "4096", "--low", "some 1900ms 2s",
+                                                    "--medium", "some 1950ms 2s", "--critical", "full 1990ms 2s",
+                                                    NULL };
                 if (test_daemon_start(&daemon_, args) < 0) {
                         fprintf(stderr, "cannot start the daemon\n");
                         return 1;
