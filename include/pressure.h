@@ -86,17 +86,17 @@ const char *pressure_level_to_string(enum pressure_level level);
 int pressure_level_from_string(const char *s);
 
 /**
- * The socket pressured listens on by default: /run/pressured/io.pressured for root,
- * $XDG_RUNTIME_DIR/pressured/io.pressured otherwise, unless $PRESSURED_SOCKET is set (both read with
- * secure_getenv(): a set-uid program ignores them).
+ * The socket of pressured by default: $PRESSURED_SOCKET if set; for a user other than root,
+ * $XDG_RUNTIME_DIR/pressured/io.pressured if a user's own daemon has it; otherwise the system service's,
+ * /run/pressured/io.pressured (both variables read with secure_getenv(): a set-uid program ignores them).
  * Returns a newly allocated string in *ret (free() it), or a negative errno.
  */
 int pressure_default_socket_path(char **ret);
 
 /**
  * A client of the pressured at socket_path (NULL: the default). Does not connect: it succeeds whether
- * or not the daemon runs. Returns 0 and the new client in *ret, or a negative errno (-ENOMEM, -ENXIO
- * without a default path, -ENAMETOOLONG).
+ * or not the daemon runs. Returns 0 and the new client in *ret, or a negative errno (-ENOMEM,
+ * -ENAMETOOLONG).
  */
 int pressure_client_new(const char *socket_path, struct pressure_client **ret);
 

@@ -45,17 +45,19 @@ EXPORT int pressure_default_socket_path(char **ret) {
 
         if (!ret)
                 return -EINVAL;
+        const char *rt = secure_getenv("XDG_RUNTIME_DIR");
         if (env && env[0] == '/')
                 p = strdup(env);
-        else if (geteuid() == 0)
-                p = strdup("/run/pressured/io.pressured");
-        else {
-                const char *rt = secure_getenv("XDG_RUNTIME_DIR");
-                if (!rt || rt[0] != '/')
-                        return -ENXIO;
+        else if (geteuid() != 0 && rt && rt[0] == '/') {
+                /* A user's own daemon where one listens, the system's otherwise. */
                 if (asprintf(&p, "%s/pressured/io.pressured", rt) < 0)
                         p = NULL;
-        }
+                else if (access(p, F_OK) < 0) {
+                        free(p);
+                        p = strdup("/run/pressured/io.pressured");
+                }
+        } else
+                p = strdup("/run/pressured/io.pressured");
         if (!p)
                 return -ENOMEM;
         *ret = p;

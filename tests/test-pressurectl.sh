@@ -103,6 +103,11 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
         for _ in $(seq 1 500); do [ -S "$rt/pressured/io.pressured" ] && break; sleep 0.01; done
         XDG_RUNTIME_DIR=$rt setpriv --reuid=nobody --regid=nogroup --clear-groups "$PRESSURECTL_BIN" status >"$dir/out" 2>&1
         check "unprivileged daemon serves on \$XDG_RUNTIME_DIR/pressured/io.pressured" $?
+        # Without a daemon of its own, a user is pointed at the system's.
+        mkdir -p "$dir/empty-rt" && chmod 0777 "$dir/empty-rt"
+        XDG_RUNTIME_DIR=$dir/empty-rt setpriv --reuid=nobody --regid=nogroup --clear-groups "$PRESSURECTL_BIN" status >"$dir/out" 2>&1
+        check "a user without a daemon of its own is pointed at /run/pressured/io.pressured" \
+                $([ $? -eq 0 ] || grep -q "/run/pressured/io.pressured" "$dir/out"; echo $?)
         XDG_RUNTIME_DIR=$rt setpriv --reuid=nobody --regid=nogroup --clear-groups "$PRESSURECTL_BIN" watch / >"$dir/out" 2>"$dir/err"
         rc=$?
         check "unprivileged daemon refuses a cgroup it cannot watch (exit 3)" $([ $rc -eq 3 ]; echo $?)
