@@ -1,0 +1,145 @@
+#!/bin/sh
+# The installed service under real systemd: runs as the guest agent's command in the VM of
+# tests/vm/run with PRESSURED_VM_INIT=systemd (systemd as PID 1, the build installed). BUILD is the build
+# directory (for the test shrinker client). Every filtered system call kills here (SystemCallErrorNumber
+# reset in a drop-in), so a call the filter misses shows as a SIGSYS, not as a quiet errno.
+set -u
+pass=0 fail=0
+check() { if [ "$2" -eq 0 ]; then pass=$((pass + 1)); echo "ok - $1"; else fail=$((fail + 1)); echo "FAIL - $1"; fi; return "$2"; }
+# Wait up to $1 seconds for a command to succeed (polling: systemd's state has no event to wait on here).
+until_ok() { t=$1; shift; while [ "$t" -gt 0 ]; do "$@" && return 0; sleep 1; t=$((t - 1)); done; return 1; }
+prop() { systemctl show -p "$1" --value pressured.service; }
+
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+ldconfig
+sock=/run/pressured/io.pressured
+start=$(date +%s)
+
+mkdir -p /etc/systemd/system/pressured.service.d
+printf '[Service]\nSystemCallErrorNumber=\n' >/etc/systemd/system/pressured.service.d/sigsys.conf
+systemctl daemon-reload
+
+# Socket activation.
+systemctl enable --now pressured.socket
+check "systemctl enable --now pressured.socket" $?
+check "the socket listens, the service waits for a connection" \
+        $([ "$(systemctl is-active pressured.socket)" = active ] && [ "$(systemctl is-active pressured.service)" = inactive ]; echo $?)
+pressurectl status >/tmp/status.out 2>&1
+check "a connection starts the service, and it answers" $?
+check "the service is active (Type=notify: READY=1 came)" $([ "$(systemctl is-active pressured.service)" = active ]; echo $?)
+status_text=$(prop StatusText)
+echo "    STATUS=$status_text"
+check "systemctl show has its STATUS= text" $([ -n "$status_text" ]; echo $?)
+
+# Triggers on /proc/pressure/memory (at start) and on a slice's memory.pressure, under the sandbox.
+pressurectl watch /system.slice >/tmp/watch.out 2>&1 &
+watch_pid=$!
+until_ok 20 grep -q "(current)" /tmp/watch.out
+check "a slice's memory.pressure is watched (pressurectl watch /system.slice)" $?
+check "the daemon says its system trigger is armed" $(journalctl -u pressured.service -o cat | grep -q "PSI triggers armed"; echo $?)
+
+# The $MEMORY_PRESSURE_WATCH socket: listening from sockets.target, before the services that would use
+# it (every service is ordered after basic.target, which comes after sockets.target).
+systemctl enable --now pressured-memory-pressure.socket
+check "systemctl enable --now pressured-memory-pressure.socket" $?
+check "it is ordered before sockets.target" \
+        $(systemctl show -p Before --value pressured-memory-pressure.socket | grep -qw sockets.target; echo $?)
+python3 -c 'import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect("/run/pressured/memory-pressure")
+s.sendall(b"some 150000 2000000\0")
+s.settimeout(2)
+try:
+    data = s.recv(64)
+except socket.timeout:
+    data = b"(quiet)"
+sys.exit(0 if data != b"" else 1)' >/tmp/mp.out 2>&1
+check "a client of the memory pressure socket is served (its connection stays open)" $? || sed 's/^/    /' /tmp/mp.out
+
+# Unprivileged users: a status, a watch, and a shrinker client.
+# No --socket and no per-user daemon: the system's.
+setpriv --reuid=65534 --regid=65534 --clear-groups env -u XDG_RUNTIME_DIR pressurectl status >/tmp/status-nobody.out 2>&1
+check "nobody's pressurectl status" $? || sed 's/^/    /' /tmp/status-nobody.out
+setpriv --reuid=65534 --regid=65534 --clear-groups env -u XDG_RUNTIME_DIR pressurectl watch system >/tmp/watch-nobody.out 2>&1 &
+nobody_watch=$!
+until_ok 20 grep -q "(current)" /tmp/watch-nobody.out
+check "nobody's pressurectl watch" $? || sed 's/^/    /' /tmp/watch-nobody.out
+kill "$nobody_watch" 2>/dev/null
+setpriv --reuid=65534 --regid=65534 --clear-groups "$BUILD/tests/shrinker-client" --socket "$sock" --objects 10 \
+        >/tmp/client.out 2>&1 &
+client_pid=$!
+until_ok 30 grep -q "ready pid=" /tmp/client.out
+check "nobody's shrinker client registers" $? || { sed 's/^/    /' /tmp/client.out; journalctl -u pressured.service -o cat | tail -15 | sed 's/^/    journal: /'; }
+id_before=$(pressurectl --json shrinkers 2>/dev/null | grep -o '"id":[0-9]*' | head -1)
+check "and pressurectl shrinkers lists it" $([ -n "$id_before" ]; echo $?)
+
+# Reload keeps the process, its subscribers and its shrinkers.
+pid_before=$(prop MainPID)
+systemctl reload pressured.service
+check "systemctl reload" $?
+until_ok 10 journalctl -u pressured.service -o cat --since "@$start" -g "eload" -q >/dev/null
+check "the same process after the reload" $([ "$(prop MainPID)" = "$pid_before" ]; echo $?)
+check "the subscriber is still there" $(kill -0 "$watch_pid" 2>/dev/null; echo $?)
+id_after=$(pressurectl --json shrinkers 2>/dev/null | grep -o '"id":[0-9]*' | head -1)
+check "the shrinker keeps its id ($id_before, $id_after)" $([ "$id_after" = "$id_before" ]; echo $?)
+
+# Real pressure in a transient unit: an anonymous grower under its slice's 64 MiB limit raises the
+# slice's level (headroom) before the OOM killer comes, and the slice is back at ok once it is gone.
+mkdir -p /run/systemd/system
+printf '[Slice]\nMemoryMax=64M\n' >/run/systemd/system/pressuredtest.slice
+systemctl daemon-reload
+systemd-run --quiet --unit=pressured-grow --slice=pressuredtest.slice \
+        "$BUILD/tests/shrinker-client" --socket "$sock" --objects 4 --size 1048576 --grow 150 --shrinkers 0 \
+        >/tmp/run.out 2>&1
+check "systemd-run starts the grower in pressuredtest.slice" $? || sed 's/^/    /' /tmp/run.out
+pressurectl watch /pressuredtest.slice >/tmp/grow.out 2>&1 &
+grow_watch=$!
+until_ok 90 grep -qE " -> (low|medium|critical)" /tmp/grow.out
+check "the grower raises its slice's level" $? || { sed 's/^/    /' /tmp/grow.out; systemctl status pressured-grow.service pressuredtest.slice 2>&1 | sed 's/^/    /' | head -30; ls /sys/fs/cgroup/pressuredtest.slice 2>&1 | head -3; journalctl -u pressured.service -o cat | tail -8 | sed 's/^/    journal: /'; }
+until_ok 120 grep -qE "(low|medium|critical) -> ok" /tmp/grow.out
+check "and the slice returns to ok after it is gone" $? || sed 's/^/    /' /tmp/grow.out
+kill "$grow_watch" 2>/dev/null
+systemctl stop pressured-grow.service 2>/dev/null
+
+# The journal: structured fields and message ids.
+journalctl -u pressured.service -o verbose >/tmp/journal.txt
+check "journal entries carry PRESSURED_* fields" $(grep -q "PRESSURED_" /tmp/journal.txt; echo $?)
+check "and MESSAGE_ID" $(grep -q "MESSAGE_ID=" /tmp/journal.txt; echo $?)
+
+# The sandbox: no call refused, nothing killed.
+journalctl -o cat -u pressured.service >/tmp/journal-cat.txt
+if grep -E "SIGSYS|Bad system call|Operation not permitted|Permission denied|EPERM|EACCES" /tmp/journal-cat.txt; then
+        check "no refused or killed system call in the journal" 1
+else
+        check "no refused or killed system call in the journal" 0
+fi
+check "no restart so far (NRestarts=$(prop NRestarts))" $([ "$(prop NRestarts)" = 0 ]; echo $?)
+
+# systemd-analyze security, as the offline score.
+score=$(systemd-analyze security pressured.service 2>/dev/null | sed -n 's/.*Overall exposure level for pressured.service: \([0-9.]*\).*/\1/p')
+echo "    exposure: $score"
+check "systemd-analyze security: exposure at most 1.5" $(awk -v s="${score:-99}" 'BEGIN { exit !(s <= 1.5) }'; echo $?)
+
+# The watchdog: a stopped daemon is killed and started again (WatchdogSec=30s).
+kill -STOP "$pid_before"
+until_ok 120 sh -c '[ "$(systemctl show -p NRestarts --value pressured.service)" -ge 1 ] && [ "$(systemctl is-active pressured.service)" = active ]'
+check "the watchdog restarts a stopped daemon" $?
+check "as a new process" $([ "$(prop MainPID)" != "$pid_before" ]; echo $?)
+until_ok 30 sh -c "pressurectl --json shrinkers 2>/dev/null | grep -q '\"id\"'"
+check "the shrinker client registered again with the new daemon" $?
+
+# A clean stop.
+kill "$watch_pid" "$client_pid" 2>/dev/null
+systemctl stop pressured.socket pressured.service
+check "systemctl stop" $?
+check "the service ended cleanly (Result=$(prop Result), status $(prop ExecMainStatus))" \
+        $([ "$(prop Result)" = success ] && [ "$(prop ExecMainStatus)" = 0 ]; echo $?)
+check "the socket file is gone" $([ ! -e "$sock" ]; echo $?)
+if journalctl -o cat | grep -E "pressured.*(SIGSYS|Bad system call)|audit.*pressured.*syscall"; then
+        check "no SIGSYS anywhere in the journal" 1
+else
+        check "no SIGSYS anywhere in the journal" 0
+fi
+
+echo "systemd cases: $pass passed, $fail failed, $(($(date +%s) - start)) s"
+[ "$fail" -eq 0 ]
