@@ -145,6 +145,25 @@ int conn_next(struct conn *c, struct json_object **ret) {
         return 1;
 }
 
+int conn_pump(struct conn *c, int epoll_fd, int (*fn)(struct json_object *msg, void *data), void *data) {
+        int r = conn_flush(c, epoll_fd);
+        if (r >= 0)
+                r = conn_fill(c);
+        for (;;) {
+                struct json_object *msg;
+                int k = conn_next(c, &msg);
+                if (k < 0)
+                        return k;
+                if (k == 0)
+                        return r;
+                k = fn(msg, data);
+                if (k < 0)
+                        return k;
+                if (k > 0)
+                        return r;
+        }
+}
+
 struct json_object *call_new(const char *method, struct json_object *params, bool more, bool oneway) {
         struct json_object *m = json_object_new_object();
         json_object_object_add(m, "method", json_object_new_string(method));
@@ -281,32 +300,26 @@ static void ctl_fail_pending(struct pressure_client *c) {
         }
 }
 
+/* A reply goes to the call it answers: the first in flight. */
+static int ctl_reply(struct json_object *msg, void *data) {
+        struct pressure_client *c = data;
+        struct pending_call *p = c->pending;
+        if (!p) { /* a reply nobody asked for: the stream is out of step */
+                json_object_put(msg);
+                return -EPROTO;
+        }
+        c->pending = p->next;
+        if (!c->pending)
+                c->pending_last = NULL;
+        p->done(c, msg, p->data); /* takes msg */
+        free(p);
+        return 0;
+}
+
 static void ctl_process(struct pressure_client *c) {
         if (c->ctl.fd < 0)
                 return;
-        int r = conn_flush(&c->ctl, c->epoll_fd);
-        if (r >= 0)
-                r = conn_fill(&c->ctl);
-        for (;;) {
-                struct json_object *msg;
-                int k = conn_next(&c->ctl, &msg);
-                if (k <= 0) {
-                        if (k < 0)
-                                r = k;
-                        break;
-                }
-                struct pending_call *p = c->pending;
-                if (!p) { /* a reply nobody asked for: the stream is out of step */
-                        json_object_put(msg);
-                        r = -EPROTO;
-                        break;
-                }
-                c->pending = p->next;
-                if (!c->pending)
-                        c->pending_last = NULL;
-                p->done(c, msg, p->data); /* takes msg */
-                free(p);
-        }
+        int r = conn_pump(&c->ctl, c->epoll_fd, ctl_reply, c);
         if (r >= 0)
                 return;
         /* The daemon closes a connection that holds no call after a while: that alone is no news.

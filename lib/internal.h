@@ -81,6 +81,10 @@ int conn_fill(struct conn *c);
 /* The next whole message: 1 and *ret, 0 when none is complete, <0 for a stream that cannot go on. */
 int conn_next(struct conn *c, struct json_object **ret);
 struct json_object *call_new(const char *method, struct json_object *params, bool more, bool oneway);
+/* Send what waits, read what is there, and hand each whole message to fn (which takes it; a negative
+ * return ends the stream with that error, a positive one stops reading for now). Returns 0, or the
+ * error that ends the stream (-ECONNRESET at its end), after every message that came before it. */
+int conn_pump(struct conn *c, int epoll_fd, int (*fn)(struct json_object *msg, void *data), void *data);
 
 /* ---- client.c: work for the application, collected under the lock and run without it ---- */
 

@@ -206,37 +206,28 @@ bool shrinkers_waiting(const struct pressure_client *c) {
         return false;
 }
 
+/* The registration first, then batches of requests, each a work item. */
+static int serve_message(struct json_object *msg, void *data) {
+        struct pressure_client *c = data;
+        if (c->serve_waiting) {
+                int r = serve_registered(c, msg);
+                json_object_put(msg);
+                return r;
+        }
+        struct work *w = work_new(WORK_REQUESTS);
+        if (!w) {
+                json_object_put(msg);
+                return 0; /* the daemon counts them as timed out */
+        }
+        w->msg = msg;
+        client_add_work(c, w);
+        return 0;
+}
+
 void shrinkers_process(struct pressure_client *c) {
         if (c->serve.fd < 0 || c->away)
                 return;
-        int r = conn_flush(&c->serve, c->epoll_fd);
-        if (r >= 0)
-                r = conn_fill(&c->serve);
-        for (;;) {
-                struct json_object *msg;
-                int k = conn_next(&c->serve, &msg);
-                if (k <= 0) {
-                        if (k < 0)
-                                r = k;
-                        break;
-                }
-                if (c->serve_waiting) {
-                        k = serve_registered(c, msg);
-                        json_object_put(msg);
-                        if (k < 0) {
-                                r = k;
-                                break;
-                        }
-                        continue;
-                }
-                struct work *w = work_new(WORK_REQUESTS);
-                if (!w) {
-                        json_object_put(msg);
-                        continue; /* the daemon counts them as timed out */
-                }
-                w->msg = msg;
-                client_add_work(c, w);
-        }
+        int r = conn_pump(&c->serve, c->epoll_fd, serve_message, c);
         if (r >= 0)
                 return;
         /* Refused, broken or ended: the daemon is gone or did not want this; try again later. */

@@ -157,26 +157,20 @@ static void sub_message(struct pressure_subscription *s, struct json_object *msg
         sub_add_work(s, w);
 }
 
+/* One message; reading stops once the subscription ended or the daemon went. */
+static int sub_pumped(struct json_object *msg, void *data) {
+        struct pressure_subscription *s = data;
+        sub_message(s, msg);
+        return s->client->away || s->state == SUB_ENDED;
+}
+
 void subscriptions_process(struct pressure_client *c) {
         for (struct pressure_subscription *s = c->subs, *next; s && !c->away; s = next) {
                 next = s->next;
                 if (s->state != SUB_STARTING && s->state != SUB_ACTIVE)
                         continue;
-                int r = conn_flush(&s->conn, c->epoll_fd);
-                if (r >= 0)
-                        r = conn_fill(&s->conn);
                 /* What came before an end is delivered first. */
-                for (;;) {
-                        struct json_object *msg;
-                        int k = conn_next(&s->conn, &msg);
-                        if (k < 0)
-                                r = k;
-                        if (k <= 0)
-                                break;
-                        sub_message(s, msg);
-                        if (c->away || s->state == SUB_ENDED)
-                                break;
-                }
+                int r = conn_pump(&s->conn, c->epoll_fd, sub_pumped, s);
                 if (c->away)
                         return;
                 if (r == -EPROTO || r == -ENOMEM)

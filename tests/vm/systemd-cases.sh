@@ -22,6 +22,9 @@ systemctl daemon-reload
 # Socket activation.
 systemctl enable --now pressured.socket
 check "systemctl enable --now pressured.socket" $?
+# Before the service runs: systemd refuses to start a socket unit whose service is already active.
+systemctl enable --now pressured-memory-pressure.socket >/tmp/mp-enable.out 2>&1
+check "systemctl enable --now pressured-memory-pressure.socket" $? || sed 's/^/    /' /tmp/mp-enable.out
 check "the socket listens, the service waits for a connection" \
         $([ "$(systemctl is-active pressured.socket)" = active ] && [ "$(systemctl is-active pressured.service)" = inactive ]; echo $?)
 pressurectl status >/tmp/status.out 2>&1
@@ -38,10 +41,8 @@ until_ok 20 grep -q "(current)" /tmp/watch.out
 check "a slice's memory.pressure is watched (pressurectl watch /system.slice)" $?
 check "the daemon says its system trigger is armed" $(journalctl -u pressured.service -o cat | grep -q "PSI triggers armed"; echo $?)
 
-# The $MEMORY_PRESSURE_WATCH socket: listening from sockets.target, before the services that would use
-# it (every service is ordered after basic.target, which comes after sockets.target).
-systemctl enable --now pressured-memory-pressure.socket
-check "systemctl enable --now pressured-memory-pressure.socket" $?
+# The $MEMORY_PRESSURE_WATCH socket (enabled above): listening from sockets.target, before the services
+# that would use it (every service is ordered after basic.target, which comes after sockets.target).
 check "it is ordered before sockets.target" \
         $(systemctl show -p Before --value pressured-memory-pressure.socket | grep -qw sockets.target; echo $?)
 python3 -c 'import socket, sys
