@@ -108,7 +108,8 @@ static void test_missing_tree(void) {
         CU_ASSERT(node_monitor_new("/nonexistent-root", &m) < 0);
 }
 
-/* The running system: libnuma and sysfs agree, and the figures are sane. */
+/* The running system: the nodes this process may use (Mems_allowed_list) and sysfs agree, and the
+ * figures are sane. */
 static void test_live(void) {
         struct node_monitor *m;
         int *ids = NULL;
