@@ -102,6 +102,25 @@ check "and the slice returns to ok after it is gone" $? || sed 's/^/    /' /tmp/
 kill "$grow_watch" 2>/dev/null
 systemctl stop pressured-grow.service 2>/dev/null
 
+# And a file writer under a 16 MiB limit on a disk of its own: stalls on writeback (PSI), as the test
+# suite's generator makes them, raise its slice's level; the slice is back at ok after it stops.
+printf '[Slice]\nMemoryMax=16M\n' >/run/systemd/system/pressuredwrite.slice
+systemctl daemon-reload
+disk=/var/lib/pressured-vm-disk
+check "the VM has its disk" $(mountpoint -q "$disk"; echo $?)
+systemd-run --quiet --unit=pressured-writer --slice=pressuredwrite.slice \
+        sh -c "while :; do dd if=/dev/zero of=$disk/f bs=1M count=256 2>/dev/null; done" >/tmp/run-w.out 2>&1
+check "systemd-run starts the file writer in pressuredwrite.slice (MemoryMax=16M)" $? || sed 's/^/    /' /tmp/run-w.out
+pressurectl watch /pressuredwrite.slice >/tmp/write.out 2>&1 &
+write_watch=$!
+until_ok 90 grep -qE " -> (low|medium|critical)" /tmp/write.out
+check "the writer's stalls raise its slice's level" $? || { sed 's/^/    /' /tmp/write.out; cat /sys/fs/cgroup/pressuredwrite.slice/memory.pressure | sed 's/^/    /'; }
+systemctl stop pressured-writer.service
+until_ok 120 grep -qE "(low|medium|critical) -> ok" /tmp/write.out
+check "and the slice returns to ok once it stops" $? || sed 's/^/    /' /tmp/write.out
+kill "$write_watch" 2>/dev/null
+rm -f "$disk/f"
+
 # The journal: structured fields and message ids.
 journalctl -u pressured.service -o verbose >/tmp/journal.txt
 check "journal entries carry PRESSURED_* fields" $(grep -q "PRESSURED_" /tmp/journal.txt; echo $?)
