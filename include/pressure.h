@@ -253,7 +253,8 @@ int pressure_subscription_new(struct pressure_client *client, const char *const 
                               struct pressure_subscription **ret);
 struct pressure_subscription *pressure_subscription_ref(struct pressure_subscription *subscription);
 /** The last reference unsubscribes: once this returns, no callback of the subscription runs (one running
- * on another thread is waited for). Accepts NULL. Returns NULL. */
+ * on another thread is waited for: do not call it holding a lock the callback takes). Accepts NULL.
+ * Returns NULL. */
 struct pressure_subscription *pressure_subscription_unref(struct pressure_subscription *subscription);
 int pressure_subscription_set_end_handler(struct pressure_subscription *subscription,
                                           pressure_subscription_end_handler_t handler, void *userdata);
@@ -396,8 +397,9 @@ typedef void (*pressure_release_t)(void *userdata);
 int pressure_client_set_release(struct pressure_client *client, pressure_release_t release, void *userdata);
 
 /** Unregister and free a shrinker, then call its destroy function. Once this returns, no callback of it
- * runs (one running on another thread is waited for; called from its own callback, that callback is the
- * last). Drops the shrinker's reference to the client. Accepts NULL. */
+ * runs (one running on another thread is waited for: do not call it holding a lock the callbacks take;
+ * called from its own callback, that callback is the last). Drops the shrinker's reference to the
+ * client. Accepts NULL. */
 void pressure_shrinker_free(struct pressure_shrinker *shrinker);
 
 /** The id the daemon gave the shrinker (as in pressurectl shrinkers); 0 while not registered (yet). */

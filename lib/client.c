@@ -435,6 +435,8 @@ EXPORT struct pressure_client *pressure_client_ref(struct pressure_client *c) {
         return c;
 }
 
+static void client_free(struct pressure_client *c);
+
 EXPORT struct pressure_client *pressure_client_unref(struct pressure_client *c) {
         if (!c)
                 return NULL;
@@ -443,13 +445,21 @@ EXPORT struct pressure_client *pressure_client_unref(struct pressure_client *c) 
                 return NULL;
 
         if (c->thread_running) {
+                if (pthread_equal(c->thread, pthread_self())) {
+                        /* The last reference went on the library's thread (dispatch held one while another
+                         * thread dropped its own): the thread frees the client once dispatch returns. */
+                        c->free_on_thread_exit = true;
+                        return NULL;
+                }
                 uint64_t one = 1;
                 (void) !write(c->stop_fd, &one, sizeof(one));
-                if (pthread_equal(c->thread, pthread_self()))
-                        pthread_detach(c->thread); /* the last reference went in a callback of the thread */
-                else
-                        pthread_join(c->thread, NULL);
+                pthread_join(c->thread, NULL);
         }
+        client_free(c);
+        return NULL;
+}
+
+static void client_free(struct pressure_client *c) {
         /* Shrinkers and subscriptions with handles hold a reference: only floating ones are left. */
         subscriptions_free_all(c);
         conn_close(&c->ctl, c->epoll_fd);
@@ -470,7 +480,6 @@ EXPORT struct pressure_client *pressure_client_unref(struct pressure_client *c) 
         pthread_mutex_destroy(&c->lock);
         free(c->path);
         free(c);
-        return NULL;
 }
 
 EXPORT const char *pressure_client_get_socket_path(struct pressure_client *c) {
@@ -620,6 +629,11 @@ static void *client_thread(void *userdata) {
                 if (p[1].revents)
                         break;
                 (void) pressure_client_dispatch(c);
+                if (c->free_on_thread_exit) {
+                        pthread_detach(pthread_self());
+                        client_free(c);
+                        break;
+                }
         }
         return NULL;
 }

@@ -164,6 +164,7 @@ struct pressure_client {
 
         pthread_t thread;
         bool thread_running;
+        bool free_on_thread_exit; /* the last reference was dropped on the library's thread */
         int stop_fd;
 };
 

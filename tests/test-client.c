@@ -443,6 +443,36 @@ static void test_add_remove_refusals(void) {
         pressure_client_unref(c);
 }
 
+/* The application drops its last reference while the library's thread runs one of its callbacks: the
+ * thread frees the client once dispatch returns (it polled the freed client's fd before; AddressSanitizer
+ * reports that in the sanitizer build). */
+static sem_t in_handler, leave_handler;
+
+static void blocking_handler(struct pressure_client *c, const struct pressure_scope *scope, int is_initial,
+                             void *userdata) {
+        (void) c;
+        (void) scope;
+        (void) is_initial;
+        (void) userdata;
+        sem_post(&in_handler);
+        sem_wait(&leave_handler);
+}
+
+static void test_last_unref_during_callback(void) {
+        struct pressure_client *c;
+        sem_init(&in_handler, 0, 0);
+        sem_init(&leave_handler, 0, 0);
+        CU_ASSERT_EQUAL_FATAL(pressure_client_new(daemon_.socket, &c), 0);
+        CU_ASSERT_EQUAL_FATAL(pressure_client_start_thread(c), 0);
+        /* Floating: it holds no reference, so the application's is the last but dispatch's. */
+        CU_ASSERT_EQUAL_FATAL(pressure_subscription_new(c, NULL, PRESSURE_LEVEL_LOW, blocking_handler, NULL, NULL), 0);
+        sem_wait(&in_handler);
+        pressure_client_unref(c);
+        sem_post(&leave_handler);
+        /* Nothing to wait on from here: the thread is detached and ends by itself. The next tests run
+         * beside it. */
+}
+
 /* examples/poll-watch: its first state, its daemon going and coming back, and a clean exit. */
 static void test_poll_watch_example(void) {
         int p[2];
@@ -493,6 +523,7 @@ int main(void) {
                 { "a daemon that accepts and never answers", test_silent_daemon },
                 { "callbacks run without the library's lock", test_callbacks_without_library_lock },
                 { "made before the daemon, through its restarts", test_before_and_through_restarts },
+                { "the last reference dropped during a callback of the library's thread", test_last_unref_during_callback },
                 { "examples/poll-watch", test_poll_watch_example },
                 { "daemon stops cleanly", test_stop },
                 {},
