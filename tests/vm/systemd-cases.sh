@@ -10,7 +10,10 @@ check() { if [ "$2" -eq 0 ]; then pass=$((pass + 1)); echo "ok - $1"; else fail=
 until_ok() { t=$1; shift; while [ "$t" -gt 0 ]; do "$@" && return 0; sleep 1; t=$((t - 1)); done; return 1; }
 prop() { systemctl show -p "$1" --value pressured.service; }
 
-export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+# Installed with --prefix=/usr, as a distribution would: the guest's /usr/bin and /usr/sbin have it.
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+command -v pressurectl >/dev/null && [ -x /usr/sbin/pressured ]
+check "installed in /usr: $(command -v pressurectl), /usr/sbin/pressured" $?
 ldconfig
 sock=/run/pressured/io.pressured
 start=$(date +%s)
