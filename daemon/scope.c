@@ -14,6 +14,8 @@
 #include "log.h"
 #include "macro.h"
 
+#define HEADROOM_GROUPS_MAX 16
+
 static struct scope *scope_alloc(struct scope_env *env, enum scope_type type) {
         struct scope *s = calloc(1, sizeof(*s));
         if (!s)
@@ -202,8 +204,71 @@ static void scope_apply(struct scope *s, enum level psi_raw, uint64_t now) {
                                                 : LEVEL_SOURCE_PRESSURE;
         scope_update_target(s);
 
-        if (s->env->events && s->env->events->level_changed)
+        if (s->announced && s->env->events && s->env->events->level_changed)
                 s->env->events->level_changed(s, s->env->userdata);
+}
+
+void scope_announce(struct scope *s) {
+        if (s->announced)
+                return;
+        s->announced = true;
+        if (s->level.level == LEVEL_OK || !s->env->events)
+                return;
+        s->previous = LEVEL_OK;
+        if (s->env->events->level_changed)
+                s->env->events->level_changed(s, s->env->userdata);
+        if (s->env->events->triggered)
+                s->env->events->triggered(s, s->env->userdata);
+}
+
+/* How long global reclaim counts as news for the stall: the longest window a threshold looks at, and
+ * at least 10 s (the kernel's averages move every 2 s, and stall lags the reclaim that causes it). */
+static uint64_t shortage_recent_usec(const struct config *c) {
+        uint64_t r = 10000000u;
+        for (int l = LEVEL_LOW; l < _LEVEL_MAX; l++)
+                r = MAX(r, c->psi.t[l].window_usec);
+        return r;
+}
+
+/* Whether the machine as a whole is short: a node below its watermarks, or global reclaim lately. */
+static bool scope_machine_short(struct scope *s, uint64_t now) {
+        struct scope_env *env = s->env;
+        if (env->nodes)
+                for (size_t i = 0; i < env->nodes->n_nodes; i++) {
+                        struct node_figures f;
+                        node_monitor_figures(env->nodes, i, &f);
+                        if (level_from_node(&f, &env->config->node) > LEVEL_OK)
+                                return true;
+                }
+        shortage_read(&env->machine, env->config->sysfs_root, now, 500000u);
+        return shortage_machine(&env->machine, now, shortage_recent_usec(env->config));
+}
+
+/* Whether a limit of the group's own or of an ancestor's is at hand: then its stall is its own. */
+static bool scope_limit_binds(struct scope *s) {
+        struct headroom_group groups[HEADROOM_GROUPS_MAX];
+        size_t n = 0;
+        if (!s->env->layout || cgroup_headroom_groups(s->env->layout, s->cgroup, groups, NULL, ELEMENTSOF(groups), &n) < 0)
+                return true; /* cannot tell: the stall is all there is */
+        for (size_t i = 0; i < n; i++)
+                if (shortage_limit_binds(groups[i].usage, groups[i].limit))
+                        return true;
+        return false;
+}
+
+/* A stall counts where the memory it waits for is short: for the system, the machine's; for a cgroup, the
+ * machine's or that of a limit on its way to the root. Everyone else's stall shows in the PSI of their
+ * ancestors and of the whole machine, and is theirs (docs/levels.md). */
+static enum level scope_gate_psi(struct scope *s, enum level raw, uint64_t now) {
+        s->psi_gated = false;
+        if (raw == LEVEL_OK || s->type == SCOPE_NODE)
+                return raw;
+        if (scope_machine_short(s, now))
+                return raw;
+        if (s->type == SCOPE_CGROUP && scope_limit_binds(s))
+                return raw;
+        s->psi_gated = true;
+        return LEVEL_OK;
 }
 
 bool scope_is_active(const struct scope *s, uint64_t now) {
@@ -257,7 +322,7 @@ void scope_sample(struct scope *s, uint64_t now) {
          * samples cover a window of their own. */
         if (raw < LEVEL_LOW && s->triggered_usec > 0 && now - s->triggered_usec <= s->trigger.window_usec)
                 raw = LEVEL_LOW;
-        scope_apply(s, raw, now);
+        scope_apply(s, scope_gate_psi(s, raw, now), now);
         /* After telling subscribers, not before: a change reaches them sooner, and its reclaim target
          * uses the memory figures of the previous sample, which differ little. */
         scope_read_memory(s);
@@ -296,7 +361,6 @@ void scope_mark_gone(struct scope *s) {
 
 /* ---- headroom and memory events ---- */
 
-#define HEADROOM_GROUPS_MAX 16
 
 static void scope_watch_v1(struct scope *s);
 

@@ -18,6 +18,7 @@
 #include "protocol.h"
 #include "psi.h"
 #include "scope_id.h"
+#include "shortage.h"
 
 struct scope;
 
@@ -38,6 +39,7 @@ struct scope_env {
         const char *system_pressure_path;   /* /proc/pressure/memory */
         bool psi_unprivileged;              /* the kernel wants 2 s window steps from us */
         bool psi_logged;                    /* the kind of windows was logged */
+        struct shortage machine;            /* whether the machine as a whole is short (shortage.h) */
         const struct scope_events *events;
         void *userdata;
 };
@@ -99,6 +101,8 @@ struct scope {
         uint64_t changed_usec; /* CLOCK_MONOTONIC of the last change */
         uint64_t reclaim_target;
         bool gone;
+        bool announced; /* its owner has it: level changes are reported from now on */
+        bool psi_gated; /* its stall was not its own shortage at the last sample (shortage.h) */
 
         void *slots[SCOPE_SLOTS_MAX];
 };
@@ -109,6 +113,9 @@ int scope_new_node(struct scope_env *env, size_t node_index, struct scope **ret)
 /* A cgroup scope with its trigger armed; -ENOENT when there is no such cgroup. */
 int scope_new_cgroup(struct scope_env *env, const char *cgroup, struct scope **ret);
 struct scope *scope_free(struct scope *s);
+/* The owner has the scope now: from here on it reports. A scope made past a threshold (a busy machine at
+ * start) reports its first level now, as a change from ok. */
+void scope_announce(struct scope *s);
 
 struct scope_id scope_get_id(const struct scope *s);
 /* The scope as the protocol shows it. */

@@ -142,6 +142,8 @@ int scope_registry_add_observer(struct scope_registry *reg, const struct scope_o
         return (int) reg->n_observers++;
 }
 
+static int registry_add_nodes(struct scope_registry *reg, const struct node_monitor *nm);
+
 int scope_registry_start(struct scope_registry *reg) {
         const struct node_monitor *nm = reg->env.nodes;
         int r;
@@ -152,8 +154,18 @@ int scope_registry_start(struct scope_registry *reg) {
                 return r;
         reg->system->n_refs = 1; /* for as long as the registry lives */
 
-        if (!nm)
-                return 0;
+        if (nm)
+                r = registry_add_nodes(reg, nm);
+        /* Only now may observers hear of them: they find the system and the nodes where they look. */
+        for (size_t i = 0; i < reg->n_nodes; i++)
+                scope_announce(reg->nodes[i]);
+        scope_announce(reg->system);
+        return r;
+}
+
+static int registry_add_nodes(struct scope_registry *reg, const struct node_monitor *nm) {
+        int r;
+
         reg->nodes = calloc(MAX(nm->n_nodes, 1u), sizeof(struct scope *));
         if (!reg->nodes)
                 return -ENOMEM;
@@ -225,6 +237,7 @@ static int acquire_cgroup(struct scope_registry *reg, const char *path, struct s
         reg->cgroups = s;
         reg->n_cgroups++;
         log_debug("Watching cgroup %s.", p);
+        scope_announce(s);
         *ret = s;
         return 0;
 }

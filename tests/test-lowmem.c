@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* org.freedesktop.LowMemoryMonitor against the real things: a private dbus-daemon configured as a system
  * bus with the shipped policy file, the daemon owning the name, and a real GLib application (GMemoryMonitor
- * through PyGObject) running as nobody. Under the suite's pressure generator the system scope rises through
- * low, medium and critical (thresholds lowered for the test, so that a 16 MiB writer is enough); the
- * application hears 50, 100 and 255, and nothing once memory recovered. Skips without dbus-daemon or
- * PyGObject. */
+ * through PyGObject) running as nobody. Under the suite's pressure generator, with a fixture /proc that
+ * says the machine reclaims as a whole, the system scope rises through low, medium and critical
+ * (thresholds lowered for the test, so that a 16 MiB writer is enough); the application hears 50, 100 and
+ * 255, and nothing once memory recovered. With the machine not reclaiming, the same stall is the limited
+ * group's alone and the application hears nothing. Skips without dbus-daemon or PyGObject. */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -197,20 +198,27 @@ static void bus_env_stop(struct bus_env *e) {
         (void) rmdir(e->dir);
 }
 
-static void test_glib_hears_the_system(void) {
-        char line[256], level[32];
+/* The system's stall under the generator, with the machine reclaiming as a whole or not (a fixture /proc
+ * whose global reclaim counters grow, or stay): a GLib application hears low, medium and critical in the
+ * first case, and nothing at all in the second, where the stall is only the limited group's. */
+static void glib_and_the_system(bool machine_reclaims) {
+        char line[256], level[32], root[64], conf[512];
         struct pressure_gen g;
         struct bus_env env;
 
+        CU_ASSERT_EQUAL_FATAL(test_fixture_copy("sysfs-1node", root, sizeof(root)), 0);
         /* Low thresholds of one kind, so that the generator's stall takes the system through every level;
          * the repeat interval long, so that a level comes at most once here. */
-        CU_ASSERT_EQUAL_FATAL(bus_env_start(&env, "[pressured]\nlow=some 10ms 2s\nmedium=some 20ms 2s\ncritical=some 40ms 2s\n"
-                                                  "hold=1s\nsample_interval=250ms\nlow_memory_monitor_repeat=10min\n"),
-                              0);
+        snprintf(conf, sizeof(conf),
+                 "[pressured]\nlow=some 10ms 2s\nmedium=some 20ms 2s\ncritical=some 40ms 2s\n"
+                 "hold=1s\nsample_interval=250ms\nlow_memory_monitor_repeat=10min\nsysfs_root=%s\n",
+                 root);
+        CU_ASSERT_EQUAL_FATAL(bus_env_start(&env, conf), 0);
 
         int sub = test_connect(daemon_.socket);
         CU_ASSERT_FATAL(sub >= 0);
-        static const char subscribe[] = "{\"method\":\"io.pressured.Subscribe\",\"more\":true}";
+        static const char subscribe[] = "{\"method\":\"io.pressured.Subscribe\",\"parameters\":{\"scopes\":"
+                                        "[{\"type\":\"system\"}],\"min_level\":\"low\"},\"more\":true}";
         CU_ASSERT_FATAL(test_send_raw(sub, subscribe, sizeof(subscribe)) >= 0);
         char *text;
         CU_ASSERT_FATAL(test_recv_msg(sub, 10000, &text) == 1);
@@ -230,40 +238,69 @@ static void test_glib_hears_the_system(void) {
         CU_ASSERT_STRING_EQUAL(line, "synced True 0");
 
         CU_ASSERT_EQUAL_FATAL(test_pressure_group(&g, 16u << 20), 0);
+        /* The group is watched too: its own scope says when its stall is there. */
+        int own = test_subscribe_cgroup(daemon_.socket, g.cgroup);
+        CU_ASSERT_FATAL(own >= 0);
+        CU_ASSERT_FATAL(test_recv_msg(own, 10000, &text) == 1);
+        free(text);
+        pid_t bumper = machine_reclaims ? test_global_reclaim_start(root) : 0;
         CU_ASSERT_EQUAL_FATAL(pressure_gen_start(&g), 0);
         test_cleanup_pid(g.pid);
 
-        /* Up to critical (the system scope's own events say when). */
-        bool critical = false;
-        while (!critical && next_system_event(sub, level, sizeof(level)) == 0)
-                critical = strcmp(level, "critical") == 0;
-        CU_ASSERT_FATAL(critical);
+        if (machine_reclaims) {
+                /* Up to critical (the system scope's own events say when). */
+                bool critical = false;
+                while (!critical && next_system_event(sub, level, sizeof(level)) == 0)
+                        critical = strcmp(level, "critical") == 0;
+                CU_ASSERT_FATAL(critical);
+        } else {
+                /* Until the group itself is critical, and two samples more: the system says nothing. */
+                bool critical = false;
+                while (!critical && test_recv_msg(own, 60000, &text) == 1) {
+                        critical = strstr(text, "\"event\"") && strstr(text, "\"level\":\"critical\"");
+                        free(text);
+                }
+                CU_ASSERT_FATAL(critical);
+                CU_ASSERT_EQUAL(test_recv_msg(sub, 500, &text), -ETIMEDOUT);
+        }
         test_cleanup_forget_pid(g.pid);
         CU_ASSERT_EQUAL(pressure_gen_stop(&g), 0);
+        if (bumper > 0)
+                kill(bumper, SIGKILL);
 
-        /* 50, 100, 255, each once, in order. */
-        static const char *const want[] = { "warning 50", "warning 100", "warning 255" };
-        for (size_t i = 0; i < 3; i++) {
-                CU_ASSERT_EQUAL(test_lines_next(&app.lines, 10000, line, sizeof(line)), 0);
-                CU_ASSERT_STRING_EQUAL(line, want[i]);
+        if (machine_reclaims) {
+                /* 50, 100, 255, each once, in order. */
+                static const char *const want[] = { "warning 50", "warning 100", "warning 255" };
+                for (size_t i = 0; i < 3; i++) {
+                        CU_ASSERT_EQUAL(test_lines_next(&app.lines, 10000, line, sizeof(line)), 0);
+                        CU_ASSERT_STRING_EQUAL(line, want[i]);
+                }
+                /* Back to ok, and then not a word: the round trip after the recovery comes back with
+                 * nothing before it. */
+                bool ok = false;
+                while (!ok && next_system_event(sub, level, sizeof(level)) == 0)
+                        ok = strcmp(level, "ok") == 0;
+                CU_ASSERT(ok);
         }
-
-        /* Back to ok, and then not a word: the round trip after the recovery comes back with nothing
-         * before it. */
-        bool ok = false;
-        while (!ok && next_system_event(sub, level, sizeof(level)) == 0)
-                ok = strcmp(level, "ok") == 0;
-        CU_ASSERT(ok);
         CU_ASSERT_FATAL(write(app_in, "sync\n", 5) == 5);
         CU_ASSERT_EQUAL(test_lines_next(&app.lines, 10000, line, sizeof(line)), 0);
         CU_ASSERT_STRING_EQUAL(line, "synced True 0");
 
+        close(own);
         close(app_in);
         test_child_stop(&app);
         close(sub);
         bus_env_stop(&env);
         CU_ASSERT(test_daemon_log_count(&daemon_, "Owning org.freedesktop.LowMemoryMonitor") == 1);
         pressure_gen_destroy(&g);
+}
+
+static void test_glib_hears_the_system(void) {
+        glib_and_the_system(true);
+}
+
+static void test_glib_deaf_to_one_group(void) {
+        glib_and_the_system(false);
 }
 
 /* A GLib application inside a cgroup that nears its limit (headroom: an anonymous grower, no stall, so
@@ -328,6 +365,7 @@ static void test_glib_hears_its_cgroup(void) {
 int main(void) {
         static const struct test_case cases[] = {
                 { "a GLib application hears low, medium, critical and then nothing", test_glib_hears_the_system },
+                { "a GLib application hears nothing of one limited group's stall", test_glib_deaf_to_one_group },
                 { "a GLib application in a cgroup near its limit hears of it, alone", test_glib_hears_its_cgroup },
                 {},
         };

@@ -4,6 +4,7 @@
 #include <CUnit/Basic.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -21,10 +22,17 @@
 static pid_t cleanup_pids[MAX_CLEANUP];
 static struct {
         char path[256];
-        bool is_dir;
+        bool is_dir, tree;
 } cleanup_paths[MAX_CLEANUP];
 static int n_paths;
 static bool cleanup_installed;
+
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw) {
+        (void) st;
+        (void) ftw;
+        (void) (type == FTW_DP ? rmdir(path) : unlink(path));
+        return 0;
+}
 
 static void run_cleanup(void) {
         for (int i = 0; i < MAX_CLEANUP; i++)
@@ -37,7 +45,9 @@ static void run_cleanup(void) {
         for (int i = n_paths - 1; i >= 0; i--) {
                 if (!cleanup_paths[i].path[0])
                         continue;
-                if (cleanup_paths[i].is_dir) {
+                if (cleanup_paths[i].tree)
+                        (void) nftw(cleanup_paths[i].path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+                else if (cleanup_paths[i].is_dir) {
                         /* A cgroup may take a moment to empty after its last process was reaped. */
                         for (int k = 0; k < 100 && rmdir(cleanup_paths[i].path) < 0 && errno == EBUSY; k++)
                                 usleep(10000);
@@ -85,6 +95,7 @@ void test_cleanup_path(const char *path, bool is_dir) {
                 return;
         snprintf(cleanup_paths[n_paths].path, sizeof(cleanup_paths[n_paths].path), "%s", path);
         cleanup_paths[n_paths].is_dir = is_dir;
+        cleanup_paths[n_paths].tree = false;
         n_paths++;
 }
 
@@ -463,4 +474,47 @@ int test_subscribe_cgroup(const char *socket, const char *cgroup) {
                 return -EIO;
         }
         return fd;
+}
+
+int test_fixture_copy(const char *rel, char *ret, size_t size) {
+        char cmd[1400];
+        snprintf(ret, size, "/tmp/pressured-root-XXXXXX");
+        if (!mkdtemp(ret))
+                return -errno;
+        test_cleanup_path(ret, true);
+        if (n_paths > 0 && strcmp(cleanup_paths[n_paths - 1].path, ret) == 0)
+                cleanup_paths[n_paths - 1].tree = true;
+        snprintf(cmd, sizeof(cmd), "cp -r '%s'/. '%s'/", test_fixture(rel), ret);
+        if (system(cmd) != 0)
+                return -EIO;
+        return test_fixture_set_global_reclaim(ret, 1000);
+}
+
+int test_fixture_set_global_reclaim(const char *root, uint64_t scanned) {
+        char path[600], tmp[620];
+        snprintf(path, sizeof(path), "%s/proc/vmstat", root);
+        snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+        FILE *f = fopen(tmp, "we");
+        if (!f)
+                return -errno;
+        /* Limit reclaim (pgscan_file) moves too, as it does under a limited group's writer. */
+        fprintf(f, "nr_free_pages 1000000\npgsteal_kswapd %llu\npgsteal_direct 0\npgscan_kswapd %llu\npgscan_direct 0\n"
+                   "pgscan_khugepaged 0\npgscan_direct_throttle 0\npgscan_anon 0\npgscan_file %llu\n",
+                (unsigned long long) scanned / 2, (unsigned long long) scanned, (unsigned long long) scanned * 3);
+        if (fclose(f) != 0)
+                return -errno;
+        return rename(tmp, path) < 0 ? -errno : 0; /* the daemon never reads half a file */
+}
+
+pid_t test_global_reclaim_start(const char *root) {
+        pid_t pid = fork();
+        if (pid == 0) {
+                for (uint64_t n = 2000;; n += 1000) {
+                        (void) test_fixture_set_global_reclaim(root, n);
+                        usleep(200 * 1000);
+                }
+        }
+        if (pid > 0)
+                test_cleanup_pid(pid);
+        return pid;
 }

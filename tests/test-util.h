@@ -111,3 +111,12 @@ pid_t test_serve_flood(const char *socket_path);
                 }                                                                                          \
                 (cond);                                                                                    \
         })
+
+/* A private copy of a fixture tree below tests/fixtures (for --sysfs-root), removed at exit; its path in
+ * ret. Returns 0 or a negative errno. */
+int test_fixture_copy(const char *rel, char *ret, size_t size);
+/* Write <root>/proc/vmstat with the global reclaim counters at `scanned` (the machine reclaiming when it
+ * grows, as kswapd would make it). */
+int test_fixture_set_global_reclaim(const char *root, uint64_t scanned);
+/* A process that makes the fixture's global reclaim grow every 200 ms until killed (cleaned up at exit). */
+pid_t test_global_reclaim_start(const char *root);

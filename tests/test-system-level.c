@@ -1,0 +1,246 @@
+/* SPDX-License-Identifier: MIT */
+/* The system level means the machine: a limited cgroup's stall under the real pressure generator raises
+ * that cgroup's scope and leaves the system's silent; the system rises when the machine reclaims as a
+ * whole (a fixture /proc whose global reclaim counters grow, beside the real stall). And the daemon
+ * starts on a machine already past every threshold, from a fixture and for real. */
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pressure-gen.h"
+#include "pressure.h"
+#include "test-util.h"
+
+static struct test_daemon daemon_;
+
+static int write_conf(char *path, size_t size, const char *text) {
+        snprintf(path, size, "/tmp/pressured-syslevel-%d.conf", (int) getpid());
+        FILE *f = fopen(path, "we");
+        if (!f)
+                return -errno;
+        test_cleanup_path(path, false);
+        fputs(text, f);
+        return fclose(f) == 0 ? 0 : -errno;
+}
+
+static int start_daemon(const char *conf_text) {
+        char conf[128];
+        int r = write_conf(conf, sizeof(conf), conf_text);
+        if (r < 0)
+                return r;
+        const char *const args[] = { "--config", conf, NULL };
+        r = test_daemon_start(&daemon_, args);
+        unlink(conf);
+        return r;
+}
+
+/* The system scope's level and source as GetStatus has them now. */
+static int system_state(enum pressure_level *level, char *source, size_t size, double *some10) {
+        struct pressure_client *c;
+        struct pressure_status *st;
+        struct pressure_stall stall = {};
+        int r = pressure_client_new(daemon_.socket, &c);
+        if (r < 0)
+                return r;
+        r = pressure_client_get_status(c, &st);
+        if (r >= 0) {
+                const struct pressure_scope *sys = pressure_status_get_system(st);
+                *level = pressure_scope_get_level(sys);
+                if (source)
+                        snprintf(source, size, "%s", pressure_scope_get_source(sys) ?: "");
+                (void) pressure_scope_get_stall(sys, PRESSURE_STALL_SOME, &stall);
+                if (some10)
+                        *some10 = stall.avg10;
+                pressure_status_unref(st);
+        }
+        pressure_client_unref(c);
+        return r;
+}
+
+/* A raw Subscribe to the system and one cgroup at min_level low; the connection. */
+static int subscribe_both(const char *cgroup) {
+        char msg[512];
+        int fd = test_connect(daemon_.socket);
+        if (fd < 0)
+                return fd;
+        int n = snprintf(msg, sizeof(msg),
+                         "{\"method\":\"io.pressured.Subscribe\",\"parameters\":{\"scopes\":[{\"type\":\"system\"},"
+                         "{\"type\":\"cgroup\",\"cgroup\":\"%s\"}]},\"more\":true}",
+                         cgroup);
+        if (test_send_raw(fd, msg, (size_t) n + 1) < 0) {
+                close(fd);
+                return -EIO;
+        }
+        return fd;
+}
+
+/* Whether any event of the system scope came, whoever waited for what. */
+static bool system_event_seen;
+
+/* The next event for `scope` ("system" or a cgroup path) within timeout_ms: its new level in level. */
+static int next_event(int fd, const char *scope, int timeout_ms, char *level, size_t size) {
+        uint64_t end = test_now_ms() + (uint64_t) timeout_ms;
+        while (test_now_ms() < end) {
+                char *text;
+                int r = test_recv_msg(fd, (int) (end - test_now_ms()), &text);
+                if (r <= 0)
+                        return r < 0 ? r : -EPIPE;
+                const char *ev = strstr(text, "\"event\":");
+                bool mine = ev && (strcmp(scope, "system") == 0 ? strstr(ev, "\"type\":\"system\"") != NULL
+                                                                : strstr(ev, scope) != NULL);
+                const char *l = ev ? strstr(ev, "\"level\":\"") : NULL;
+                if (ev && strstr(ev, "\"type\":\"system\""))
+                        system_event_seen = true;
+                if (mine && l) {
+                        snprintf(level, size, "%.*s", (int) strcspn(l + 9, "\""), l + 9);
+                        free(text);
+                        return 0;
+                }
+                free(text);
+        }
+        return -ETIMEDOUT;
+}
+
+/* The sum of the machine's global reclaim counters, as the daemon reads them. */
+static uint64_t host_global_reclaim(void) {
+        char name[64];
+        unsigned long long v, sum = 0;
+        FILE *f = fopen("/proc/vmstat", "re");
+        if (!f)
+                return 0;
+        while (fscanf(f, "%63s %llu", name, &v) == 2)
+                if ((strncmp(name, "pgscan_kswapd", 13) == 0 || strncmp(name, "pgscan_direct", 13) == 0 ||
+                     strncmp(name, "pgscan_khugepaged", 17) == 0) &&
+                    strcmp(name, "pgscan_direct_throttle") != 0)
+                        sum += v;
+        fclose(f);
+        return sum;
+}
+
+/* Thresholds the generator's stall crosses in the system's PSI as well (it gives the machine 5 to 30%). */
+#define LOW_THRESHOLDS "low=some 20ms 2s\nmedium=some 60ms 2s\ncritical=some 200ms 2s\nhold=1s\nsample_interval=250ms\n"
+
+/* Drive one limited group under the generator; its scope must rise; then, while it stalls and the
+ * system's PSI shows it, the system scope must still be ok. */
+static void limited_group_stays_its_own(const char *root) {
+        char conf[1024], level[32];
+        struct pressure_gen g;
+        enum pressure_level sys_level = PRESSURE_LEVEL_CRITICAL;
+        double some10 = 0;
+
+        snprintf(conf, sizeof(conf), "[pressured]\n" LOW_THRESHOLDS "%s%s\n", root ? "sysfs_root=" : "", root ? root : "");
+        CU_ASSERT_EQUAL_FATAL(test_pressure_group(&g, 16u << 20), 0);
+        CU_ASSERT_EQUAL_FATAL(start_daemon(conf), 0);
+        int sub = subscribe_both(g.cgroup);
+        CU_ASSERT_FATAL(sub >= 0);
+        char *text;
+        CU_ASSERT_FATAL(test_recv_msg(sub, 10000, &text) == 1); /* the initial states */
+        free(text);
+
+        uint64_t reclaim_before = host_global_reclaim();
+        system_event_seen = false;
+        CU_ASSERT_EQUAL_FATAL(pressure_gen_start(&g), 0);
+        test_cleanup_pid(g.pid);
+
+        /* The group's own scope rises (its own events say so; the system's would come first if it did). */
+        CU_ASSERT_EQUAL(next_event(sub, g.cgroup, 60000, level, sizeof(level)), 0);
+        CU_ASSERT_STRING_NOT_EQUAL(level, "ok");
+        /* Until the system's own PSI is past the low threshold: its stall is there, and not its level. */
+        uint64_t end = test_now_ms() + 30000;
+        while (test_now_ms() < end && system_state(&sys_level, NULL, 0, &some10) >= 0 && some10 < 2.0)
+                (void) poll(NULL, 0, 250);
+        CU_ASSERT(some10 >= 2.0);
+        /* Any event of the system so far, or within two more samples, is the false alarm. */
+        int r = next_event(sub, "system", 1000, level, sizeof(level));
+        bool host_reclaimed = host_global_reclaim() != reclaim_before;
+        if (root || !host_reclaimed) {
+                CU_ASSERT_EQUAL(r, -ETIMEDOUT);
+                CU_ASSERT_FALSE(system_event_seen);
+                CU_ASSERT_EQUAL(system_state(&sys_level, NULL, 0, NULL), 0);
+                CU_ASSERT_EQUAL(sys_level, PRESSURE_LEVEL_OK);
+        } else
+                fprintf(stderr, "The host reclaimed globally during the test: the system level was free to rise.\n");
+
+        if (root) {
+                /* The machine reclaims as a whole: the same stall now is the system's. */
+                pid_t bumper = test_global_reclaim_start(root);
+                CU_ASSERT_FATAL(bumper > 0);
+                CU_ASSERT_EQUAL(next_event(sub, "system", 30000, level, sizeof(level)), 0);
+                CU_ASSERT_STRING_NOT_EQUAL(level, "ok");
+                char source[32];
+                CU_ASSERT_EQUAL(system_state(&sys_level, source, sizeof(source), NULL), 0);
+                CU_ASSERT_STRING_EQUAL(source, "pressure");
+                test_cleanup_pid(bumper); /* killed and reaped at exit too */
+                kill(bumper, SIGKILL);
+        }
+        test_cleanup_forget_pid(g.pid);
+        CU_ASSERT_EQUAL(pressure_gen_stop(&g), 0);
+        close(sub);
+        CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
+        pressure_gen_destroy(&g);
+}
+
+static void test_limited_group_real_machine(void) {
+        limited_group_stays_its_own(NULL);
+}
+
+static void test_limited_group_then_global_reclaim(void) {
+        char root[64];
+        CU_ASSERT_EQUAL_FATAL(test_fixture_copy("sysfs-1node", root, sizeof(root)), 0);
+        limited_group_stays_its_own(root);
+}
+
+/* A machine already past every headroom threshold at start (a fixture /proc/meminfo: 96% of memory
+ * unavailable, no swap) starts, reports its level and serves; before, the first level change reached
+ * an observer that could not find the system scope yet (SIGSEGV). */
+static void test_starts_past_every_threshold_fixture(void) {
+        char root[64], conf[256], source[32];
+        enum pressure_level level;
+        CU_ASSERT_EQUAL_FATAL(test_fixture_copy("sysfs-busy", root, sizeof(root)), 0);
+        snprintf(conf, sizeof(conf), "[pressured]\nsysfs_root=%s\n", root);
+        CU_ASSERT_EQUAL_FATAL(start_daemon(conf), 0);
+        CU_ASSERT_EQUAL(system_state(&level, source, sizeof(source), NULL), 0);
+        CU_ASSERT_EQUAL(level, PRESSURE_LEVEL_MEDIUM);
+        CU_ASSERT_STRING_EQUAL(source, "headroom");
+        CU_ASSERT_EQUAL(test_daemon_log_count(&daemon_, "system: memory pressure ok -> medium"), 1);
+        CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
+}
+
+/* For real: thresholds below what this machine uses already (no swap: MemTotal - MemAvailable). */
+static void test_starts_past_every_threshold_real(void) {
+        enum pressure_level level;
+        char source[32];
+        FILE *f = fopen("/proc/meminfo", "re");
+        char line[128];
+        unsigned long long swap = 0;
+        while (f && fgets(line, sizeof(line), f))
+                (void) sscanf(line, "SwapTotal: %llu", &swap);
+        if (f)
+                fclose(f);
+        if (swap > 0) {
+                fprintf(stderr, "swap present: the system has no headroom level; skipped\n");
+                return;
+        }
+        CU_ASSERT_EQUAL_FATAL(start_daemon("[pressured]\nheadroom_low=0.01%\nheadroom_medium=0.02%\nheadroom_critical=0.03%\n"), 0);
+        CU_ASSERT_EQUAL(system_state(&level, source, sizeof(source), NULL), 0);
+        CU_ASSERT_EQUAL(level, PRESSURE_LEVEL_CRITICAL);
+        CU_ASSERT_STRING_EQUAL(source, "headroom");
+        CU_ASSERT(test_daemon_alive(&daemon_));
+        CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
+}
+
+int main(void) {
+        static const struct test_case cases[] = {
+                { "starts past every threshold (fixture /proc)", test_starts_past_every_threshold_fixture },
+                { "starts past every threshold (this machine)", test_starts_past_every_threshold_real },
+                { "a limited group's stall leaves the system ok on this machine", test_limited_group_real_machine },
+                { "the system rises when the machine reclaims globally, not before", test_limited_group_then_global_reclaim },
+                {},
+        };
+        return test_run("system-level", cases, test_need_root_psi());
+}
