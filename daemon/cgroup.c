@@ -265,13 +265,15 @@ int cgroup_only_process(const struct cgroup_layout *l, const char *cgroup, pid_t
         return end != buf && *end == '\n' && end[1] == 0 && v == (long) pid;
 }
 
-int cgroup_pid_get_path(pid_t pid, char **ret) {
-        char path[64];
-        snprintf(path, sizeof(path), "/proc/%d/cgroup", (int) pid);
-
-        _cleanup_fclose_ FILE *f = fopen(path, "re");
-        if (!f)
+int cgroup_proc_get_path(int proc_dirfd, char **ret) {
+        int fd = openat(proc_dirfd, "cgroup", O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOENT ? -ESRCH : -errno;
+        _cleanup_fclose_ FILE *f = fdopen(fd, "re");
+        if (!f) {
+                close(fd);
                 return -errno;
+        }
 
         _cleanup_free_ char *line = NULL;
         size_t n = 0;
@@ -281,8 +283,18 @@ int cgroup_pid_get_path(pid_t pid, char **ret) {
                 line[strcspn(line, "\n")] = 0;
                 return cgroup_path_normalize(line + 3, ret);
         }
-        /* getline() says ENOMEM when it cannot grow the line: not an answer about the process. */
-        return errno == ENOMEM ? -ENOMEM : -ENOENT;
+        /* getline() says ENOMEM when it cannot grow the line: not an answer about the process; ESRCH when
+         * the process behind the directory is gone. */
+        return errno == ENOMEM || errno == ESRCH ? -errno : -ENOENT;
+}
+
+int cgroup_pid_get_path(pid_t pid, char **ret) {
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/%d", (int) pid);
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        return cgroup_proc_get_path(fd, ret);
 }
 
 static int group_limit(const struct cgroup_layout *l, const char *cgroup, uint64_t *ret) {
@@ -347,8 +359,9 @@ int cgroup_headroom_groups(const struct cgroup_layout *l, const char *cgroup, st
         _cleanup_free_ char *p = strdup(cgroup);
         if (!p)
                 return -ENOMEM;
-        /* The root has no limit of its own (v1's is "unlimited", v2's has no memory.max). */
-        while (n < max && !streq(p, "/")) {
+        /* The root has no limit of its own (v1's is "unlimited", v2's has no memory.max). The walk is
+         * bounded: a user may nest its delegated groups a thousand deep, and this runs in the loop. */
+        for (unsigned depth = 0; n < max && !streq(p, "/") && depth < CGROUP_WALK_MAX_DEPTH; depth++) {
                 struct headroom_group g = {};
                 r = group_limit(l, p, &g.limit);
                 if (r < 0)

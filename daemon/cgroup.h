@@ -47,6 +47,10 @@ int cgroup_memory(const struct cgroup_layout *l, const char *cgroup, uint64_t *r
 int cgroup_parse_anon(const char *stat_text, bool v2, uint64_t *ret_bytes);
 int cgroup_anon(const struct cgroup_layout *l, const char *cgroup, uint64_t *ret_bytes);
 
+/* How far up the tree limits are looked for: groups more than this many levels below a limit do not see
+ * it (systemd's trees are about five deep). */
+#define CGROUP_WALK_MAX_DEPTH 32
+
 /* The groups from cgroup up to the root that have a memory limit, nearest first, at most max of them
  * (ret_paths: their paths, optional, free() each): usage, limit and file pages (descendants
  * included). v2: memory.current, the lower of memory.high and memory.max, memory.stat active_file +
@@ -72,5 +76,7 @@ int cgroup_v1_notify(const struct cgroup_layout *l, const char *cgroup, int efd,
  * never anybody's own. Returns 1, 0, or a negative errno. */
 int cgroup_only_process(const struct cgroup_layout *l, const char *cgroup, pid_t pid);
 
-/* The v2 path of a process, from the "0::" line of <proc_root>/proc/PID/cgroup. */
+/* The v2 path of a process, from the "0::" line of /proc/PID/cgroup. */
 int cgroup_pid_get_path(pid_t pid, char **ret);
+/* The same, read through a /proc/PID directory descriptor (pidref.h): -ESRCH once that process is gone. */
+int cgroup_proc_get_path(int proc_dirfd, char **ret);

@@ -7,9 +7,9 @@
 #include <systemd/sd-bus.h>
 
 #include "cgroup.h"
-#include "hashmap.h"
 
 #include "log.h"
+#include "pidref.h"
 #include "macro.h"
 
 #define LMM_NAME "org.freedesktop.LowMemoryMonitor"
@@ -24,7 +24,6 @@ struct lowmem_peer {
         struct scope *scope;
         sd_bus_slot *query; /* the question for its credentials, while it is open */
         uid_t uid;
-        bool counted; /* in per_uid */
         uint64_t last_sent[_LEVEL_MAX];
 };
 
@@ -41,7 +40,6 @@ struct lowmem {
         uint64_t last_sent[_LEVEL_MAX];    /* CLOCK_MONOTONIC µs of each level's last signal */
         struct lowmem_peer *peers;
         size_t n_peers;
-        struct hashmap *per_uid; /* peers followed per user */
 };
 
 unsigned lowmem_level_byte(enum level l) {
@@ -103,7 +101,7 @@ static void on_level_changed(struct scope *s, void *userdata) {
 }
 
 static void peer_release_scope(struct lowmem_peer *p) {
-        scope_registry_release(p->lm->scopes, p->scope);
+        scope_registry_release_for(p->lm->scopes, p->uid, p->scope);
         p->scope = NULL;
 }
 
@@ -119,8 +117,6 @@ static void peer_free(struct lowmem_peer *p) {
         sd_bus_slot_unref(p->query);
         if (p->scope)
                 peer_release_scope(p);
-        if (p->counted)
-                (void) hashmap_count_add_u64(lm->per_uid, p->uid, -1);
         if (p->prev)
                 p->prev->next = p->next;
         else
@@ -159,24 +155,19 @@ static int on_peer_credentials(sd_bus_message *reply, void *userdata, sd_bus_err
         (void) ret_error;
 
         p->query = sd_bus_slot_unref(p->query);
+        /* The bus vouches for a pid, not for a process: by now the number may be another's. The cgroup is
+         * read only from a process of the peer's own user (a successor of its own is no gain to it). */
+        _cleanup_close_ int proc = -EBADF;
         if (sd_bus_message_is_method_error(reply, NULL) || read_credentials(reply, &uid, &pid) < 0 || pid == 0 ||
-            cgroup_pid_get_path((pid_t) pid, &cgroup) < 0 || streq(cgroup, "/")) {
+            (proc = pidref_open_proc_of_uid((pid_t) pid, uid)) < 0 || cgroup_proc_get_path(proc, &cgroup) < 0 ||
+            streq(cgroup, "/")) {
                 peer_free(p); /* gone already, or in the root cgroup: the system's warnings are its */
                 return 0;
         }
-        /* Each peer is a watched cgroup: a user other than root gets as many as a Subscribe would give. */
-        if (uid != 0 && hashmap_count_get_u64(lm->per_uid, uid) >= lm->config->max_cgroups_per_uid) {
-                peer_free(p);
-                return 0;
-        }
+        /* Each peer is a watched cgroup, in its user's budget like a Subscribe's. */
         struct scope_id id = { .type = SCOPE_CGROUP, .node = -1, .cgroup = cgroup };
-        if (hashmap_count_add_u64(lm->per_uid, uid, +1) < 0) {
-                peer_free(p);
-                return 0;
-        }
         p->uid = uid;
-        p->counted = true;
-        if (scope_registry_acquire(lm->scopes, &id, &p->scope) < 0)
+        if (scope_registry_acquire_for(lm->scopes, uid, &id, &p->scope) < 0)
                 peer_free(p);
         return 0;
 }
@@ -268,16 +259,10 @@ int lowmem_new(sd_event *event, const struct config *config, struct scope_regist
         lm->event = event;
         lm->config = config;
         lm->scopes = scopes;
-        if (hashmap_new(HASHMAP_KEY_U64, &lm->per_uid) < 0) {
-                free(lm);
-                return -ENOMEM;
-        }
-
         int r = sd_bus_open_system_with_description(&lm->bus, "pressured-lowmem");
         if (r < 0) {
                 /* No system bus (a container, a test): nothing to offer, nothing wrong. */
                 log_debug_errno(r, "No system bus, not offering %s: %m", LMM_NAME);
-                hashmap_free(lm->per_uid);
                 free(lm);
                 return 0;
         }
@@ -314,7 +299,6 @@ struct lowmem *lowmem_free(struct lowmem *lm) {
         sd_bus_slot_unref(lm->name_slot);
         sd_bus_slot_unref(lm->vtable_slot);
         sd_bus_flush_close_unref(lm->bus);
-        hashmap_free(lm->per_uid);
         free(lm);
         return NULL;
 }

@@ -10,6 +10,7 @@
 
 #include "hashmap.h"
 #include "log.h"
+#include "pidref.h"
 #include "macro.h"
 #include "sockets.h"
 
@@ -52,7 +53,7 @@ static void client_detach(struct mp_client *c) {
         if (c->scope_next)
                 c->scope_next->scope_prev = c->scope_prev;
         c->scope_prev = c->scope_next = NULL;
-        scope_registry_release(c->owner->scopes, c->scope);
+        scope_registry_release_for(c->owner->scopes, c->uid, c->scope);
         c->scope = NULL;
 }
 
@@ -144,17 +145,19 @@ static void client_new(struct mpsocket *mp, int fd, bool fresh) {
         _cleanup_free_ char *cgroup = NULL;
         struct scope *s = NULL;
         struct scope_id id = { .type = SCOPE_SYSTEM, .node = -1 };
-        if (peer.pid > 0 && cgroup_pid_get_path(peer.pid, &cgroup) >= 0 && !streq(cgroup, "/"))
+        _cleanup_close_ int proc = pidref_open_proc_of_uid(peer.pid, peer.uid); /* not a successor's pid */
+        if (proc >= 0 && cgroup_proc_get_path(proc, &cgroup) >= 0 && !streq(cgroup, "/"))
                 id = (struct scope_id){ .type = SCOPE_CGROUP, .node = -1, .cgroup = cgroup };
-        int r = scope_registry_acquire(mp->scopes, &id, &s);
+        /* Its cgroup counts against the user's budget of watched cgroups; past it, the system's. */
+        int r = scope_registry_acquire_for(mp->scopes, peer.uid, &id, &s);
         if (r < 0 && id.type == SCOPE_CGROUP) {
                 log_debug_errno(r, "Memory pressure socket: cannot watch %s, the system's pressure instead: %m", cgroup);
                 id = (struct scope_id){ .type = SCOPE_SYSTEM, .node = -1 };
-                r = scope_registry_acquire(mp->scopes, &id, &s);
+                r = scope_registry_acquire_for(mp->scopes, peer.uid, &id, &s);
         }
         struct mp_client *c = r >= 0 ? calloc(1, sizeof(*c)) : NULL;
         if (!c || hashmap_count_add_u64(mp->per_uid, peer.uid, +1) < 0) {
-                scope_registry_release(mp->scopes, s);
+                scope_registry_release_for(mp->scopes, peer.uid, s);
                 free(c);
                 close(fd);
                 return;
@@ -162,7 +165,7 @@ static void client_new(struct mpsocket *mp, int fd, bool fresh) {
         *c = (struct mp_client){ .owner = mp, .scope = s, .fd = fd, .uid = peer.uid };
         if (sd_event_add_io(mp->event, &c->source, fd, EPOLLIN | EPOLLRDHUP, on_client, c) < 0) {
                 (void) hashmap_count_add_u64(mp->per_uid, peer.uid, -1);
-                scope_registry_release(mp->scopes, s);
+                scope_registry_release_for(mp->scopes, peer.uid, s);
                 close(fd);
                 free(c);
                 return;

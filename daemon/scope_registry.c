@@ -104,6 +104,8 @@ int scope_registry_new(sd_event *event, const struct config *config, const struc
         };
         r = hashmap_new(HASHMAP_KEY_STRING, &reg->by_cgroup);
         if (r >= 0)
+                r = hashmap_new(HASHMAP_KEY_U64, &reg->held_per_uid);
+        if (r >= 0)
                 r = sd_event_add_defer(event, &reg->gc_source, on_gc, reg);
         if (r < 0) {
                 scope_registry_free(reg);
@@ -129,6 +131,7 @@ struct scope_registry *scope_registry_free(struct scope_registry *reg) {
         registry_free_scope(reg, reg->system);
         free(reg->configured);
         hashmap_free(reg->by_cgroup);
+        hashmap_free(reg->held_per_uid);
         sd_event_source_disable_unref(reg->gc_source);
         free(reg);
         return NULL;
@@ -260,6 +263,41 @@ int scope_registry_acquire(struct scope_registry *reg, const struct scope_id *id
         default:
                 return -EINVAL;
         }
+}
+
+size_t scope_registry_held_by(const struct scope_registry *reg, uid_t uid) {
+        return hashmap_count_get_u64(reg->held_per_uid, uid);
+}
+
+size_t scope_registry_budget_left(const struct scope_registry *reg, uid_t uid) {
+        if (uid == 0)
+                return SIZE_MAX;
+        size_t held = scope_registry_held_by(reg, uid), max = reg->env.config->max_cgroups_per_uid;
+        return held < max ? max - held : 0;
+}
+
+int scope_registry_acquire_for(struct scope_registry *reg, uid_t uid, const struct scope_id *id, struct scope **ret) {
+        bool counted = id->type == SCOPE_CGROUP && uid != 0;
+        if (counted && scope_registry_budget_left(reg, uid) == 0)
+                return -EDQUOT;
+        int r = scope_registry_acquire(reg, id, ret);
+        if (r < 0 || !counted)
+                return r;
+        r = hashmap_count_add_u64(reg->held_per_uid, uid, +1);
+        if (r < 0) {
+                scope_registry_release(reg, *ret);
+                *ret = NULL;
+                return r;
+        }
+        return 0;
+}
+
+void scope_registry_release_for(struct scope_registry *reg, uid_t uid, struct scope *s) {
+        if (!s)
+                return;
+        if (s->type == SCOPE_CGROUP && uid != 0)
+                (void) hashmap_count_add_u64(reg->held_per_uid, uid, -1);
+        scope_registry_release(reg, s);
 }
 
 void scope_registry_watch_configured(struct scope_registry *reg) {

@@ -8,6 +8,7 @@
  * every scope for its own data. */
 
 #include <stddef.h>
+#include <sys/types.h>
 #include <systemd/sd-event.h>
 
 #include "cgroup.h"
@@ -32,6 +33,7 @@ struct scope_registry {
         struct scope *cgroups; /* list */
         size_t n_cgroups;
         struct hashmap *by_cgroup; /* live (not gone) cgroup scopes by path */
+        struct hashmap *held_per_uid; /* uid -> cgroup scope references taken on its behalf */
         sd_event_source *gc_source;
         struct scope **configured; /* cgroups watched because the configuration lists them */
         size_t n_configured;
@@ -62,6 +64,16 @@ void scope_registry_watch_configured(struct scope_registry *reg);
 int scope_registry_acquire(struct scope_registry *reg, const struct scope_id *id, struct scope **ret);
 struct scope *scope_ref(struct scope *s);
 void scope_registry_release(struct scope_registry *reg, struct scope *s);
+
+/* On behalf of a user: every cgroup scope a user's requests hold (subscriptions, shrinker clients' groups
+ * and their limited ancestors, memory-pressure clients, bus peers) counts against one budget,
+ * max_cgroups_per_uid, since each is a kernel trigger and descriptors of the daemon's. -EDQUOT past it,
+ * before anything is armed. Root is not counted. The system and nodes cost nothing. */
+int scope_registry_acquire_for(struct scope_registry *reg, uid_t uid, const struct scope_id *id, struct scope **ret);
+void scope_registry_release_for(struct scope_registry *reg, uid_t uid, struct scope *s);
+/* How many cgroup references uid holds, and how many more it may take. */
+size_t scope_registry_held_by(const struct scope_registry *reg, uid_t uid);
+size_t scope_registry_budget_left(const struct scope_registry *reg, uid_t uid);
 
 /* The node scope for node id `node` (no reference taken), or NULL. */
 struct scope *scope_registry_find_node(const struct scope_registry *reg, int node);

@@ -142,7 +142,10 @@ static bool may_watch(const struct service *svc, struct varlink_connection *c, c
                 return true; /* acquiring it says what is wrong with it */
         if (scope_registry_find_cgroup(svc->scopes, path))
                 return true;
-        if (cgroup_pid_get_path(peer->pid, &own) >= 0 && shrink_cgroup_within(own, path))
+        /* The cgroup of the process that connected, if that process still lives: after it exited its
+         * pid may be anyone's, and so would the cgroup read through it. */
+        _cleanup_close_ int proc = pidref_open_proc(varlink_connection_peer_ref(c));
+        if (proc >= 0 && cgroup_proc_get_path(proc, &own) >= 0 && shrink_cgroup_within(own, path))
                 return true;
         if (varlink_connection_peer_groups(c, &gids, &n_gids) < 0)
                 return false;
@@ -150,21 +153,21 @@ static bool may_watch(const struct service *svc, struct varlink_connection *c, c
         return r != 0; /* an error (no such cgroup) is for acquiring it to report */
 }
 
-static void release_all(struct scope_registry *reg, struct scope **scopes, size_t n) {
+static void release_all(struct scope_registry *reg, uid_t uid, struct scope **scopes, size_t n) {
         for (size_t i = 0; i < n; i++)
-                scope_registry_release(reg, scopes[i]);
+                scope_registry_release_for(reg, uid, scopes[i]);
 }
 
 /* Acquire every scope named, the same one once. On failure nothing stays acquired and the returned
  * index says which reference failed. */
-static int acquire_scopes(struct scope_registry *reg, const struct scope_id *ids, size_t n_ids, struct scope **scopes,
-                          size_t *ret_n, size_t *ret_failed) {
+static int acquire_scopes(struct scope_registry *reg, uid_t uid, const struct scope_id *ids, size_t n_ids,
+                          struct scope **scopes, size_t *ret_n, size_t *ret_failed) {
         size_t n = 0;
         for (size_t i = 0; i < n_ids; i++) {
                 struct scope *s;
-                int r = scope_registry_acquire(reg, &ids[i], &s);
+                int r = scope_registry_acquire_for(reg, uid, &ids[i], &s);
                 if (r < 0) {
-                        release_all(reg, scopes, n);
+                        release_all(reg, uid, scopes, n);
                         *ret_failed = i;
                         return r;
                 }
@@ -172,7 +175,7 @@ static int acquire_scopes(struct scope_registry *reg, const struct scope_id *ids
                 for (size_t k = 0; k < n; k++)
                         dup = dup || scopes[k] == s;
                 if (dup)
-                        scope_registry_release(reg, s);
+                        scope_registry_release_for(reg, uid, s);
                 else
                         scopes[n++] = s;
         }
@@ -217,21 +220,21 @@ static int method_subscribe(struct varlink_connection *c, struct json_object *pa
         if (!(flags & VARLINK_CALL_MORE))
                 return varlink_error(c, VARLINK_ERROR_EXPECTED_MORE, json_object_new_object());
         const struct ucred *peer = varlink_connection_peer(c);
-        size_t n_cgroups = subscriptions_cgroups_of(svc->subscriptions, peer->uid);
+        size_t left = scope_registry_budget_left(svc->scopes, peer->uid);
         for (size_t i = 0; i < n_ids; i++) {
                 if (!may_watch(svc, c, &ids[i]))
                         return reply_acquire_error(c, &ids[i], -EACCES);
                 /* Each is a trigger and a file descriptor: a user with a delegated subtree of thousands
-                 * of cgroups would take the daemon's descriptors from everyone. */
-                if (ids[i].type == SCOPE_CGROUP && peer->uid != 0 &&
-                    ++n_cgroups > svc->scopes->env.config->max_cgroups_per_uid)
+                 * of cgroups would take the daemon's descriptors from everyone. The whole call fits in
+                 * the user's budget, or nothing is taken. */
+                if (ids[i].type == SCOPE_CGROUP && left-- == 0)
                         return reply_acquire_error(c, &ids[i], -EDQUOT);
         }
 
         _cleanup_free_ struct scope **scopes = calloc(n_ids, sizeof(struct scope *));
         if (!scopes)
                 return -ENOMEM;
-        int r = acquire_scopes(svc->scopes, ids, n_ids, scopes, &n, &failed);
+        int r = acquire_scopes(svc->scopes, peer->uid, ids, n_ids, scopes, &n, &failed);
         if (r < 0)
                 return reply_acquire_error(c, &ids[failed], r);
         /* ok is not a level one waits for */
@@ -346,6 +349,16 @@ static int method_serve(struct varlink_connection *c, struct json_object *params
         *call = (struct serve_call){ .svc = svc, .conn = c, .batched = p.batched };
         const struct ucred *peer = varlink_connection_peer(c);
         _cleanup_close_ int pidfd = varlink_connection_peer_pidfd(c);
+        if (pidfd < 0) {
+                /* No SO_PEERPIDFD (before Linux 6.5): pin the pid now, then check it is still the process
+                 * that connected, so that the pin is that process's and not a successor's. */
+                pidfd = pidfd_open(peer->pid);
+                _cleanup_close_ int proc = pidfd >= 0 ? pidref_open_proc(varlink_connection_peer_ref(c)) : -ESRCH;
+                if (proc < 0) {
+                        free(call);
+                        return varlink_error(c, VARLINK_ERROR_PERMISSION_DENIED, json_object_new_object());
+                }
+        }
         int r = shrink_client_new(svc->shrinkers, peer->pid, pidfd, peer->uid, call, specs, n, &cl);
         if (r < 0) {
                 free(call);

@@ -12,25 +12,9 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "pidref.h"
 #include "log.h"
 #include "macro.h"
-
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
-
-static int pidfd_open(pid_t pid) {
-        long fd = syscall(SYS_pidfd_open, pid, 0);
-        return fd < 0 ? -errno : (int) fd;
-}
-
-/* A pidfd turns readable when its process exits. Not signal 0: sending it to another user's process
- * needs CAP_KILL, which the service's capability bounding set leaves out (every unprivileged client was
- * refused under systemd). */
-static bool pidfd_alive(int pidfd) {
-        struct pollfd p = { .fd = pidfd, .events = POLLIN };
-        return poll(&p, 1, 0) == 0;
-}
 
 static int make_token(char token[static 33]) {
         unsigned char raw[16];
@@ -75,7 +59,7 @@ static int on_pidfd(sd_event_source *s, int fd, uint32_t revents, void *userdata
 /* Everything a client holds; also for one that was never fully set up. */
 static void client_destroy(struct shrink_client *cl) {
         for (size_t i = 0; i < cl->n_watched; i++)
-                scope_registry_release(cl->registry->scopes, cl->watched[i]);
+                scope_registry_release_for(cl->registry->scopes, cl->uid, cl->watched[i]);
         free(cl->watched);
         for (size_t i = 0; i < cl->n_shrinkers; i++)
                 shrinker_free(cl->shrinkers[i]);
@@ -154,37 +138,45 @@ static int client_add_shrinkers(struct shrink_client *cl, const struct shrinker_
         return 0;
 }
 
-/* A limit on the client's cgroup or on any ancestor makes reclaim in that cgroup: watch them all, so
- * that MEMCG_AWARE shrinkers are asked whichever of them runs short. */
+/* A limit on the client's cgroup or on an ancestor makes reclaim in that cgroup: watch the client's own
+ * group and the nearest limited ancestors, so that MEMCG_AWARE shrinkers are asked whichever of them runs
+ * short. Only those: an ancestor without a limit is short only when the machine is, which the system
+ * scope tells, and a chain of a thousand delegated groups must not cost a thousand triggers. Each counts
+ * against the user's budget of watched cgroups. */
+#define WATCH_LIMITED_MAX 3
 static void watch_ancestors(struct shrink_client *cl) {
+        struct scope_registry *scopes = cl->registry->scopes;
+        struct headroom_group groups[WATCH_LIMITED_MAX + 1];
+        char *paths[WATCH_LIMITED_MAX + 1] = {};
+        size_t n = 0;
         bool memcg = false;
+
         for (size_t i = 0; i < cl->n_shrinkers; i++)
                 if (cl->shrinkers[i]->flags & SHRINKER_MEMCG_AWARE)
                         memcg = true;
         if (!memcg || cl->watched || streq(cl->cgroup, "/"))
                 return;
-
-        size_t depth = 0;
-        for (const char *p = cl->cgroup; *p; p++)
-                depth += *p == '/';
-        cl->watched = calloc(depth, sizeof(struct scope *));
+        cl->watched = calloc(1 + ELEMENTSOF(paths), sizeof(struct scope *));
         if (!cl->watched)
                 return;
-
-        _cleanup_free_ char *path = strdup(cl->cgroup);
-        while (path && !streq(path, "/") && *path) {
+        if (!scopes->env.layout ||
+            cgroup_headroom_groups(scopes->env.layout, cl->cgroup, groups, paths, ELEMENTSOF(paths), &n) < 0)
+                n = 0;
+        for (size_t i = 0; i <= n; i++) {
+                /* Its own group first, then the limited ones up the tree (its own again if limited). */
+                const char *path = i == 0 ? cl->cgroup : paths[i - 1];
+                if (i > 0 && streq(path, cl->cgroup))
+                        continue;
                 struct scope_id id = { .type = SCOPE_CGROUP, .cgroup = path };
                 struct scope *s;
-                int r = scope_registry_acquire(cl->registry->scopes, &id, &s);
+                int r = scope_registry_acquire_for(scopes, cl->uid, &id, &s);
                 if (r >= 0)
                         cl->watched[cl->n_watched++] = s;
                 else
                         log_debug_errno(r, "Cannot watch cgroup %s for shrinkers of pid %d: %m", path, (int) cl->pid);
-                char *slash = strrchr(path, '/');
-                if (!slash || slash == path)
-                        break;
-                *slash = 0;
         }
+        for (size_t i = 0; i < n; i++)
+                free(paths[i]);
 }
 
 /* Ids and token go into the tables last: a client is findable only when complete. */

@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "hashmap.h"
 #include "json_build.h"
 #include "log.h"
 #include "macro.h"
@@ -16,7 +15,6 @@
 struct subscriptions {
         struct scope_registry *registry;
         int slot; /* on each scope: the head of its watch list */
-        struct hashmap *cgroups_per_uid; /* uid -> cgroup watches its subscriptions hold */
         size_t n_subscriptions;
 };
 
@@ -58,9 +56,7 @@ static void watch_detach(struct watch *w) {
         w->scope = NULL;
         w->scope_prev = w->scope_next = NULL;
         w->sub->n_live--;
-        if (s->type == SCOPE_CGROUP)
-                (void) hashmap_count_add_u64(subs->cgroups_per_uid, w->sub->uid, -1);
-        scope_registry_release(subs->registry, s);
+        scope_registry_release_for(subs->registry, w->sub->uid, s);
 }
 
 static void subscription_free(void *p) {
@@ -225,11 +221,8 @@ int subscriptions_new(struct scope_registry *reg, struct subscriptions **ret) {
         if (!subs)
                 return -ENOMEM;
         subs->registry = reg;
-        int r = hashmap_new(HASHMAP_KEY_U64, &subs->cgroups_per_uid);
-        if (r >= 0)
-                r = subs->slot = scope_registry_add_observer(reg, &observer, subs);
+        int r = subs->slot = scope_registry_add_observer(reg, &observer, subs);
         if (r < 0) {
-                hashmap_free(subs->cgroups_per_uid);
                 free(subs);
                 return r;
         }
@@ -239,8 +232,6 @@ int subscriptions_new(struct scope_registry *reg, struct subscriptions **ret) {
 
 struct subscriptions *subscriptions_free(struct subscriptions *subs) {
         /* Subscriptions themselves belong to their connections, which are gone by now. */
-        if (subs)
-                hashmap_free(subs->cgroups_per_uid);
         free(subs);
         return NULL;
 }
@@ -250,7 +241,7 @@ int subscription_start(struct subscriptions *subs, struct varlink_connection *c,
         struct subscription *sub = calloc(1, sizeof(*sub) + n_scopes * sizeof(struct watch));
         if (!sub) {
                 for (size_t i = 0; i < n_scopes; i++)
-                        scope_registry_release(subs->registry, scopes[i]);
+                        scope_registry_release_for(subs->registry, varlink_connection_peer(c)->uid, scopes[i]);
                 return -ENOMEM;
         }
         sub->subs = subs;
@@ -269,8 +260,6 @@ int subscription_start(struct subscriptions *subs, struct varlink_connection *c,
 
                 w->sub = sub;
                 w->scope = s;
-                if (s->type == SCOPE_CGROUP)
-                        (void) hashmap_count_add_u64(subs->cgroups_per_uid, sub->uid, +1);
                 w->last_sent = s->level.level;
                 w->scope_next = *head;
                 if (*head)
@@ -287,10 +276,6 @@ int subscription_start(struct subscriptions *subs, struct varlink_connection *c,
 
 size_t subscriptions_count(const struct subscriptions *subs) {
         return subs->n_subscriptions;
-}
-
-size_t subscriptions_cgroups_of(const struct subscriptions *subs, uid_t uid) {
-        return hashmap_count_get_u64(subs->cgroups_per_uid, uid);
 }
 
 void subscriptions_shutdown(struct subscriptions *subs) {

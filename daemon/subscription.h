@@ -23,10 +23,8 @@ struct subscriptions *subscriptions_free(struct subscriptions *subs);
 int subscription_start(struct subscriptions *subs, struct varlink_connection *c, struct scope **scopes,
                        size_t n_scopes, enum level min_level);
 
-/* Cgroups watched for uid's subscriptions (a cgroup in two of them counts twice). */
 /* Subscribe calls in progress. */
 size_t subscriptions_count(const struct subscriptions *subs);
-size_t subscriptions_cgroups_of(const struct subscriptions *subs, uid_t uid);
 
 /* Shutting down: end every subscription with io.pressured.ShuttingDown. */
 void subscriptions_shutdown(struct subscriptions *subs);

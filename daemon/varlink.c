@@ -31,6 +31,7 @@ struct varlink_connection {
         struct varlink_connection *prev, *next;
         int fd;
         struct ucred peer;
+        struct pidref peer_ref; /* the process that connected, named as it was at accept */
         bool registered; /* in the server's epoll set */
         sd_event_source *defer_source; /* processes buffered calls and deferred close */
         struct frame_reader in;
@@ -798,6 +799,7 @@ static int connection_new(struct varlink_server *s, int fd) {
         c->server = s;
         c->fd = fd;
         c->peer = peer;
+        (void) pidref_set(&c->peer_ref, peer.pid); /* gone already: start 0, nothing will match it */
 
         c->last_active_usec = server_now(s);
         frame_reader_init(&c->in, s->max_message_size);
@@ -1074,6 +1076,10 @@ int varlink_connection_peer_pidfd(const struct varlink_connection *c) {
         if (getsockopt(c->fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) < 0)
                 return -errno;
         return pidfd;
+}
+
+const struct pidref *varlink_connection_peer_ref(const struct varlink_connection *c) {
+        return &c->peer_ref;
 }
 
 const struct ucred *varlink_connection_peer(const struct varlink_connection *c) {

@@ -13,6 +13,8 @@
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
+#include "pidref.h"
+
 struct varlink_server;
 struct varlink_connection;
 
@@ -108,6 +110,9 @@ size_t varlink_connection_queued(const struct varlink_connection *c);
 /* Close the connection from the event loop (never under the caller's feet); its call data is freed then. */
 void varlink_connection_close(struct varlink_connection *c);
 const struct ucred *varlink_connection_peer(const struct varlink_connection *c);
+/* The process that connected, named by pid and start time as it was at accept: a decision about "the
+ * caller's process" opens it with pidref_open_proc(), which fails once it is gone. */
+const struct pidref *varlink_connection_peer_ref(const struct varlink_connection *c);
 /* The groups of the process that connected, as the kernel recorded them at connect() (SO_PEERGROUPS):
  * the primary group first, then the supplementary ones. The caller frees *ret. */
 int varlink_connection_peer_groups(const struct varlink_connection *c, gid_t **ret, size_t *ret_n);

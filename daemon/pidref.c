@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+#include "pidref.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "macro.h"
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+
+int pidfd_open(pid_t pid) {
+        long fd = syscall(SYS_pidfd_open, pid, 0);
+        return fd < 0 ? -errno : (int) fd;
+}
+
+bool pidfd_alive(int pidfd) {
+        struct pollfd p = { .fd = pidfd, .events = POLLIN };
+        return poll(&p, 1, 0) == 0;
+}
+
+int pidref_parse_stat(const char *text, uint64_t *ret) {
+        /* "pid (comm) state ppid ...": comm may hold spaces and parentheses, so count from the last ')'.
+         * The state is field 3, the start time field 22. */
+        const char *p = strrchr(text, ')');
+        if (!p)
+                return -EINVAL;
+        p++;
+        for (int field = 3; field < 22; field++) {
+                while (*p == ' ')
+                        p++;
+                if (!*p)
+                        return -EINVAL;
+                p += strcspn(p, " ");
+        }
+        while (*p == ' ')
+                p++;
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(p, &end, 10);
+        if (errno != 0 || end == p || (*end != ' ' && *end != '\n' && *end != 0))
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+static int read_start(int dirfd, uint64_t *ret) {
+        char buf[1024];
+        _cleanup_close_ int fd = openat(dirfd, "stat", O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOENT ? -ESRCH : -errno;
+        ssize_t n = read(fd, buf, sizeof(buf) - 1);
+        if (n < 0)
+                return errno == ESRCH ? -ESRCH : -errno;
+        buf[n] = 0;
+        return pidref_parse_stat(buf, ret);
+}
+
+static int open_proc(pid_t pid) {
+        char path[32];
+        if (pid <= 0)
+                return -ESRCH;
+        snprintf(path, sizeof(path), "/proc/%d", (int) pid);
+        int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOENT ? -ESRCH : -errno;
+        return fd;
+}
+
+int pidref_set(struct pidref *p, pid_t pid) {
+        *p = (struct pidref){ .pid = pid };
+        _cleanup_close_ int fd = open_proc(pid);
+        if (fd < 0)
+                return fd;
+        return read_start(fd, &p->start);
+}
+
+int pidref_open_proc(const struct pidref *p) {
+        uint64_t start;
+        if (p->start == 0)
+                return -ESRCH;
+        int fd = open_proc(p->pid);
+        if (fd < 0)
+                return fd;
+        int r = read_start(fd, &start);
+        if (r < 0 || start != p->start) {
+                close(fd);
+                return r < 0 && r != -EINVAL ? r : -ESRCH;
+        }
+        return fd;
+}
+
+int pidref_open_proc_of_uid(pid_t pid, uid_t uid) {
+        struct stat st;
+        int fd = open_proc(pid);
+        if (fd < 0)
+                return fd;
+        if (fstat(fd, &st) < 0 || st.st_uid != uid) {
+                close(fd);
+                return -ESRCH;
+        }
+        return fd;
+}
