@@ -391,6 +391,79 @@ static void test_cgroups_per_uid(void) {
         pressure_gen_destroy(&g);
 }
 
+/* A user's shrinker clients deep in a subtree cost its budget only: five memcg-aware clients, as nobody,
+ * in a leaf 1,000 groups below a limited one (what a delegated subtree allows) made the daemon watch the
+ * whole chain for each (4,070 cgroups and every descriptor, measured before). Now each watches its own
+ * group and the limited ancestor, within max_cgroups_per_uid; root is served and may subscribe. */
+static void test_deep_shrinker_clients(void) {
+        enum { DEPTH = 1000, CLIENTS = 5 };
+        struct pressure_gen g;
+        char cwd[400];
+        static char leaf[DEPTH * 2 + 800], procs[DEPTH * 2 + 900];
+        CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(cwd, sizeof(cwd)));
+        CU_ASSERT_EQUAL_FATAL(pressure_gen_create(&g, cwd, 1ULL << 30), 0);
+        test_cleanup_tree(g.v2_dir);
+        if (g.mem_dir[0] && strcmp(g.mem_dir, g.v2_dir) != 0)
+                test_cleanup_path(g.mem_dir, true);
+        size_t len = (size_t) snprintf(leaf, sizeof(leaf), "%s", g.v2_dir);
+        for (int i = 0; i < DEPTH; i++) {
+                len += (size_t) snprintf(leaf + len, sizeof(leaf) - len, "/a");
+                CU_ASSERT_EQUAL_FATAL(mkdir(leaf, 0755), 0);
+        }
+        snprintf(procs, sizeof(procs), "%s/cgroup.procs", leaf);
+        CU_ASSERT_EQUAL_FATAL(start_with("max_cgroups_per_uid=8\n"), 0);
+
+        struct test_child clients[CLIENTS];
+        char line[256];
+        for (int i = 0; i < CLIENTS; i++) {
+                int p[2];
+                CU_ASSERT_FATAL(pipe(p) == 0);
+                pid_t pid = fork();
+                CU_ASSERT_FATAL(pid >= 0);
+                if (pid == 0) {
+                        const struct passwd *pw = getpwnam("nobody");
+                        FILE *f = fopen(procs, "we");
+                        if (!f || fprintf(f, "%d\n", (int) getpid()) < 0 || fclose(f) != 0 || !pw ||
+                            setgroups(0, NULL) < 0 || setgid(pw->pw_gid) < 0 || setuid(pw->pw_uid) < 0)
+                                _exit(2);
+                        dup2(p[1], STDOUT_FILENO);
+                        execl(getenv("SHRINKER_CLIENT_BIN"), "shrinker-client", "--socket", daemon_.socket, "--memcg",
+                              "--objects", "10", (char *) NULL);
+                        _exit(127);
+                }
+                close(p[1]);
+                clients[i] = (struct test_child){ .lines.fd = -1 };
+                test_child_adopt(&clients[i], pid, p[0]);
+                CU_ASSERT_EQUAL(test_lines_next(&clients[i].lines, 20000, line, sizeof(line)), 0);
+                CU_ASSERT_EQUAL(strncmp(line, "ready ", 6), 0);
+        }
+
+        /* What the daemon watches: the chain's leaf and the limited group, not the thousand between. */
+        int fd = test_connect(daemon_.socket);
+        CU_ASSERT_FATAL(fd >= 0);
+        char *reply = NULL;
+        CU_ASSERT_FATAL(test_send_raw(fd, get_status, sizeof(get_status)) >= 0);
+        CU_ASSERT_EQUAL(test_recv_msg(fd, 10000, &reply), 1);
+        size_t watched = 0;
+        for (const char *p = reply ? reply : ""; (p = strstr(p, "\"type\":\"cgroup\"")); p++)
+                watched++;
+        CU_ASSERT(watched >= 1 && watched <= 2);
+        free(reply);
+        close(fd);
+        /* Root's own Subscribe is served. */
+        fd = test_subscribe_cgroup(daemon_.socket, g.cgroup);
+        CU_ASSERT_FATAL(fd >= 0);
+        CU_ASSERT_EQUAL(test_recv_msg(fd, 10000, &reply), 1);
+        CU_ASSERT_PTR_NOT_NULL(reply ? strstr(reply, "\"state\"") : NULL);
+        free(reply);
+        close(fd);
+
+        for (int i = 0; i < CLIENTS; i++)
+                test_child_stop(&clients[i]);
+        CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
+        pressure_gen_destroy(&g);
+}
+
 /* All buffers together are capped: 60 connections with 60 KiB of unterminated input each (about 4 MiB
  * of buffers) against max_buffered=2 MiB: connections are closed until the rest fits, the daemon's RSS
  * stays near the cap, and a new client is served. */
@@ -557,6 +630,7 @@ int main(void) {
                 { "client buffers are not locked memory", test_client_buffers_not_locked },
                 { "all buffers together are capped", test_buffers_capped },
                 { "cgroups watched per user", test_cgroups_per_uid },
+                { "shrinker clients a thousand groups deep", test_deep_shrinker_clients },
                 { "peers that pipeline calls and never read", test_pipelining_non_readers },
                 { "a oneway flood on one connection", test_oneway_flood },
                 { "descriptors kept for the daemon's own work", test_fd_reserve },

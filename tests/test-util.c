@@ -99,6 +99,12 @@ void test_cleanup_path(const char *path, bool is_dir) {
         n_paths++;
 }
 
+void test_cleanup_tree(const char *path) {
+        test_cleanup_path(path, true);
+        if (n_paths > 0 && strcmp(cleanup_paths[n_paths - 1].path, path) == 0)
+                cleanup_paths[n_paths - 1].tree = true;
+}
+
 int test_run(const char *suite_name, const struct test_case *cases, const char *skip_reason) {
         if (skip_reason) {
                 printf("SKIP %s: %s\n", suite_name, skip_reason);
@@ -481,9 +487,7 @@ int test_fixture_copy(const char *rel, char *ret, size_t size) {
         snprintf(ret, size, "/tmp/pressured-root-XXXXXX");
         if (!mkdtemp(ret))
                 return -errno;
-        test_cleanup_path(ret, true);
-        if (n_paths > 0 && strcmp(cleanup_paths[n_paths - 1].path, ret) == 0)
-                cleanup_paths[n_paths - 1].tree = true;
+        test_cleanup_tree(ret);
         snprintf(cmd, sizeof(cmd), "cp -r '%s'/. '%s'/", test_fixture(rel), ret);
         if (system(cmd) != 0)
                 return -EIO;

@@ -57,6 +57,8 @@ bool test_daemon_alive(struct test_daemon *d);
 void test_cleanup_pid(pid_t pid);
 void test_cleanup_forget_pid(pid_t pid);
 void test_cleanup_path(const char *path, bool is_dir);
+/* A directory tree (a fixture copy, a cgroup subtree), removed deepest first at exit. */
+void test_cleanup_tree(const char *path);
 
 /* Lines from a child's pipe, read as they come. */
 struct test_lines {
