@@ -464,6 +464,118 @@ static void test_deep_shrinker_clients(void) {
         pressure_gen_destroy(&g);
 }
 
+/* A pid is checked at the call, not only at connect: nobody connects, hands the connection to a child and
+ * exits; its pid goes to root's process in a cgroup nobody may not watch (ns_last_pid makes the reuse
+ * happen now). The Subscribe that follows on the old connection is refused (errno 13): the rule "the
+ * cgroup holds the caller's own process" must not read the successor's cgroup (it granted it before). */
+static void test_pid_reuse(void) {
+        struct pressure_gen g;
+        char cwd[400], procs[700], buf[4096], call[512];
+        int go[2], res[2];
+        CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(cwd, sizeof(cwd)));
+        CU_ASSERT_EQUAL_FATAL(pressure_gen_create(&g, cwd, 64ULL << 20), 0);
+        test_cleanup_path(g.v2_dir, true);
+        if (g.mem_dir[0] && strcmp(g.mem_dir, g.v2_dir) != 0)
+                test_cleanup_path(g.mem_dir, true);
+        snprintf(procs, sizeof(procs), "%s/cgroup.procs", g.v2_dir);
+        snprintf(call, sizeof(call),
+                 "{\"method\":\"io.pressured.Subscribe\",\"parameters\":{\"scopes\":[{\"type\":\"cgroup\","
+                 "\"cgroup\":\"%s\"}]},\"more\":true}",
+                 g.cgroup);
+        CU_ASSERT_EQUAL_FATAL(start_with(""), 0);
+        CU_ASSERT_FATAL(pipe(go) == 0 && pipe(res) == 0);
+
+        pid_t heir = 0;
+        pid_t first = fork();
+        CU_ASSERT_FATAL(first >= 0);
+        if (first == 0) {
+                /* The connecting process, as nobody; its child keeps the connection. */
+                const struct passwd *pw = getpwnam("nobody");
+                if (!pw || setgroups(0, NULL) < 0 || setgid(pw->pw_gid) < 0 || setuid(pw->pw_uid) < 0)
+                        _exit(2);
+                /* A round trip first: the daemon has accepted the connection while this process lived. */
+                int c = test_connect(daemon_.socket);
+                char *st = NULL;
+                if (c < 0 || test_send_raw(c, get_status, sizeof(get_status)) < 0 || test_recv_msg(c, 10000, &st) != 1)
+                        _exit(3);
+                free(st);
+                pid_t child = fork();
+                if (child != 0) {
+                        (void) !write(res[1], &child, sizeof(child));
+                        _exit(child > 0 ? 0 : 4);
+                }
+                char b;
+                char *msg = NULL;
+                if (read(go[0], &b, 1) != 1 || test_send_raw(c, call, strlen(call) + 1) < 0 || test_recv_msg(c, 10000, &msg) != 1)
+                        _exit(5);
+                (void) !write(res[1], msg, strlen(msg));
+                _exit(0);
+        }
+        CU_ASSERT_FATAL(read(res[0], &heir, sizeof(heir)) == sizeof(heir));
+        test_cleanup_pid(heir);
+        CU_ASSERT_EQUAL(waitpid(first, NULL, 0), first);
+
+        /* The pid again, for root's process in the cgroup. */
+        pid_t successor = -1;
+        for (int attempt = 0; attempt < 20 && successor != first; attempt++) {
+                if (successor > 0) {
+                        kill(successor, SIGKILL);
+                        waitpid(successor, NULL, 0);
+                }
+                FILE *f = fopen("/proc/sys/kernel/ns_last_pid", "we");
+                CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+                fprintf(f, "%d", (int) first - 1);
+                fclose(f);
+                successor = fork();
+                if (successor == 0) {
+                        FILE *cg = fopen(procs, "we");
+                        if (cg) {
+                                fprintf(cg, "0\n");
+                                fclose(cg);
+                        }
+                        for (;;)
+                                pause();
+                }
+        }
+        CU_ASSERT_EQUAL_FATAL(successor, first);
+        test_cleanup_pid(successor);
+        /* Until the successor is in the cgroup. */
+        char cgpath[64], line[512] = "";
+        snprintf(cgpath, sizeof(cgpath), "/proc/%d/cgroup", (int) successor);
+        for (uint64_t end = test_now_ms() + 5000; test_now_ms() < end;) {
+                FILE *f = fopen(cgpath, "re");
+                bool in = false;
+                while (f && fgets(line, sizeof(line), f))
+                        in = in || (strncmp(line, "0::", 3) == 0 && strncmp(line + 3, g.cgroup, strlen(g.cgroup)) == 0);
+                if (f)
+                        fclose(f);
+                if (in)
+                        break;
+                (void) poll(NULL, 0, 10);
+        }
+
+        CU_ASSERT_FATAL(write(go[1], "g", 1) == 1);
+        ssize_t got = read(res[0], buf, sizeof(buf) - 1);
+        CU_ASSERT(got > 0);
+        buf[got > 0 ? got : 0] = 0;
+        CU_ASSERT_PTR_NOT_NULL(strstr(buf, "io.pressured.CgroupNotWatchable"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"errno\":13"));
+        if (!strstr(buf, "\"errno\":13"))
+                fprintf(stderr, "reply: %s\n", buf);
+
+        kill(successor, SIGKILL);
+        waitpid(successor, NULL, 0);
+        test_cleanup_forget_pid(successor);
+        waitpid(heir, NULL, 0);
+        test_cleanup_forget_pid(heir);
+        close(go[0]);
+        close(go[1]);
+        close(res[0]);
+        close(res[1]);
+        CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
+        pressure_gen_destroy(&g);
+}
+
 /* All buffers together are capped: 60 connections with 60 KiB of unterminated input each (about 4 MiB
  * of buffers) against max_buffered=2 MiB: connections are closed until the rest fits, the daemon's RSS
  * stays near the cap, and a new client is served. */
@@ -631,6 +743,7 @@ int main(void) {
                 { "all buffers together are capped", test_buffers_capped },
                 { "cgroups watched per user", test_cgroups_per_uid },
                 { "shrinker clients a thousand groups deep", test_deep_shrinker_clients },
+                { "a pid reused after connect", test_pid_reuse },
                 { "peers that pipeline calls and never read", test_pipelining_non_readers },
                 { "a oneway flood on one connection", test_oneway_flood },
                 { "descriptors kept for the daemon's own work", test_fd_reserve },
