@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <systemd/sd-journal.h>
 
 static int max_level = LOG_INFO;
@@ -98,4 +99,54 @@ bool ratelimit_below(struct ratelimit *rl, uint64_t now_usec, unsigned *ret_supp
         }
         rl->suppressed++;
         return false;
+}
+
+/* The uids seen last, each with its own limit; the one idle longest makes room for a new one. */
+#define LOG_CLIENT_UIDS 64
+static struct {
+        uid_t uid;
+        bool used;
+        struct ratelimit rl;
+} log_clients[LOG_CLIENT_UIDS];
+
+static void log_dropped(uid_t uid, unsigned n) {
+        if (n == 0)
+                return;
+        if (uid == (uid_t) -1)
+                log_notice("%u log messages dropped (more than %u in %llu s).", n, LOG_CLIENT_BURST,
+                           LOG_CLIENT_INTERVAL_USEC / 1000000);
+        else
+                log_notice("%u log messages caused by uid %u dropped (more than %u in %llu s).", n, (unsigned) uid,
+                           LOG_CLIENT_BURST, LOG_CLIENT_INTERVAL_USEC / 1000000);
+}
+
+bool log_client_may(uid_t uid) {
+        struct timespec ts;
+        unsigned dropped;
+        size_t slot = 0;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        uint64_t now = (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000 + 1;
+        for (size_t i = 0; i < LOG_CLIENT_UIDS; i++)
+                if (log_clients[i].used && log_clients[i].uid == uid) {
+                        slot = i;
+                        goto found;
+                }
+        for (size_t i = 0; i < LOG_CLIENT_UIDS; i++) {
+                if (!log_clients[i].used) {
+                        slot = i;
+                        break;
+                }
+                if (log_clients[i].rl.begin < log_clients[slot].rl.begin)
+                        slot = i;
+        }
+        if (log_clients[slot].used)
+                log_dropped(log_clients[slot].uid, log_clients[slot].rl.suppressed);
+        log_clients[slot].used = true;
+        log_clients[slot].uid = uid;
+        log_clients[slot].rl = (struct ratelimit){ .interval_usec = LOG_CLIENT_INTERVAL_USEC, .burst = LOG_CLIENT_BURST };
+found:;
+        bool ok = ratelimit_below(&log_clients[slot].rl, now, &dropped);
+        log_dropped(uid, dropped);
+        return ok;
 }

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <syslog.h>
 
 #include "macro.h"
@@ -48,6 +49,23 @@ struct ratelimit {
         unsigned num, suppressed;
 };
 bool ratelimit_below(struct ratelimit *rl, uint64_t now_usec, unsigned *ret_suppressed);
+
+/* Lines a client can cause as often as it likes (a refused call, a registration, a cgroup it removes) go
+ * through log_client(): at most LOG_CLIENT_BURST per LOG_CLIENT_INTERVAL_USEC per uid, so that one user
+ * can neither flood the journal nor silence another's lines. When a uid's next interval begins, one line
+ * says how many of its lines were dropped. uid (uid_t) -1: lines nobody in particular caused. */
+#define LOG_CLIENT_BURST 10u
+#define LOG_CLIENT_INTERVAL_USEC (10 * 1000000ULL)
+bool log_client_may(uid_t uid);
+#define log_client_full(uid, level, error, ...)                                                            \
+        ({                                                                                                 \
+                int _cl_ = (level), _ce_ = (error);                                                        \
+                (log_get_max_level() >= _cl_ && log_client_may(uid))                                       \
+                        ? log_internal(_cl_, _ce_, __FILE__, __LINE__, __VA_ARGS__)                        \
+                        : -abs(_ce_);                                                                      \
+        })
+#define log_client(uid, level, ...) log_client_full(uid, level, 0, __VA_ARGS__)
+#define log_client_errno(uid, level, e, ...) log_client_full(uid, level, e, __VA_ARGS__)
 
 /* Message ids of the structured journal entries (documented in pressured(8)). */
 #define PRESSURED_MESSAGE_LEVEL_CHANGE "3f4d0c6a2b9e4f5c9d1e7a8b6c5d4e3f"

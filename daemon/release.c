@@ -93,7 +93,7 @@ static void client_judge(struct shrink_client *cl, const struct release_entry *e
                                                cl->last_after_usec);
         unsigned trust = shrink_trust_update(cl->trust, e->claimed, est);
         if (trust < SHRINK_TRUST_FULL / 4 && cl->trust >= SHRINK_TRUST_FULL / 4)
-                log_notice("Client pid %d claimed to free %llu bytes, its memory showed %llu: its claims count for "
+                log_client(cl->uid, LOG_NOTICE, "Client pid %d claimed to free %llu bytes, its memory showed %llu: its claims count for "
                            "%u per mille now.", (int) cl->pid, (unsigned long long) e->claimed,
                            (unsigned long long) est, trust);
         cl->trust = trust;

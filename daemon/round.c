@@ -162,7 +162,8 @@ static void request_expire(struct shrink_request *q) {
         sh->stats.timeouts++;
         j->timed_out = true;
         if (shrink_health_timeout(&sh->health, q->rc->config->quarantine_after))
-                log_warning("Shrinker %s (id %llu) of pid %d did not answer %u requests in time: quarantined.",
+                log_client(sh->client->uid, LOG_WARNING,
+                           "Shrinker %s (id %llu) of pid %d did not answer %u requests in time: quarantined.",
                             sh->name, (unsigned long long) sh->id, (int) sh->client->pid,
                             sh->health.consecutive_timeouts);
         request_free(q);
@@ -328,7 +329,8 @@ static void job_finish(struct shrink_job *j) {
         /* Health is judged per job: one that met every deadline clears the count of misses (and a
          * quarantine); answering counts in time while every scan times out does not. */
         if (j->answered && !j->timed_out && !j->rejected && shrink_health_answer(&sh->health))
-                log_info("Shrinker %s (id %llu) of pid %d answers again: out of quarantine.", sh->name,
+                log_client(sh->client->uid, LOG_INFO, "Shrinker %s (id %llu) of pid %d answers again: out of quarantine.",
+                           sh->name,
                          (unsigned long long) sh->id, (int) sh->client->pid);
         /* Jobs finish in queue order: this is the head. */
         job_retire(j);

@@ -26,6 +26,7 @@ static struct scope *scope_alloc(struct scope_env *env, enum scope_type type) {
         s->events_fd = -EBADF;
         s->v1_eventfd = -EBADF;
         s->limit_bytes = UINT64_MAX;
+        s->owner_uid = (uid_t) -1;
         s->headroom.limit = UINT64_MAX;
         return s;
 }
@@ -348,7 +349,7 @@ void scope_mark_gone(struct scope *s) {
         if (s->gone)
                 return;
         s->gone = true;
-        log_info("%s: cgroup was removed, no longer watching it.", s->name);
+        log_client(s->owner_uid, LOG_INFO, "%s: cgroup was removed, no longer watching it.", s->name);
         s->trigger_source = sd_event_source_disable_unref(s->trigger_source);
         if (s->trigger_fd >= 0) {
                 close(s->trigger_fd);
@@ -453,7 +454,8 @@ static void scope_read_event_counts(struct scope *s) {
                 if (!had || now[k] <= before)
                         continue;
                 if (k == MEMORY_EVENT_OOM_KILL)
-                        log_warning("%s: the kernel's OOM killer killed %llu process%s in this cgroup.", s->name,
+                        log_client(s->owner_uid, LOG_WARNING, "%s: the kernel's OOM killer killed %llu process%s in this cgroup.",
+                                   s->name,
                                     (unsigned long long) (now[k] - before), now[k] - before == 1 ? "" : "es");
                 if (s->env->events && s->env->events->memory_event)
                         s->env->events->memory_event(s, k, now[k] - before, s->env->userdata);
@@ -766,7 +768,7 @@ int scope_new_node(struct scope_env *env, size_t node_index, struct scope **ret)
         return 0;
 }
 
-static int cgroup_ino(const struct scope_env *env, const char *cgroup, uint64_t *ret) {
+static int cgroup_ino(const struct scope_env *env, const char *cgroup, uint64_t *ret, uid_t *ret_owner) {
         _cleanup_free_ char *dir = NULL;
         struct stat st;
         if (cgroup_file_path(env->layout, cgroup, ".", &dir) < 0)
@@ -774,6 +776,8 @@ static int cgroup_ino(const struct scope_env *env, const char *cgroup, uint64_t 
         if (stat(dir, &st) < 0)
                 return -errno;
         *ret = (uint64_t) st.st_ino;
+        if (ret_owner)
+                *ret_owner = st.st_uid;
         return 0;
 }
 
@@ -783,7 +787,7 @@ bool scope_is_current(const struct scope *s) {
                 return true;
         if (s->gone)
                 return false;
-        int r = cgroup_ino(s->env, s->cgroup, &ino);
+        int r = cgroup_ino(s->env, s->cgroup, &ino, NULL);
         return r == -ENOMEM || (r >= 0 && ino == s->cgroup_ino);
 }
 
@@ -798,7 +802,7 @@ int scope_new_cgroup(struct scope_env *env, const char *cgroup, struct scope **r
         r = cgroup_file_path(env->layout, cgroup, "memory.pressure", &s->pressure_path);
         if (r < 0)
                 return r;
-        r = cgroup_ino(env, cgroup, &s->cgroup_ino);
+        r = cgroup_ino(env, cgroup, &s->cgroup_ino, &s->owner_uid);
         if (r == -ENOENT || r == -ENOTDIR)
                 return -ENOENT;
         if (r < 0)

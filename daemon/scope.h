@@ -57,6 +57,8 @@ struct scope {
         uint64_t cgroup_ino; /* SCOPE_CGROUP: its directory's inode, the cgroup's id: a group made anew
                               * under the same path has another */
         char *name;        /* "system", "node:N" or the cgroup path: for logs */
+        uid_t owner_uid;   /* SCOPE_CGROUP: who owns its directory (a delegated subtree's user), whose log
+                            * lines its removals and kills count as (log_client()) */
         unsigned n_refs;
 
         /* PSI scopes */

@@ -118,7 +118,8 @@ static int reply_acquire_error(struct varlink_connection *c, const struct scope_
         if (r == -ENOENT)
                 return reply_no_such_cgroup(c, id->cgroup);
         if (r != -EACCES && r != -EDQUOT) /* refused for the caller: its doing, not the daemon's fault */
-                log_warning_errno(r, "Failed to watch cgroup %s: %m", id->cgroup);
+                log_client_errno(varlink_connection_peer(c)->uid, LOG_WARNING, r, "Failed to watch cgroup %s: %m",
+                                 id->cgroup);
         struct json_object *p = json_object_new_object();
         jb_set_string(&p, "cgroup", id->cgroup);
         jb_set_int(&p, "errno", -r);
@@ -364,7 +365,7 @@ static int method_serve(struct varlink_connection *c, struct json_object *params
                 free(call);
                 if (r == -ENOMEM)
                         return r; /* the connection closes: this is the daemon's trouble, not a refusal */
-                log_warning_errno(r, "Cannot register shrinkers of pid %d: %m", (int) peer->pid);
+                log_client_errno(peer->uid, LOG_WARNING, r, "Cannot register shrinkers of pid %d: %m", (int) peer->pid);
                 return varlink_error(c, VARLINK_ERROR_PERMISSION_DENIED, json_object_new_object());
         }
         call->client = cl;

@@ -201,18 +201,6 @@ fail:
         return r;
 }
 
-/* Registrations and their ends are logged up to 20 per 10 s; then one line says how many were not. */
-static bool registry_may_log(struct shrink_registry *reg) {
-        uint64_t now = 0;
-        unsigned suppressed;
-        (void) sd_event_now(reg->event, CLOCK_MONOTONIC, &now);
-        bool ok = ratelimit_below(&reg->log_limit, now, &suppressed);
-        if (suppressed > 0)
-                log_notice("%u registration messages suppressed (more than %u in %llu s).", suppressed,
-                           reg->log_limit.burst, (unsigned long long) (reg->log_limit.interval_usec / 1000000));
-        return ok;
-}
-
 int shrink_client_new(struct shrink_registry *reg, pid_t pid, int pidfd, uid_t uid, void *owner,
                       const struct shrinker_spec *specs, size_t n, struct shrink_client **ret) {
         int r;
@@ -248,8 +236,7 @@ int shrink_client_new(struct shrink_registry *reg, pid_t pid, int pidfd, uid_t u
                 cl->next->prev = cl;
         reg->clients = cl;
         reg->n_clients++;
-        if (registry_may_log(reg))
-                log_info("pid %d (uid %u, cgroup %s) registered %zu shrinker%s.", (int) cl->pid, (unsigned) cl->uid,
+        log_client(cl->uid, LOG_INFO, "pid %d (uid %u, cgroup %s) registered %zu shrinker%s.", (int) cl->pid, (unsigned) cl->uid,
                          cl->cgroup, n, n == 1 ? "" : "s");
         *ret = cl;
         return 0;
@@ -282,8 +269,7 @@ void shrink_client_free(struct shrink_client *cl) {
                 if (reg->observers[i].ops->client_removed)
                         reg->observers[i].ops->client_removed(cl, reg->observers[i].userdata);
 
-        if (registry_may_log(reg))
-                log_info("pid %d unregistered %zu shrinker%s.", (int) cl->pid, cl->n_shrinkers,
+        log_client(cl->uid, LOG_INFO, "pid %d unregistered %zu shrinker%s.", (int) cl->pid, cl->n_shrinkers,
                          cl->n_shrinkers == 1 ? "" : "s");
         client_destroy(cl);
 }
@@ -427,7 +413,6 @@ int shrink_registry_new(sd_event *event, struct scope_registry *scopes, const st
         if (!reg)
                 return -ENOMEM;
         reg->event = event;
-        reg->log_limit = (struct ratelimit){ .interval_usec = 10 * 1000000ULL, .burst = 20 };
         reg->scopes = scopes;
         reg->nodes = nodes;
         r = hashmap_new(HASHMAP_KEY_STRING, &reg->by_token);

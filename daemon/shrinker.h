@@ -99,7 +99,6 @@ struct shrink_registry {
          * should close it, which unregisters the client. */
         void (*on_exit)(struct shrink_client *cl, void *userdata);
         void *exit_userdata;
-        struct ratelimit log_limit; /* of the registration lines: a loop of Serve calls floods nothing */
         struct {
                 const struct shrink_registry_observer *ops;
                 void *userdata;
