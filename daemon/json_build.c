@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "macro.h"
+#include "utf8.h"
 
 void jb_set(struct json_object **o, const char *key, struct json_object *v) {
         if (*o && v && json_object_object_add_ex(*o, key, v, JSON_C_OBJECT_ADD_CONSTANT_KEY) == 0)
@@ -33,8 +34,16 @@ void jb_set_int(struct json_object **o, const char *key, int v) {
         jb_set(o, key, json_object_new_int(v));
 }
 
+struct json_object *jb_new_string(const char *v) {
+        v = v ? v : "";
+        if (utf8_is_valid(v))
+                return json_object_new_string(v);
+        _cleanup_free_ char *e = utf8_escape_invalid(v);
+        return e ? json_object_new_string(e) : NULL;
+}
+
 void jb_set_string(struct json_object **o, const char *key, const char *v) {
-        jb_set(o, key, json_object_new_string(v ? v : ""));
+        jb_set(o, key, jb_new_string(v));
 }
 
 void jb_set_true(struct json_object **o, const char *key, bool v) {

@@ -22,6 +22,8 @@ void jb_append(struct json_object **array, struct json_object *v);
 void jb_set_u64(struct json_object **o, const char *key, uint64_t v);
 void jb_set_int(struct json_object **o, const char *key, int v);
 /* NULL is sent as "". */
+/* A JSON string of v (NULL: ""), valid UTF-8 whatever v holds (utf8.h); NULL when out of memory. */
+struct json_object *jb_new_string(const char *v);
 void jb_set_string(struct json_object **o, const char *key, const char *v);
 /* The key only when true: absent means false, as the protocol has it. */
 void jb_set_true(struct json_object **o, const char *key, bool v);

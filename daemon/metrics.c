@@ -11,6 +11,7 @@
 
 #include "log.h"
 #include "macro.h"
+#include "utf8.h"
 
 #define METRICS_FILE "pressured.prom"
 
@@ -34,6 +35,16 @@ static uint64_t now_usec(const struct metrics *m) {
 
 void metrics_write_label(FILE *f, const char *value) {
         for (const char *p = value ? value : ""; *p; p++) {
+                size_t n = utf8_sequence_length(p);
+                if (n == 0) { /* a kernel-made name: node_exporter drops the whole file for one bad byte */
+                        fputs("\xef\xbf\xbd", f);
+                        continue;
+                }
+                if (n > 1) {
+                        fwrite(p, 1, n, f);
+                        p += n - 1;
+                        continue;
+                }
                 if (*p == '\\' || *p == '"')
                         fputc('\\', f);
                 if (*p == '\n') {

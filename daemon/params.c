@@ -6,6 +6,7 @@
 
 #include "level.h"
 #include "macro.h"
+#include "utf8.h"
 
 static const struct param *find(const struct param *table, const char *name) {
         for (const struct param *p = table; p->name; p++)
@@ -33,7 +34,8 @@ static int dispatch_one(const struct param *p, struct json_object *v, void *fiel
                 *(bool *) field = json_object_get_boolean(v);
                 return 0;
         case PARAM_STRING:
-                if (!json_object_is_type(v, json_type_string))
+                /* Names and paths go back out in replies and metrics: valid UTF-8 only. */
+                if (!json_object_is_type(v, json_type_string) || !utf8_is_valid(json_object_get_string(v)))
                         return -EINVAL;
                 *(const char **) field = json_object_get_string(v);
                 return 0;

@@ -11,6 +11,7 @@
 #include "json_build.h"
 #include "macro.h"
 #include "params.h"
+#include "utf8.h"
 
 /* ---- helpers ---- */
 
@@ -141,7 +142,8 @@ int protocol_decode_scope_ref(struct json_object *o, struct scope_id *ret, const
         }
         if (cgroup && !json_object_is_type(cgroup, json_type_null)) {
                 *ret_field = "cgroup";
-                if (t != SCOPE_CGROUP || !json_object_is_type(cgroup, json_type_string))
+                if (t != SCOPE_CGROUP || !json_object_is_type(cgroup, json_type_string) ||
+                    !utf8_is_valid(json_object_get_string(cgroup)))
                         return -EINVAL;
                 id.cgroup = json_object_get_string(cgroup);
         }

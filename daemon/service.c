@@ -100,7 +100,7 @@ static int method_get_status(struct varlink_connection *c, struct json_object *p
 /* ---- Subscribe ---- */
 
 static int reply_no_such_cgroup(struct varlink_connection *c, const char *path) {
-        return reply_error_with(c, ERROR_NO_SUCH_CGROUP, "cgroup", json_object_new_string(path));
+        return reply_error_with(c, ERROR_NO_SUCH_CGROUP, "cgroup", jb_new_string(path));
 }
 
 static int reply_no_such_node(struct varlink_connection *c, int node) {

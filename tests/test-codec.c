@@ -7,7 +7,9 @@
 #include <string.h>
 
 #include "metrics.h"
+#include "json_build.h"
 #include "protocol.h"
+#include "utf8.h"
 #include "test-util.h"
 
 static char *read_docs(void) {
@@ -304,8 +306,51 @@ static void test_metrics_label(void) {
         free(buf);
 }
 
+/* UTF-8: what is valid, what is not, and how a kernel-made name goes out. */
+static void test_utf8(void) {
+        static const char *const valid[] = { "", "/system.slice", "/ü/€/\xf0\x9f\x98\x80", "\x7f", "\xef\xbf\xbd" };
+        static const char *const invalid[] = { "\xff", "/a\x80", "\xc0\xaf", "\xe0\x80\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80",
+                                              "\xc3", "\xe2\x82", "\xf8\x88\x80\x80\x80" };
+        for (size_t i = 0; i < sizeof(valid) / sizeof(valid[0]); i++)
+                CU_ASSERT_TRUE(utf8_is_valid(valid[i]));
+        for (size_t i = 0; i < sizeof(invalid) / sizeof(invalid[0]); i++)
+                CU_ASSERT_FALSE(utf8_is_valid(invalid[i]));
+        char *e = utf8_escape_invalid("/a\xff\xc3" "b/ü");
+        CU_ASSERT_STRING_EQUAL(e, "/a\xef\xbf\xbd\xef\xbf\xbd" "b/ü");
+        CU_ASSERT_TRUE(utf8_is_valid(e));
+        free(e);
+
+        /* In a reply: escaped; in a label: escaped too. */
+        struct json_object *o = json_object_new_object();
+        jb_set_string(&o, "cgroup", "/x\xfe");
+        CU_ASSERT_STRING_EQUAL(json_object_get_string(json_object_object_get(o, "cgroup")), "/x\xef\xbf\xbd");
+        json_object_put(o);
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        metrics_write_label(f, "/\x80\"ü");
+        fclose(f);
+        CU_ASSERT_STRING_EQUAL(buf, "/\xef\xbf\xbd\\\"ü");
+        free(buf);
+
+        /* From a client: refused as a parameter. */
+        struct scope_id id;
+        const char *field;
+        o = json_tokener_parse("{\"type\":\"cgroup\",\"cgroup\":\"/ok\"}");
+        CU_ASSERT_EQUAL(protocol_decode_scope_ref(o, &id, &field), 0);
+        json_object_put(o);
+        o = json_object_new_object();
+        jb_set(&o, "type", json_object_new_string("cgroup"));
+        jb_set(&o, "cgroup", json_object_new_string("/bad\xff"));
+        CU_ASSERT_EQUAL(protocol_decode_scope_ref(o, &id, &field), -EINVAL);
+        CU_ASSERT_STRING_EQUAL(field, "cgroup");
+        json_object_put(o);
+}
+
 int main(void) {
         static const struct test_case cases[] = {
+                { "UTF-8 in and out", test_utf8 },
                 { "documented replies encode as shown and decode back", test_documented_replies },
                 { "decoded values", test_values },
                 { "malformed objects are refused", test_malformed },

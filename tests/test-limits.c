@@ -20,6 +20,7 @@
 
 #include "pressure-gen.h"
 #include "test-util.h"
+#include "utf8.h"
 
 static struct test_daemon daemon_;
 static char conf_path[128];
@@ -658,6 +659,94 @@ static void test_log_flood(void) {
         CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
 }
 
+/* Names that are not UTF-8: refused from clients (InvalidParameter); from the kernel (a cgroup directory
+ * named with any bytes, holding a shrinker client) escaped, so that GetStatus, ListShrinkers and the
+ * metrics file stay valid UTF-8 (a strict parser refused the whole reply before, and node_exporter the
+ * whole file). */
+static void test_not_utf8(void) {
+        static const char bad_name[] = "{\"method\":\"io.pressured.Serve\",\"parameters\":{\"shrinkers\":[{\"name\":\"\xff\"}]},"
+                                       "\"more\":true}";
+        static const char bad_cgroup[] = "{\"method\":\"io.pressured.Subscribe\",\"parameters\":{\"scopes\":[{\"type\":"
+                                         "\"cgroup\",\"cgroup\":\"/a\xc3(\"}]},\"more\":true}";
+        static const char list[] = "{\"method\":\"io.pressured.ListShrinkers\"}";
+        char metrics_dir[] = "/tmp/pressured-metrics-XXXXXX", conf[256], cg_dir[600], procs[700], file[300];
+        struct pressure_gen g;
+        char cwd[400], *reply = NULL, line[256];
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(metrics_dir));
+        test_cleanup_tree(metrics_dir);
+        snprintf(conf, sizeof(conf), "metrics_directory=%s\nnode_interval=1s\n", metrics_dir);
+        CU_ASSERT_EQUAL_FATAL(start_with(conf), 0);
+        int fd = test_connect(daemon_.socket);
+        CU_ASSERT_FATAL(fd >= 0);
+        CU_ASSERT(test_send_raw(fd, bad_name, sizeof(bad_name)) >= 0 && test_recv_msg(fd, 10000, &reply) == 1);
+        CU_ASSERT_PTR_NOT_NULL(reply ? strstr(reply, "InvalidParameter") : NULL);
+        free(reply);
+        reply = NULL;
+        CU_ASSERT(test_send_raw(fd, bad_cgroup, sizeof(bad_cgroup)) >= 0 && test_recv_msg(fd, 10000, &reply) == 1);
+        CU_ASSERT_PTR_NOT_NULL(reply ? strstr(reply, "InvalidParameter") : NULL);
+        free(reply);
+
+        /* A group the kernel names with a byte that is not UTF-8, and a client in it. */
+        CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(cwd, sizeof(cwd)));
+        CU_ASSERT_EQUAL_FATAL(pressure_gen_create(&g, cwd, 1ULL << 30), 0);
+        test_cleanup_tree(g.v2_dir);
+        if (g.mem_dir[0] && strcmp(g.mem_dir, g.v2_dir) != 0)
+                test_cleanup_path(g.mem_dir, true);
+        snprintf(cg_dir, sizeof(cg_dir), "%s/x\xff", g.v2_dir);
+        CU_ASSERT_EQUAL_FATAL(mkdir(cg_dir, 0755), 0);
+        snprintf(procs, sizeof(procs), "%s/cgroup.procs", cg_dir);
+        int p[2];
+        CU_ASSERT_FATAL(pipe(p) == 0);
+        pid_t pid = fork();
+        CU_ASSERT_FATAL(pid >= 0);
+        if (pid == 0) {
+                FILE *f = fopen(procs, "we");
+                if (!f || fprintf(f, "%d\n", (int) getpid()) < 0 || fclose(f) != 0)
+                        _exit(2);
+                dup2(p[1], STDOUT_FILENO);
+                execl(getenv("SHRINKER_CLIENT_BIN"), "shrinker-client", "--socket", daemon_.socket, "--memcg", "--objects",
+                      "10", (char *) NULL);
+                _exit(127);
+        }
+        close(p[1]);
+        struct test_child client = { .lines.fd = -1 };
+        test_child_adopt(&client, pid, p[0]);
+        CU_ASSERT_EQUAL(test_lines_next(&client.lines, 20000, line, sizeof(line)), 0);
+
+        reply = NULL;
+        CU_ASSERT(test_send_raw(fd, get_status, sizeof(get_status)) >= 0 && test_recv_msg(fd, 10000, &reply) == 1);
+        CU_ASSERT_PTR_NOT_NULL(reply ? strstr(reply, "/x\xef\xbf\xbd") : NULL);
+        CU_ASSERT(reply && utf8_is_valid(reply));
+        free(reply);
+        reply = NULL;
+        CU_ASSERT(test_send_raw(fd, list, sizeof(list)) >= 0 && test_recv_msg(fd, 10000, &reply) == 1);
+        CU_ASSERT_PTR_NOT_NULL(reply ? strstr(reply, "/x\xef\xbf\xbd") : NULL);
+        CU_ASSERT(reply && utf8_is_valid(reply));
+        free(reply);
+
+        /* The metrics file, once it names the group. */
+        snprintf(file, sizeof(file), "%s/pressured.prom", metrics_dir);
+        bool named = false, valid = false;
+        for (uint64_t end = test_now_ms() + 10000; !named && test_now_ms() < end; (void) poll(NULL, 0, 100)) {
+                FILE *f = fopen(file, "re");
+                static char text[1 << 20];
+                size_t n = f ? fread(text, 1, sizeof(text) - 1, f) : 0;
+                if (f)
+                        fclose(f);
+                text[n] = 0;
+                named = strstr(text, "/x\xef\xbf\xbd") != NULL;
+                valid = utf8_is_valid(text);
+        }
+        CU_ASSERT(named);
+        CU_ASSERT(valid);
+
+        test_child_stop(&client);
+        close(fd);
+        CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
+        pressure_gen_destroy(&g);
+}
+
 /* All buffers together are capped: 60 connections with 60 KiB of unterminated input each (about 4 MiB
  * of buffers) against max_buffered=2 MiB: connections are closed until the rest fits, the daemon's RSS
  * stays near the cap, and a new client is served. */
@@ -827,6 +916,7 @@ int main(void) {
                 { "shrinker clients a thousand groups deep", test_deep_shrinker_clients },
                 { "a pid reused after connect", test_pid_reuse },
                 { "log lines a user causes", test_log_flood },
+                { "names that are not UTF-8", test_not_utf8 },
                 { "peers that pipeline calls and never read", test_pipelining_non_readers },
                 { "a oneway flood on one connection", test_oneway_flood },
                 { "descriptors kept for the daemon's own work", test_fd_reserve },
