@@ -274,7 +274,8 @@ static void job_next_scan(struct shrink_job *j) {
                 return;
         }
         if (j->explicit_nr) {
-                if (j->explicit_left == 0) {
+                /* Cut from an explicit Shrink (its caller left, or its time is up): nobody wants the rest. */
+                if (j->explicit_left == 0 || j->cut) {
                         job_finish(j);
                         return;
                 }
@@ -555,6 +556,13 @@ static void job_scanned(struct shrink_job *j, const struct shrink_answer *a, uin
                 job_finish(j);
                 return;
         }
+        /* Nor beyond what the client could hold: once it claimed all its memory, or scanned more objects
+         * than it has bytes, an operator's "everything" is done. */
+        struct shrink_client *cl = sh->client;
+        if (j->explicit_nr && (cl->credit_left == 0 || j->scanned >= cl->resident)) {
+                job_finish(j);
+                return;
+        }
         job_next_scan(j);
 }
 
@@ -813,6 +821,8 @@ static void round_add_jobs(struct shrink_round *r, enum scope_type type, size_t 
 /* The round's time is up: every job still in it leaves it and goes on at its shrinker's own pace (its
  * answers are still taken, and rounds leave the shrinker out while it is busy), so that the next round
  * is not held up and a slow but honest shrinker still gets through its share. */
+static void round_cut(struct shrink_round *r);
+
 static int on_round_budget(sd_event_source *src, uint64_t usec, void *userdata) {
         struct shrink_round *r = userdata;
         (void) src;
@@ -820,6 +830,14 @@ static int on_round_budget(sd_event_source *src, uint64_t usec, void *userdata) 
 
         log_debug("Reclaim round %llu out of time with %u jobs unfinished: cutting them.", (unsigned long long) r->id,
                   r->n_jobs);
+        round_cut(r);
+        return 0;
+}
+
+/* Cut every unfinished job: their requests are dropped, their work deferred; the round completes. */
+static void round_cut(struct shrink_round *r) {
+        if (!r->jobs)
+                return; /* complete, or completing */
         r->n_jobs++; /* hold the round until all are out */
         while (r->jobs) {
                 struct shrink_job *j = r->jobs;
@@ -828,14 +846,13 @@ static int on_round_budget(sd_event_source *src, uint64_t usec, void *userdata) 
         }
         if (--r->n_jobs == 0)
                 round_complete(r);
-        return 0;
 }
 
-static void round_arm_budget(struct shrink_round *r) {
+static void round_arm_budget(struct shrink_round *r, uint64_t budget_usec) {
         struct round_engine *rc = r->rc;
-        if (r->n_jobs <= 1 || rc->config->round_budget_usec == 0)
+        if (r->n_jobs <= 1 || budget_usec == 0)
                 return; /* done already (only the seal's count is left), or no budget */
-        if (sd_event_add_time(rc->event, &r->budget, CLOCK_MONOTONIC, now_usec(rc) + rc->config->round_budget_usec,
+        if (sd_event_add_time(rc->event, &r->budget, CLOCK_MONOTONIC, now_usec(rc) + budget_usec,
                               1000, on_round_budget, r) < 0)
                 log_warning("Cannot set the budget of a reclaim round: it runs until its jobs are done.");
         else
@@ -886,14 +903,22 @@ void round_run(struct shrink_round *r, const struct round_spec *s) {
         r->type = s->type;
         r->level = s->level;
         round_add_jobs(r, s->type, s->node_index, s->cgroup, s->priority, s->nr_to_scan, s->only, s->only_client);
-        if (s->budget)
-                round_arm_budget(r);
+        /* An explicit Shrink has no goal to stop at: the time it may take is bounded all the same, so
+         * that a client that counts without end and claims every scan freed cannot keep the caller
+         * waiting (nor the daemon working) for ever. */
+        if (r->explicit)
+                round_arm_budget(r, ROUND_EXPLICIT_BUDGET_USEC);
+        else if (s->budget)
+                round_arm_budget(r, r->rc->config->round_budget_usec);
         round_seal(r);
 }
 
 void round_detach(struct shrink_round *r) {
         r->on_done = NULL;
         r->caller = NULL;
+        /* Nobody waits for an explicit Shrink any more: its work ends with its caller. */
+        if (r->explicit)
+                round_cut(r);
 }
 
 /* Finish every job of the shrinker: in-flight requests are dropped, rounds get their count. */

@@ -82,7 +82,10 @@ struct round_spec {
 /* A round of an episode: on_done is called when it is over (possibly within round_run()), then it is
  * freed. label names it in the log. */
 struct shrink_round *round_new(struct round_engine *rc, const char *label, round_done_fn on_done, void *userdata);
-/* A round for an explicit Shrink: the transport's shrink_done(caller, ...) when it is over. */
+/* How long an explicit Shrink may run before its unfinished jobs are cut. */
+#define ROUND_EXPLICIT_BUDGET_USEC (10 * 1000000ULL)
+/* A round for an explicit Shrink: the transport's shrink_done(caller, ...) when it is over. Its jobs are
+ * cut when its caller leaves (round_detach) or after ROUND_EXPLICIT_BUDGET_USEC. */
 struct shrink_round *round_new_explicit(struct round_engine *rc, void *caller);
 void round_run(struct shrink_round *r, const struct round_spec *spec);
 /* Its owner is gone: the round finishes without telling anyone. */

@@ -9,6 +9,8 @@
  *                        [--sleep-in-scan MS] [--die-in-scan] [--thread] [--refill] [--lie]
  *
  * --refill: every object a scan frees is allocated again after it (a cache in use, never empty).
+ * --endless: counts claim 2^62 objects of no stated size; every scan claims to have freed all it was asked
+ *        to, and frees nothing: an explicit Shrink of "everything" would never end.
  * --lie: counts claim a cache of 1 TiB (in the same number of objects); every scan claims to have freed
  *        all it was asked to, and frees nothing.
  * --grow MS: one more object every MS milliseconds, for ever: a cache that grows until its shrinker is
@@ -54,7 +56,7 @@ static int cache_add(void) {
 }
 
 static volatile sig_atomic_t sleep_ms;
-static int die_in_scan, refill, lie;
+static int die_in_scan, refill, lie, endless;
 
 static uint64_t now_ms(void) {
         struct timespec ts;
@@ -70,8 +72,8 @@ static void on_usr1(int sig) {
 
 static uint64_t count_objects(struct pressure_shrinker *s, struct pressure_shrink_control *sc, void *userdata) {
         (void) userdata;
-        uint64_t n = cache.n;
-        sc->nr_bytes = lie ? 1ULL << 40 : n * cache.size;
+        uint64_t n = endless ? 1ULL << 62 : cache.n;
+        sc->nr_bytes = lie ? 1ULL << 40 : endless ? 0 : n * cache.size;
         printf("count %llu node=%d cgroup=%s -> %llu\n", (unsigned long long) pressure_shrinker_get_id(s), sc->node,
                sc->cgroup, (unsigned long long) n);
         fflush(stdout);
@@ -87,6 +89,13 @@ static uint64_t scan_objects(struct pressure_shrinker *s, struct pressure_shrink
         }
         if (sleep_ms > 0)
                 usleep((useconds_t) sleep_ms * 1000);
+        if (endless) {
+                sc->nr_bytes = 0;
+                printf("scan %llu nr=%llu (endless)\n", (unsigned long long) pressure_shrinker_get_id(s),
+                       (unsigned long long) sc->nr_to_scan);
+                fflush(stdout);
+                return sc->nr_to_scan;
+        }
         if (lie) {
                 sc->nr_bytes = sc->nr_to_scan * ((1ULL << 40) / (cache.n ? cache.n : 1));
                 printf("scan %llu node=%d cgroup=%s nr=%llu freed=%llu left=%zu (lie)\n",
@@ -123,6 +132,7 @@ int main(int argc, char *argv[]) {
                 { "die-in-scan", no_argument, NULL, 'd' },
                 { "refill", no_argument, NULL, 'f' },
                 { "lie", no_argument, NULL, 'l' },
+                { "endless", no_argument, NULL, 'E' },
                 { "thread", no_argument, NULL, 't' },
                 /* a small object that stays after each cache object: freed objects leave holes that only
                  * trimming the heap gives back */
@@ -149,6 +159,7 @@ int main(int argc, char *argv[]) {
                 case 'd': die_in_scan = 1; break;
                 case 'f': refill = 1; break;
                 case 'l': lie = 1; break;
+                case 'E': endless = 1; break;
                 case 't': use_thread = 1; break;
                 case 'p': pin = 1; break;
                 case 'r': no_release = 1; break;

@@ -669,6 +669,50 @@ static void test_hostile_clients(void) {
         pressure_gen_destroy(&g);
 }
 
+/* A client that counts 2^62 objects of no stated size and claims every scan freed all it was asked: root's
+ * Shrink of everything returned never before (and the round went on at 45% of a core after root gave up).
+ * Now the job ends at what the client could hold, or the explicit budget at the latest; and a Shrink
+ * whose caller leaves ends with it. */
+static void test_endless_client(void) {
+        struct test_child liar = { .lines.fd = -1 };
+        char line[512], params[64];
+        static const char *const args[] = { "--endless", NULL };
+        unsigned long long id = 0;
+
+        CU_ASSERT_EQUAL_FATAL(client_start(&liar, NULL, false, args), 0);
+        CU_ASSERT_EQUAL_FATAL(client_wait(&liar, "ready", 10000, line, sizeof(line)), 0);
+        struct json_object *sh = shrinker_of(liar.pid);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(sh);
+        id = (unsigned long long) json_object_get_int64(jget(sh, "id"));
+        json_object_put(sh);
+        CU_ASSERT_FATAL(id > 0);
+        snprintf(params, sizeof(params), "{\"shrinker\":%llu}", id);
+
+        /* The whole of it: a reply comes (call_json gives up after 20 s). */
+        struct json_object *r = call_json("io.pressured.Shrink", params);
+        CU_ASSERT_PTR_NOT_NULL(r);
+        CU_ASSERT_PTR_NOT_NULL(jget(r, "results"));
+        json_object_put(r);
+        while (client_line(&liar, 0, line, sizeof(line)) == 0)
+                ; /* what it printed so far */
+
+        /* The caller leaves while the liar is asked: the requests stop (within the budget's half). */
+        int fd = test_connect(daemon_.socket);
+        CU_ASSERT_FATAL(fd >= 0);
+        char call[128];
+        int n = snprintf(call, sizeof(call), "{\"method\":\"io.pressured.Shrink\",\"parameters\":%s}", params);
+        CU_ASSERT_FATAL(test_send_raw(fd, call, (size_t) n + 1) >= 0);
+        CU_ASSERT_EQUAL(client_wait(&liar, "scan", 10000, line, sizeof(line)), 0);
+        close(fd);
+        uint64_t end = test_now_ms() + 5000;
+        bool quiet = false;
+        while (!quiet && test_now_ms() < end)
+                quiet = client_line(&liar, 1000, line, sizeof(line)) == -ETIMEDOUT;
+        CU_ASSERT_TRUE(quiet);
+        CU_ASSERT(test_daemon_alive(&daemon_));
+        test_child_stop(&liar);
+}
+
 static void test_stop(void) {
         CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
         unlink(conf_path);
@@ -686,6 +730,7 @@ int main(void) {
                 { "a client re-registers after a daemon restart", test_client_survives_restart },
                 { "a stopped client delays nobody", test_stopped_client_delays_nobody },
                 { "hostile clients cannot pause an honest one", test_hostile_clients },
+                { "a client that never runs out cannot hold a Shrink", test_endless_client },
                 { "daemon stops cleanly", test_stop },
                 {},
         };
