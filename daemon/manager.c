@@ -140,9 +140,12 @@ static unsigned connections_that_fit(unsigned wanted) {
 }
 
 static void manager_set_server_limits(struct manager *m) {
+        /* Both sockets' connections together fit what is left after the reserve. */
+        m->quota.max = connections_that_fit(m->config.max_connections);
         varlink_server_set_max_message_size(m->server, m->config.max_message_size);
+        varlink_server_set_quota(m->server, &m->quota);
         (void) varlink_server_set_limits(m->server, &(struct varlink_limits){
-                .max_connections = connections_that_fit(m->config.max_connections),
+                .max_connections = m->quota.max,
                 .max_connections_per_uid = m->config.max_connections_per_uid,
                 .idle_timeout_usec = m->config.idle_timeout_usec,
                 .max_buffered = m->config.max_buffered,
@@ -356,7 +359,7 @@ static int start_mpsocket(struct manager *m, const char *varlink_path) {
                 return log_oom();
         if (!path[0])
                 return 0;
-        int r = mpsocket_new(m->event, &m->config, m->scopes, m->mp_listen_fd, path, &m->mpsocket);
+        int r = mpsocket_new(m->event, &m->config, m->scopes, &m->quota, m->mp_listen_fd, path, &m->mpsocket);
         if (r >= 0)
                 m->mp_listen_fd = -EBADF; /* the mpsocket's now */
         if (r < 0) {

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <systemd/sd-event.h>
 
+#include "listener.h"
 #include "cgroup.h"
 #include "config.h"
 #include "node_monitor.h"
@@ -43,6 +44,7 @@ struct manager {
         struct reclaim *reclaim;
         struct service *service;
         struct varlink_server *server;
+        struct connection_quota quota; /* the connections of both sockets together */
 
         /* connections of the memory pressure socket from the service manager's descriptor store */
         int *stored_fds;

@@ -14,6 +14,9 @@
 #include "macro.h"
 #include "sockets.h"
 
+/* What a client may write in all before it is closed. */
+#define MPSOCKET_MAX_RECEIVED 4096u
+
 struct mp_client {
         struct mpsocket *owner;
         struct mp_client *prev, *next;             /* all clients */
@@ -21,6 +24,7 @@ struct mp_client {
         struct scope *scope;                       /* NULL once it went away: the connection stays */
         int fd;
         uid_t uid;
+        size_t received; /* bytes it wrote: its threshold, and nothing more is expected */
         sd_event_source *source;
 };
 
@@ -30,7 +34,8 @@ struct mpsocket {
         struct scope_registry *scopes;
         int slot;
         int listen_fd;
-        sd_event_source *listen_source;
+        struct listener *listener;
+        struct connection_quota *quota; /* shared with the Varlink socket */
         char *path;
         struct mp_client *clients;
         size_t n_clients;
@@ -69,6 +74,7 @@ static void client_free(struct mp_client *c) {
         if (c->next)
                 c->next->prev = c->prev;
         mp->n_clients--;
+        connection_quota_put(mp->quota);
         (void) hashmap_count_add_u64(mp->per_uid, c->uid, -1);
         free(c);
 }
@@ -83,12 +89,23 @@ static int on_client(sd_event_source *src, int fd, uint32_t revents, void *userd
          * served in between. */
         for (int i = 0; i < 64; i++) {
                 ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
-                if (n > 0)
+                if (n > 0) {
+                        /* sd-event writes its threshold (MEMORY_PRESSURE_WRITE, a few dozen bytes) once:
+                         * who writes more is not a client of this protocol, and costs no more than this. */
+                        c->received += (size_t) n;
+                        if (c->received > MPSOCKET_MAX_RECEIVED)
+                                break;
                         continue;
+                }
                 if (n < 0 && (errno == EAGAIN || errno == EINTR) && !(revents & (EPOLLHUP | EPOLLERR)))
                         return 0;
                 client_free(c); /* the client closed (or died): now it may go */
                 return 0;
+        }
+        if (c->received > MPSOCKET_MAX_RECEIVED) {
+                log_client(c->uid, LOG_NOTICE, "Memory pressure socket: closing a connection of uid %u that wrote "
+                           "more than %u bytes.", (unsigned) c->uid, MPSOCKET_MAX_RECEIVED);
+                client_free(c);
         }
         return 0;
 }
@@ -132,9 +149,9 @@ static void client_new(struct mpsocket *mp, int fd, bool fresh) {
         (void) getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len);
         (void) sd_event_now(mp->event, CLOCK_MONOTONIC, &now);
         /* The same caps as the Varlink socket's: a connection is a descriptor and a watch. */
-        if ((cfg->max_connections > 0 && mp->n_clients >= cfg->max_connections) ||
-            (cfg->max_connections_per_uid > 0 && peer.uid != 0 &&
-             hashmap_count_get_u64(mp->per_uid, peer.uid) >= cfg->max_connections_per_uid)) {
+        if ((cfg->max_connections_per_uid > 0 && peer.uid != 0 &&
+             hashmap_count_get_u64(mp->per_uid, peer.uid) >= cfg->max_connections_per_uid) ||
+            !connection_quota_take(mp->quota)) {
                 if (ratelimit_below(&mp->refuse_log, now, &suppressed))
                         log_notice("Memory pressure socket: refusing a connection of uid %u, over its limit.", (unsigned) peer.uid);
                 close(fd);
@@ -157,6 +174,7 @@ static void client_new(struct mpsocket *mp, int fd, bool fresh) {
         }
         struct mp_client *c = r >= 0 ? calloc(1, sizeof(*c)) : NULL;
         if (!c || hashmap_count_add_u64(mp->per_uid, peer.uid, +1) < 0) {
+                connection_quota_put(mp->quota);
                 scope_registry_release_for(mp->scopes, peer.uid, s);
                 free(c);
                 close(fd);
@@ -165,6 +183,7 @@ static void client_new(struct mpsocket *mp, int fd, bool fresh) {
         *c = (struct mp_client){ .owner = mp, .scope = s, .fd = fd, .uid = peer.uid };
         if (sd_event_add_io(mp->event, &c->source, fd, EPOLLIN | EPOLLRDHUP, on_client, c) < 0) {
                 (void) hashmap_count_add_u64(mp->per_uid, peer.uid, -1);
+                connection_quota_put(mp->quota);
                 scope_registry_release_for(mp->scopes, peer.uid, s);
                 close(fd);
                 free(c);
@@ -190,25 +209,16 @@ static void client_new(struct mpsocket *mp, int fd, bool fresh) {
         log_debug("Memory pressure socket: pid %d (uid %u) watches %s.", (int) peer.pid, (unsigned) peer.uid, s->name);
 }
 
-static int on_listen(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
-        struct mpsocket *mp = userdata;
-        (void) src;
-        (void) revents;
-        for (int i = 0; i < 64; i++) {
-                int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-                if (cfd < 0)
-                        return 0; /* EAGAIN, or out of descriptors: the next wake-up tries again */
-                client_new(mp, cfd, true);
-        }
-        return 0;
+static void on_accept(int fd, void *userdata) {
+        client_new(userdata, fd, true);
 }
 
-int mpsocket_new(sd_event *event, const struct config *config, struct scope_registry *scopes, int listen_fd,
-                 const char *path, struct mpsocket **ret) {
+int mpsocket_new(sd_event *event, const struct config *config, struct scope_registry *scopes,
+                 struct connection_quota *quota, int listen_fd, const char *path, struct mpsocket **ret) {
         struct mpsocket *mp = calloc(1, sizeof(*mp));
         if (!mp)
                 return -ENOMEM;
-        *mp = (struct mpsocket){ .event = event, .config = config, .scopes = scopes, .listen_fd = -EBADF,
+        *mp = (struct mpsocket){ .event = event, .config = config, .scopes = scopes, .quota = quota, .listen_fd = -EBADF,
                                  .refuse_log = { .interval_usec = 10 * 1000000ULL, .burst = 5 } };
         int r = hashmap_new(HASHMAP_KEY_U64, &mp->per_uid);
         if (r >= 0 && listen_fd >= 0) {
@@ -222,14 +232,13 @@ int mpsocket_new(sd_event *event, const struct config *config, struct scope_regi
                 mp->listen_fd = r = unix_listen(path, 0666);
         }
         if (r >= 0)
-                r = sd_event_add_io(event, &mp->listen_source, mp->listen_fd, EPOLLIN, on_listen, mp);
+                r = listener_new(event, mp->listen_fd, "memory-pressure-listen", on_accept, mp, &mp->listener);
         if (r >= 0)
                 r = mp->slot = scope_registry_add_observer(scopes, &observer, mp);
         if (r < 0) {
                 mpsocket_free(mp);
                 return r;
         }
-        (void) sd_event_source_set_description(mp->listen_source, "memory-pressure-listen");
         *ret = mp;
         return 0;
 }
@@ -239,7 +248,7 @@ struct mpsocket *mpsocket_free(struct mpsocket *mp) {
                 return NULL;
         while (mp->clients)
                 client_free(mp->clients);
-        sd_event_source_disable_unref(mp->listen_source);
+        listener_free(mp->listener);
         if (mp->listen_fd >= 0) {
                 close(mp->listen_fd);
                 if (mp->path)

@@ -13,6 +13,7 @@
 #include <systemd/sd-event.h>
 
 #include "config.h"
+#include "listener.h"
 #include "scope_registry.h"
 
 struct mpsocket;
@@ -24,8 +25,8 @@ struct mpsocket;
 #define MPSOCKET_LISTEN_FDNAME "memory-pressure"
 
 /* Listen on listen_fd (passed by the service manager), or where it is negative on path (mode 0666). */
-int mpsocket_new(sd_event *event, const struct config *config, struct scope_registry *scopes, int listen_fd,
-                 const char *path, struct mpsocket **ret);
+int mpsocket_new(sd_event *event, const struct config *config, struct scope_registry *scopes,
+                 struct connection_quota *quota, int listen_fd, const char *path, struct mpsocket **ret);
 /* Closes every connection and removes the socket file. */
 struct mpsocket *mpsocket_free(struct mpsocket *mp);
 /* A connection of an earlier run, given back by the service manager: served again as it was. */

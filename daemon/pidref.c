@@ -109,3 +109,17 @@ int pidref_open_proc_of_uid(pid_t pid, uid_t uid) {
         }
         return fd;
 }
+
+int pidref_open_proc_pidfd(int pidfd, pid_t pid) {
+        if (!pidfd_alive(pidfd))
+                return -ESRCH;
+        int fd = open_proc(pid);
+        if (fd < 0)
+                return fd;
+        /* Alive after the open: the number was its all along, and the directory is its. */
+        if (!pidfd_alive(pidfd)) {
+                close(fd);
+                return -ESRCH;
+        }
+        return fd;
+}

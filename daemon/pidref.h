@@ -35,3 +35,7 @@ int pidfd_open(pid_t pid);
  * needs CAP_KILL, which the service's capability bounding set leaves out (every unprivileged client was
  * refused under systemd). */
 bool pidfd_alive(int pidfd);
+
+/* /proc/PID as a descriptor, if the process the pidfd names (SO_PEERPIDFD: the one that connected) is
+ * alive and has that pid: -ESRCH otherwise. Exact where start times (in clock ticks) are not. */
+int pidref_open_proc_pidfd(int pidfd, pid_t pid);

@@ -145,7 +145,9 @@ static bool may_watch(const struct service *svc, struct varlink_connection *c, c
                 return true;
         /* The cgroup of the process that connected, if that process still lives: after it exited its
          * pid may be anyone's, and so would the cgroup read through it. */
-        _cleanup_close_ int proc = pidref_open_proc(varlink_connection_peer_ref(c));
+        _cleanup_close_ int pidfd = varlink_connection_peer_pidfd(c);
+        _cleanup_close_ int proc = pidfd >= 0 ? pidref_open_proc_pidfd(pidfd, peer->pid)
+                                              : pidref_open_proc(varlink_connection_peer_ref(c));
         if (proc >= 0 && cgroup_proc_get_path(proc, &own) >= 0 && shrink_cgroup_within(own, path))
                 return true;
         if (varlink_connection_peer_groups(c, &gids, &n_gids) < 0)

@@ -62,7 +62,8 @@ struct varlink_server {
 
         int listen_fd;
         char *socket_path; /* unlinked on free, if we created it */
-        sd_event_source *listen_source;
+        struct listener *listener;
+        struct connection_quota *quota; /* shared with the other sockets; NULL: none */
 
         /* Connections are watched by an epoll set of the server's own, one source in the event loop:
          * one loop iteration serves up to CONNECTIONS_PER_WAKEUP ready connections, where a source per
@@ -83,9 +84,6 @@ struct varlink_server {
         sd_event_source *idle_timer;
         /* accept() ran out of file descriptors or memory: the listening socket rests a moment instead
          * of waking the loop again at once (it is level-triggered) */
-        sd_event_source *listen_retry;
-        uint64_t listen_backoff_usec;
-        struct ratelimit accept_log;
 };
 
 #define CONNECTIONS_PER_WAKEUP 64
@@ -759,6 +757,8 @@ static void connection_free(struct varlink_connection *c) {
         if (c->next)
                 c->next->prev = c->prev;
         s->n_connections--;
+        if (s->quota)
+                connection_quota_put(s->quota);
         (void) hashmap_count_add_u64(s->per_uid, c->peer.uid, -1);
         free(c);
 }
@@ -784,6 +784,8 @@ static int connection_new(struct varlink_server *s, int fd) {
         (void) getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len);
         if (s->limits.max_connections > 0 && s->n_connections >= s->limits.max_connections)
                 return connection_refuse(s, fd, &peer, "max_connections");
+        if (s->quota && s->quota->max > 0 && s->quota->n >= s->quota->max)
+                return connection_refuse(s, fd, &peer, "the connections both sockets may have");
         /* Root is the machine's administrator, bound by the cap of all connections only: a service
          * running many shrinker clients as root is no attack. */
         if (s->limits.max_connections_per_uid > 0 && peer.uid != 0 &&
@@ -810,6 +812,8 @@ static int connection_new(struct varlink_server *s, int fd) {
                 c->next->prev = c;
         s->connections = c;
         s->n_connections++;
+        if (s->quota)
+                (void) connection_quota_take(s->quota);
 
         c->events = EPOLLIN | EPOLLET;
         struct epoll_event e = { .events = c->events, .data.ptr = c };
@@ -868,56 +872,10 @@ static int on_idle_timer(sd_event_source *src, uint64_t usec, void *userdata) {
 
 /* ---- the listening socket ---- */
 
-static int on_listen_retry(sd_event_source *src, uint64_t usec, void *userdata) {
-        struct varlink_server *s = userdata;
-        (void) src;
-        (void) usec;
-        (void) sd_event_source_set_enabled(s->listen_source, SD_EVENT_ON);
-        return 0;
-}
-
-/* accept() failed for want of resources (file descriptors, socket buffers, memory): stop listening for
- * a moment, longer each time it happens again (up to 2 s), so that the loop does not spin on a socket
- * that stays readable. */
-static void listen_back_off(struct varlink_server *s, int error) {
-        unsigned suppressed;
-        s->listen_backoff_usec = s->listen_backoff_usec == 0 ? 50000 : MIN(s->listen_backoff_usec * 2, 2000000u);
-        if (ratelimit_below(&s->accept_log, server_now(s), &suppressed))
-                log_warning_errno(error, "Failed to accept a connection, not accepting for %llu ms: %m",
-                                  (unsigned long long) (s->listen_backoff_usec / 1000));
-        if (!s->listen_retry && sd_event_add_time(s->event, &s->listen_retry, CLOCK_MONOTONIC, 0, 10000,
-                                                  on_listen_retry, s) >= 0)
-                (void) sd_event_source_set_description(s->listen_retry, "varlink-listen-retry");
-        if (!s->listen_retry)
-                return; /* cannot even back off: keep accepting as before */
-        (void) sd_event_source_set_enabled(s->listen_source, SD_EVENT_OFF);
-        (void) sd_event_source_set_time(s->listen_retry, server_now(s) + s->listen_backoff_usec);
-        (void) sd_event_source_set_enabled(s->listen_retry, SD_EVENT_ONESHOT);
-}
-
-static int on_listen(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
-        struct varlink_server *s = userdata;
-        (void) src;
-        (void) revents;
-
-        /* Take what is queued, but do not starve the rest of the loop. */
-        for (int i = 0; i < 64; i++) {
-                int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-                if (cfd < 0) {
-                        if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED)
-                                return 0;
-                        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
-                                listen_back_off(s, -errno);
-                        else
-                                log_warning_errno(-errno, "Failed to accept connection, ignoring: %m");
-                        return 0;
-                }
-                s->listen_backoff_usec = 0;
-                int r = connection_new(s, cfd);
-                if (r < 0 && r != -EDQUOT)
-                        log_warning_errno(r, "Failed to set up connection, ignoring: %m");
-        }
-        return 0;
+static void on_accept(int fd, void *userdata) {
+        int r = connection_new(userdata, fd);
+        if (r < 0 && r != -EDQUOT)
+                log_warning_errno(r, "Failed to set up connection, ignoring: %m");
 }
 
 int varlink_server_new(sd_event *event, const struct varlink_interface *interfaces, size_t n_interfaces,
@@ -932,7 +890,7 @@ int varlink_server_new(sd_event *event, const struct varlink_interface *interfac
                 s->info = *info;
         s->userdata = userdata;
         s->max_message_size = FRAME_DEFAULT_MAX_SIZE;
-        s->refuse_log = s->accept_log = s->overflow_log =
+        s->refuse_log = s->overflow_log =
                 (struct ratelimit){ .interval_usec = 10 * 1000000ULL, .burst = 5 };
         s->listen_fd = -EBADF;
         s->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
@@ -978,11 +936,10 @@ struct varlink_server *varlink_server_free(struct varlink_server *s) {
                 connection_free(s->connections);
         hashmap_free(s->per_uid);
         sd_event_source_disable_unref(s->idle_timer);
-        sd_event_source_disable_unref(s->listen_retry);
         sd_event_source_disable_unref(s->epoll_source);
         if (s->epoll_fd >= 0)
                 close(s->epoll_fd);
-        sd_event_source_disable_unref(s->listen_source);
+        listener_free(s->listener);
         if (s->listen_fd >= 0)
                 close(s->listen_fd);
         if (s->socket_path) {
@@ -998,15 +955,14 @@ struct varlink_server *varlink_server_free(struct varlink_server *s) {
 int varlink_server_listen_fd(struct varlink_server *s, int fd) {
         int r;
 
-        if (s->listen_source)
+        if (s->listener)
                 return -EBUSY;
         r = fd_set_nonblock(fd);
         if (r < 0)
                 return r;
-        r = sd_event_add_io(s->event, &s->listen_source, fd, EPOLLIN, on_listen, s);
+        r = listener_new(s->event, fd, "varlink-listen", on_accept, s, &s->listener);
         if (r < 0)
                 return r;
-        (void) sd_event_source_set_description(s->listen_source, "varlink-listen");
         s->listen_fd = fd;
         return 0;
 }
@@ -1023,6 +979,10 @@ int varlink_server_listen_path(struct varlink_server *s, const char *path, mode_
                 return r;
         TAKE_FD(fd);
         return 0;
+}
+
+void varlink_server_set_quota(struct varlink_server *s, struct connection_quota *q) {
+        s->quota = q;
 }
 
 size_t varlink_server_n_connections(const struct varlink_server *s) {

@@ -13,6 +13,7 @@
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
+#include "listener.h"
 #include "pidref.h"
 
 struct varlink_server;
@@ -85,6 +86,8 @@ int varlink_server_listen_fd(struct varlink_server *s, int fd);
  * by varlink_server_free(). */
 int varlink_server_listen_path(struct varlink_server *s, const char *path, mode_t mode);
 
+/* Count connections in a quota shared with the daemon's other sockets (listener.h) too. */
+void varlink_server_set_quota(struct varlink_server *s, struct connection_quota *q);
 size_t varlink_server_n_connections(const struct varlink_server *s);
 
 /* Answers. Each takes ownership of params; for a oneway call they are dropped. NULL params mean that

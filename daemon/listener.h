@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Accepting connections on a listening socket, for the Varlink socket and the memory pressure socket
+ * alike: at most 64 per wake-up (the rest of the loop is not starved), and when accept() fails for want
+ * of resources (descriptors, socket buffers, memory) no listening for a while, longer each time it happens
+ * again (50 ms doubling up to 2 s), so that a socket that stays readable does not spin the loop. Both
+ * sockets also share one quota of connections: together they fit the descriptors left after the
+ * daemon's own reserve. */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
+#include "log.h"
+
+/* The connections of every listener together. max 0: no cap. */
+struct connection_quota {
+        unsigned max, n;
+};
+/* Take a place (false: full) and give it back when the connection closes. */
+bool connection_quota_take(struct connection_quota *q);
+void connection_quota_put(struct connection_quota *q);
+
+/* Called with each accepted descriptor (non-blocking, close-on-exec), which it owns from then on. */
+typedef void (*listener_accept_fn)(int fd, void *userdata);
+
+struct listener {
+        sd_event *event;
+        int fd; /* not owned */
+        sd_event_source *source, *retry;
+        uint64_t backoff_usec;
+        struct ratelimit log;
+        const char *what; /* for the log and the sources' descriptions */
+        listener_accept_fn accept;
+        void *userdata;
+};
+
+int listener_new(sd_event *event, int fd, const char *what, listener_accept_fn accept, void *userdata,
+                 struct listener **ret);
+struct listener *listener_free(struct listener *l);
