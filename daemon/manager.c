@@ -158,6 +158,7 @@ int manager_reload(struct manager *m, struct config *c) {
         /* Every module reads the configuration through m->config: replacing it in place is the reload. */
         config_take_reloadable(&m->config, c);
         manager_set_server_limits(m);
+        (void) metrics_set_directory(m->metrics, m->config.metrics_directory);
         if (rearm)
                 scope_registry_rearm(m->scopes);
         scope_registry_watch_configured(m->scopes);

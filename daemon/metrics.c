@@ -4,8 +4,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -23,7 +25,8 @@ struct metrics {
         sd_event_source *timer;
         bool due;           /* something changed since the last write */
         uint64_t last_usec; /* of the last write */
-        char *path;
+        char *path;         /* the directory, for the log; NULL: off */
+        int dir_fd;         /* the directory as it was opened: writes never follow a symlink put there later */
         struct ratelimit log_limit;
 };
 
@@ -195,19 +198,30 @@ int metrics_render(struct metrics *m, FILE *f) {
 }
 
 /* A temporary file in the same directory, renamed over the old one: a scrape sees the old text or the
- * new, never half of one. Its name does not end in .prom, so the collector never reads it. */
+ * new, never half of one. Its name does not end in .prom, so the collector never reads it. Everything is
+ * relative to the directory opened at start: whoever owns its parent (Debian: prometheus) may swap the
+ * directory for a symlink, and root's writes and deletes must not follow it. */
 static int metrics_write(struct metrics *m) {
-        _cleanup_free_ char *tmp = NULL;
-        if (asprintf(&tmp, "%s/.%s.XXXXXX", m->config->metrics_directory, METRICS_FILE) < 0)
-                return -ENOMEM;
-        int fd = mkostemp(tmp, O_CLOEXEC);
+        char tmp[64];
+        unsigned char rnd[8];
+        int fd = -EBADF;
+
+        for (int attempt = 0; fd < 0 && attempt < 16; attempt++) {
+                if (getrandom(rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t) sizeof(rnd))
+                        return -EIO;
+                snprintf(tmp, sizeof(tmp), ".%s.%02x%02x%02x%02x%02x%02x%02x%02x", METRICS_FILE, rnd[0], rnd[1], rnd[2],
+                         rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
+                fd = openat(m->dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+                if (fd < 0 && errno != EEXIST)
+                        return -errno;
+        }
         if (fd < 0)
-                return -errno;
+                return -EEXIST;
         FILE *f = fdopen(fd, "w");
         if (!f) {
                 int r = -errno;
                 close(fd);
-                unlink(tmp);
+                (void) unlinkat(m->dir_fd, tmp, 0);
                 return r;
         }
         int r = metrics_render(m, f);
@@ -215,15 +229,17 @@ static int metrics_write(struct metrics *m) {
                 r = -errno;
         if (fclose(f) != 0 && r >= 0)
                 r = -errno;
-        if (r >= 0 && rename(tmp, m->path) < 0)
+        if (r >= 0 && renameat(m->dir_fd, tmp, m->dir_fd, METRICS_FILE) < 0)
                 r = -errno;
         if (r < 0)
-                unlink(tmp);
+                (void) unlinkat(m->dir_fd, tmp, 0);
         return r;
 }
 
 static void schedule(struct metrics *m) {
         uint64_t next;
+        if (m->dir_fd < 0)
+                return (void) sd_event_source_set_enabled(m->timer, SD_EVENT_OFF);
         if (m->due)
                 next = MAX(now_usec(m), m->last_usec + m->config->sample_interval_usec);
         else if (m->config->node_interval_usec > 0)
@@ -242,7 +258,7 @@ static int on_timer(sd_event_source *src, uint64_t usec, void *userdata) {
 
         int r = metrics_write(m);
         if (r < 0 && ratelimit_below(&m->log_limit, now_usec(m), &suppressed))
-                log_warning_errno(r, "Failed to write metrics to %s: %m", m->path);
+                log_warning_errno(r, "Failed to write metrics to %s/%s: %m", m->path, METRICS_FILE);
         m->last_usec = now_usec(m);
         m->due = false;
         schedule(m);
@@ -285,18 +301,46 @@ static const struct scope_observer observer = {
         .freed = on_freed,
 };
 
-int metrics_new(sd_event *event, const struct config *config, const struct metrics_sources *src, struct metrics **ret) {
-        *ret = NULL;
-        if (!config->metrics_directory || !config->metrics_directory[0])
+/* The file written last goes with its directory: no stale levels once the daemon or the setting is gone. */
+static void metrics_close_directory(struct metrics *m) {
+        if (m->dir_fd >= 0) {
+                if (m->last_usec > 0)
+                        (void) unlinkat(m->dir_fd, METRICS_FILE, 0);
+                close(m->dir_fd);
+        }
+        m->dir_fd = -EBADF;
+        free(m->path);
+        m->path = NULL;
+        m->last_usec = 0;
+}
+
+int metrics_set_directory(struct metrics *m, const char *dir) {
+        const char *want = dir && dir[0] ? dir : NULL;
+        if ((!want && !m->path) || (want && m->path && streq(want, m->path)))
                 return 0;
+        metrics_close_directory(m);
+        if (dir && dir[0]) {
+                int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (fd < 0)
+                        return log_warning_errno(-errno, "Cannot open the metrics directory %s, not writing metrics: %m", dir);
+                if (!(m->path = strdup(dir))) {
+                        close(fd);
+                        return -ENOMEM;
+                }
+                m->dir_fd = fd;
+                m->due = true;
+        }
+        schedule(m);
+        return 0;
+}
+
+int metrics_new(sd_event *event, const struct config *config, const struct metrics_sources *src, struct metrics **ret) {
         struct metrics *m = calloc(1, sizeof(*m));
         if (!m)
                 return -ENOMEM;
-        *m = (struct metrics){ .event = event, .config = config, .src = *src,
+        *m = (struct metrics){ .event = event, .config = config, .src = *src, .dir_fd = -EBADF,
                                .log_limit = { .interval_usec = 60 * 1000000ULL, .burst = 1 } };
-        int r = asprintf(&m->path, "%s/%s", config->metrics_directory, METRICS_FILE) < 0 ? -ENOMEM : 0;
-        if (r >= 0)
-                r = sd_event_add_time(event, &m->timer, CLOCK_MONOTONIC, 0, 0, on_timer, m);
+        int r = sd_event_add_time(event, &m->timer, CLOCK_MONOTONIC, 0, 0, on_timer, m);
         if (r >= 0)
                 r = m->slot = scope_registry_add_observer(src->scopes, &observer, m);
         if (r < 0) {
@@ -304,10 +348,10 @@ int metrics_new(sd_event *event, const struct config *config, const struct metri
                 return r;
         }
         (void) sd_event_source_set_description(m->timer, "metrics");
+        (void) sd_event_source_set_enabled(m->timer, SD_EVENT_OFF);
         /* Coalesced with the node sample where it can be: a tenth of the period. */
         (void) sd_event_source_set_time_accuracy(m->timer, MAX(config->node_interval_usec / 10, 1000u));
-        m->due = true;
-        schedule(m);
+        (void) metrics_set_directory(m, config->metrics_directory);
         *ret = m;
         return 0;
 }
@@ -316,9 +360,7 @@ struct metrics *metrics_free(struct metrics *m) {
         if (!m)
                 return NULL;
         sd_event_source_disable_unref(m->timer);
-        if (m->path && m->last_usec > 0)
-                (void) unlink(m->path); /* no stale levels once the daemon is gone */
-        free(m->path);
+        metrics_close_directory(m);
         free(m);
         return NULL;
 }

@@ -29,9 +29,12 @@ struct metrics_sources {
         void *userdata;
 };
 
-/* Off (*ret NULL, 0) when config->metrics_directory is empty. */
+/* Writes into config->metrics_directory; nothing while that is empty. */
 int metrics_new(sd_event *event, const struct config *config, const struct metrics_sources *src, struct metrics **ret);
 struct metrics *metrics_free(struct metrics *m);
+/* Write into dir from now on (NULL or "": nowhere), the file in the old directory removed; a reload's. The
+ * directory is opened once, not following a symlink, and every write is relative to it. */
+int metrics_set_directory(struct metrics *m, const char *dir);
 
 /* The text, as written to the file. */
 int metrics_render(struct metrics *m, FILE *f);

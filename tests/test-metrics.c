@@ -6,6 +6,7 @@
  * without prometheus-node-exporter. */
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -196,9 +197,90 @@ static void test_node_exporter_serves_levels(void) {
         (void) rmdir(textdir);
 }
 
+static bool file_exists(const char *dir, const char *name) {
+        char path[300];
+        snprintf(path, sizeof(path), "%s/%s", dir, name);
+        return access(path, F_OK) == 0;
+}
+
+/* Entries of a directory other than . and .. */
+static int entries(const char *dir) {
+        DIR *d = opendir(dir);
+        int n = 0;
+        if (!d)
+                return -1;
+        for (struct dirent *e; (e = readdir(d));)
+                n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+        closedir(d);
+        return n;
+}
+
+static bool wait_file(const char *dir, const char *name, bool present) {
+        for (uint64_t end = test_now_ms() + 10000; test_now_ms() < end; (void) poll(NULL, 0, 50))
+                if (file_exists(dir, name) == present)
+                        return true;
+        return false;
+}
+
+/* Whoever owns the metrics directory's parent may swap the directory for a symlink: root's writes stay in
+ * the directory opened at start (they followed the link before). A reload moves the file to a new
+ * directory, and an emptied setting removes it and writes nowhere (temporary files went to / before). */
+static void test_directory_swapped_and_reloaded(void) {
+        char parent[64], dir[128], moved[128], target[128], other[128], conf[160];
+        snprintf(parent, sizeof(parent), "/tmp/pressured-metrics-XXXXXX");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(parent));
+        test_cleanup_tree(parent);
+        snprintf(dir, sizeof(dir), "%s/textfile", parent);
+        snprintf(moved, sizeof(moved), "%s/textfile.moved", parent);
+        snprintf(target, sizeof(target), "%s/elsewhere", parent);
+        snprintf(other, sizeof(other), "%s/other", parent);
+        snprintf(conf, sizeof(conf), "%s/pressured.conf", parent);
+        CU_ASSERT_FATAL(mkdir(dir, 0755) == 0 && mkdir(target, 0755) == 0 && mkdir(other, 0755) == 0);
+        FILE *f = fopen(conf, "we");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        fprintf(f, "[pressured]\nmetrics_directory=%s\nnode_interval=1s\n", dir);
+        fclose(f);
+        const char *const args[] = { "--config", conf, NULL };
+        CU_ASSERT_EQUAL_FATAL(test_daemon_start(&daemon_, args), 0);
+        CU_ASSERT(wait_file(dir, "pressured.prom", true));
+
+        /* The swap: the directory moves away, a symlink to another takes its name. */
+        CU_ASSERT_EQUAL(rename(dir, moved), 0);
+        CU_ASSERT_EQUAL(symlink(target, dir), 0);
+        char old_file[200];
+        snprintf(old_file, sizeof(old_file), "%s/pressured.prom", moved);
+        CU_ASSERT_EQUAL(unlink(old_file), 0);
+        CU_ASSERT(wait_file(moved, "pressured.prom", true)); /* the next write, where it always was */
+        CU_ASSERT_EQUAL(entries(target), 0);
+
+        /* A reload to another directory: the old file goes, the new one comes. */
+        f = fopen(conf, "we");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        fprintf(f, "[pressured]\nmetrics_directory=%s\nnode_interval=1s\n", other);
+        fclose(f);
+        CU_ASSERT_EQUAL(kill(daemon_.pid, SIGHUP), 0);
+        CU_ASSERT(wait_file(other, "pressured.prom", true));
+        CU_ASSERT(wait_file(moved, "pressured.prom", false));
+
+        /* Emptied: removed, and nothing written anywhere (the root directory included). */
+        int in_root = entries("/");
+        f = fopen(conf, "we");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        fprintf(f, "[pressured]\nmetrics_directory=\nnode_interval=1s\n");
+        fclose(f);
+        CU_ASSERT_EQUAL(kill(daemon_.pid, SIGHUP), 0);
+        CU_ASSERT(wait_file(other, "pressured.prom", false));
+        CU_ASSERT_EQUAL(entries(other), 0);
+        CU_ASSERT_EQUAL(entries("/"), in_root);
+        CU_ASSERT(test_daemon_alive(&daemon_));
+        CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
+        (void) unlink(dir);
+}
+
 int main(void) {
         static const struct test_case cases[] = {
                 { "node_exporter serves the levels of a cgroup under real pressure", test_node_exporter_serves_levels },
+                { "the metrics directory swapped for a symlink, moved and emptied", test_directory_swapped_and_reloaded },
                 {},
         };
         const char *skip = test_need_root_psi();
