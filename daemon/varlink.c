@@ -79,6 +79,7 @@ struct varlink_server {
         uint64_t n_overflow_closed;
         struct ratelimit overflow_log;
         struct hashmap *per_uid; /* uid -> connections open (as a pointer-sized count) */
+        struct hashmap *buffered_per_uid; /* uid -> bytes its connections' buffers hold, as last counted */
         uint64_t n_refused; /* for the log line */
         struct ratelimit refuse_log;
         sd_event_source *idle_timer;
@@ -141,41 +142,93 @@ static size_t connection_buffered(const struct varlink_connection *c) {
         return c->in.alloc + c->out.alloc;
 }
 
-/* Over the cap of all buffers together, the connections holding the most are closed until the rest fits:
- * the peer that makes the daemon hold the most is the one to lose it (a few clients with megabytes of
- * unread replies or half-sent messages, not the many holding a few KiB). Closed from the event loop;
- * what they hold counts until then, so the ones already condemned are left out of the choice. */
+/* A user other than root may hold at most this share of max_buffered: one user's connections cannot
+ * take the memory every other client's replies need. */
+#define BUFFERED_SHARE_DIVISOR 4
+
+/* The biggest live connection of uid (any uid when all is set). */
+static struct varlink_connection *biggest_of(struct varlink_server *s, uid_t uid, bool all) {
+        struct varlink_connection *big = NULL;
+        for (struct varlink_connection *c = s->connections; c; c = c->next)
+                if (!c->dead && (all || c->peer.uid == uid) && (!big || c->accounted > big->accounted))
+                        big = c;
+        return big;
+}
+
+static void close_for_buffers(struct varlink_server *s, struct varlink_connection *big, const char *why) {
+        unsigned suppressed;
+        s->n_overflow_closed++;
+        if (ratelimit_below(&s->overflow_log, server_now(s), &suppressed))
+                log_warning("Closing the connection of uid %u (pid %d): it holds %zu bytes of buffers and %s "
+                            "(max_buffered %zu; %llu closed so far).",
+                            (unsigned) big->peer.uid, (int) big->peer.pid, big->accounted, why, s->limits.max_buffered,
+                            (unsigned long long) s->n_overflow_closed);
+        connection_kill(big);
+}
+
+/* Live bytes per uid: the dead still count in the totals until they are freed, not in the choice. */
+static size_t uid_live(struct varlink_server *s, uid_t uid) {
+        size_t n = 0;
+        for (struct varlink_connection *c = s->connections; c; c = c->next)
+                if (!c->dead && c->peer.uid == uid)
+                        n += c->accounted;
+        return n;
+}
+
+/* Over the cap of all buffers together, connections are closed until the rest fits: the biggest of the
+ * user whose connections hold the most, so that one user's pile of unread replies costs that user, not
+ * the one with the single largest reply (root's ListShrinkers, say). Closed from the event loop; what they
+ * hold counts until then, so the ones already condemned are left out of the choice. */
 static void buffers_over_cap(struct varlink_server *s) {
         size_t live = 0;
         for (struct varlink_connection *c = s->connections; c; c = c->next)
                 if (!c->dead)
                         live += c->accounted;
         while (live > s->limits.max_buffered) {
-                struct varlink_connection *big = NULL;
-                for (struct varlink_connection *c = s->connections; c; c = c->next)
-                        if (!c->dead && (!big || c->accounted > big->accounted))
-                                big = c;
+                struct varlink_connection *top = NULL;
+                size_t top_bytes = 0;
+                for (struct varlink_connection *c = s->connections; c; c = c->next) {
+                        size_t b = c->dead ? 0 : hashmap_count_get_u64(s->buffered_per_uid, c->peer.uid);
+                        if (!c->dead && (!top || b > top_bytes)) {
+                                top = c;
+                                top_bytes = b;
+                        }
+                }
+                struct varlink_connection *big = top ? biggest_of(s, top->peer.uid, false) : NULL;
                 if (!big)
                         return;
-                unsigned suppressed;
-                s->n_overflow_closed++;
-                if (ratelimit_below(&s->overflow_log, server_now(s), &suppressed))
-                        log_warning("Closing the connection of uid %u (pid %d): it holds %zu bytes of buffers and all "
-                                    "together hold more than max_buffered (%zu; %llu closed so far).",
-                                    (unsigned) big->peer.uid, (int) big->peer.pid, big->accounted, s->limits.max_buffered,
-                                    (unsigned long long) s->n_overflow_closed);
                 live -= big->accounted;
-                connection_kill(big);
+                close_for_buffers(s, big, "all together hold more than max_buffered");
         }
 }
 
-/* c's buffers may have grown or shrunk: bring the server's total up to date. */
+/* A user past its share: its own biggest connections go until it fits. */
+static void buffers_over_share(struct varlink_server *s, uid_t uid, size_t share) {
+        size_t held = uid_live(s, uid);
+        while (held > share) {
+                struct varlink_connection *big = biggest_of(s, uid, false);
+                if (!big)
+                        return;
+                held -= big->accounted;
+                close_for_buffers(s, big, "its user's connections hold more than their share");
+        }
+}
+
+/* c's buffers may have grown or shrunk: bring the server's total and its user's up to date. */
 static void buffers_account(struct varlink_connection *c) {
         struct varlink_server *s = c->server;
         size_t now = c->dead ? c->accounted : connection_buffered(c);
+        if (now != c->accounted)
+                (void) hashmap_count_add_u64(s->buffered_per_uid, c->peer.uid,
+                                             now > c->accounted ? (int) (now - c->accounted) : -(int) (c->accounted - now));
         s->buffered = s->buffered - c->accounted + now;
         c->accounted = now;
-        if (s->limits.max_buffered > 0 && s->buffered > s->limits.max_buffered && now > 0)
+        if (s->limits.max_buffered == 0 || now == 0)
+                return;
+        size_t share = s->limits.max_buffered / BUFFERED_SHARE_DIVISOR;
+        if (c->peer.uid != 0 && hashmap_count_get_u64(s->buffered_per_uid, c->peer.uid) > share)
+                buffers_over_share(s, c->peer.uid, share);
+        if (s->buffered > s->limits.max_buffered)
                 buffers_over_cap(s);
 }
 
@@ -742,6 +795,8 @@ static void connection_free(struct varlink_connection *c) {
         c->call_data_free = NULL;
 
         s->buffered -= c->accounted;
+        if (c->accounted > 0)
+                (void) hashmap_count_add_u64(s->buffered_per_uid, c->peer.uid, -(int) c->accounted);
         if (c->registered)
                 (void) epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
         sd_event_source_disable_unref(c->defer_source);
@@ -898,6 +953,8 @@ int varlink_server_new(sd_event *event, const struct varlink_interface *interfac
         if (r >= 0)
                 r = hashmap_new(HASHMAP_KEY_U64, &s->per_uid);
         if (r >= 0)
+                r = hashmap_new(HASHMAP_KEY_U64, &s->buffered_per_uid);
+        if (r >= 0)
                 r = sd_event_add_time(event, &s->idle_timer, CLOCK_MONOTONIC, 0, 1000000, on_idle_timer, s);
         if (r >= 0) {
                 (void) sd_event_source_set_enabled(s->idle_timer, SD_EVENT_OFF);
@@ -935,6 +992,7 @@ struct varlink_server *varlink_server_free(struct varlink_server *s) {
         while (s->connections)
                 connection_free(s->connections);
         hashmap_free(s->per_uid);
+        hashmap_free(s->buffered_per_uid);
         sd_event_source_disable_unref(s->idle_timer);
         sd_event_source_disable_unref(s->epoll_source);
         if (s->epoll_fd >= 0)

@@ -811,6 +811,71 @@ static void test_not_utf8(void) {
         pressure_gen_destroy(&g);
 }
 
+/* One user cannot take all of max_buffered: nobody's 30 connections with 60 KiB of unterminated input
+ * each (1.8 MiB of the 2 MiB) are closed until nobody holds no more than its share (a quarter); root's
+ * own half-sent call on its connection, meanwhile, is kept and answered (before, nobody could hold all of
+ * it, and the biggest single connection, root's, was the one closed). */
+static void test_buffers_per_user(void) {
+        enum { N = 30, SIZE = 60 * 1024 };
+        static char junk[SIZE], call[SIZE + 64];
+        int fd, go[2];
+        memset(junk, 'x', sizeof(junk));
+        CU_ASSERT_EQUAL_FATAL(start_with("max_buffered=2097152\nmax_connections_per_uid=100\nmax_message_size=131072\n"), 0);
+
+        /* Root: a GetStatus padded with white space, all but its end. */
+        int n = snprintf(call, sizeof(call), "{\"method\":\"io.pressured.GetStatus\"");
+        memset(call + n, ' ', SIZE);
+        int root = test_connect(daemon_.socket);
+        CU_ASSERT_FATAL(root >= 0);
+        CU_ASSERT_FATAL(test_send_raw(root, call, (size_t) n + SIZE) >= 0);
+
+        CU_ASSERT_FATAL(pipe(go) == 0);
+        pid_t pid = fork_as_nobody(&fd);
+        CU_ASSERT_FATAL(pid >= 0);
+        if (pid == 0) {
+                int fds[N], closed = 0;
+                char b;
+                for (int i = 0; i < N; i++) {
+                        fds[i] = test_connect(daemon_.socket);
+                        if (fds[i] >= 0)
+                                (void) test_send_raw(fds[i], junk, sizeof(junk));
+                }
+                (void) !write(fd, "r", 1);
+                if (read(go[0], &b, 1) != 1)
+                        _exit(2);
+                for (int i = 0; i < N; i++) {
+                        ssize_t k = fds[i] >= 0 ? recv(fds[i], &b, 1, MSG_DONTWAIT) : 0;
+                        closed += k == 0 || (k < 0 && errno == ECONNRESET);
+                }
+                (void) !write(fd, &closed, sizeof(closed));
+                _exit(0);
+        }
+        char b;
+        CU_ASSERT_FATAL(read(fd, &b, 1) == 1);
+        /* The daemon has read everything sent before this call is answered. */
+        int other = test_connect(daemon_.socket);
+        CU_ASSERT_EQUAL(served(other), 1);
+        close(other);
+        CU_ASSERT_FATAL(write(go[1], "g", 1) == 1);
+        int closed = -1;
+        CU_ASSERT_EQUAL(read(fd, &closed, sizeof(closed)), (ssize_t) sizeof(closed));
+        printf("(%d of nobody's %d closed) ", closed, N);
+        CU_ASSERT(closed >= N - (2097152 / 4) / SIZE); /* what is left fits in the share */
+        CU_ASSERT(test_daemon_log_count(&daemon_, "hold more than their share") >= 1);
+        waitpid(pid, NULL, 0);
+
+        /* Root's call, ended now, is answered. */
+        char *reply = NULL;
+        CU_ASSERT(test_send_raw(root, "}", 2) >= 0 && test_recv_msg(root, 10000, &reply) == 1);
+        CU_ASSERT_PTR_NOT_NULL(reply ? strstr(reply, "\"parameters\"") : NULL);
+        free(reply);
+        close(root);
+        close(fd);
+        close(go[0]);
+        close(go[1]);
+        CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
+}
+
 /* All buffers together are capped: 60 connections with 60 KiB of unterminated input each (about 4 MiB
  * of buffers) against max_buffered=2 MiB: connections are closed until the rest fits, the daemon's RSS
  * stays near the cap, and a new client is served. */
@@ -977,6 +1042,7 @@ int main(void) {
                 { "the socket's directory goes with the daemon", test_socket_dir_removed },
                 { "client buffers are not locked memory", test_client_buffers_not_locked },
                 { "all buffers together are capped", test_buffers_capped },
+                { "no user takes all of the buffers", test_buffers_per_user },
                 { "cgroups watched per user", test_cgroups_per_uid },
                 { "shrinker clients a thousand groups deep", test_deep_shrinker_clients },
                 { "a pid reused after connect", test_pid_reuse },
