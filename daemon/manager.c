@@ -142,6 +142,8 @@ static unsigned connections_that_fit(unsigned wanted) {
 static void manager_set_server_limits(struct manager *m) {
         /* Both sockets' connections together fit what is left after the reserve. */
         m->quota.max = connections_that_fit(m->config.max_connections);
+        if (m->shrinkers)
+                m->shrinkers->max_shrinkers_per_uid = m->config.max_shrinkers_per_uid;
         varlink_server_set_max_message_size(m->server, m->config.max_message_size);
         varlink_server_set_quota(m->server, &m->quota);
         (void) varlink_server_set_limits(m->server, &(struct varlink_limits){

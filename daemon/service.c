@@ -471,7 +471,7 @@ static int method_add_shrinker(struct varlink_connection *c, struct json_object 
         if (!cl)
                 return varlink_error(c, VARLINK_ERROR_PERMISSION_DENIED, json_object_new_object());
         int r = shrink_client_add_shrinker(cl, &spec, SERVE_MAX_SHRINKERS, &sh);
-        if (r == -E2BIG)
+        if (r == -E2BIG || r == -EDQUOT) /* this connection's, or this user's, are as many as may be */
                 return varlink_error_invalid_parameter(c, "shrinker");
         if (r < 0)
                 return r;

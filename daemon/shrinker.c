@@ -33,6 +33,8 @@ static int make_token(char token[static 33]) {
 static void shrinker_free(struct shrinker *sh) {
         if (!sh)
                 return;
+        if (sh->counted)
+                (void) hashmap_count_add_u64(sh->client->registry->per_uid, sh->client->uid, -1);
         free(sh->name);
         free(sh->last_count);
         free(sh->last_bytes);
@@ -101,6 +103,11 @@ static int client_pin(struct shrink_client *cl, int pidfd) {
 }
 
 static int shrinker_new(struct shrink_client *cl, const struct shrinker_spec *spec, struct shrinker **ret) {
+        struct shrink_registry *reg = cl->registry;
+        /* Each is memory and work in every round: one user's thousands would be everyone's cost. */
+        if (cl->uid != 0 && reg->max_shrinkers_per_uid > 0 &&
+            hashmap_count_get_u64(reg->per_uid, cl->uid) >= reg->max_shrinkers_per_uid)
+                return -EDQUOT;
         size_t n_nodes = shrink_registry_n_nodes(cl->registry);
         struct shrinker *sh = calloc(1, sizeof(*sh));
         if (!sh)
@@ -116,10 +123,12 @@ static int shrinker_new(struct shrink_client *cl, const struct shrinker_spec *sp
         sh->deferred = calloc(sh->n_nodes, sizeof(uint64_t));
         sh->empty_until = calloc(sh->n_nodes, sizeof(uint64_t));
         sh->goal = calloc(sh->n_nodes, sizeof(struct shrinker_goal));
-        if (!sh->name || !sh->last_count || !sh->last_bytes || !sh->deferred || !sh->empty_until || !sh->goal) {
+        if (!sh->name || !sh->last_count || !sh->last_bytes || !sh->deferred || !sh->empty_until || !sh->goal ||
+            hashmap_count_add_u64(reg->per_uid, cl->uid, +1) < 0) {
                 shrinker_free(sh);
                 return -ENOMEM;
         }
+        sh->counted = true;
         *ret = sh;
         return 0;
 }
@@ -418,6 +427,8 @@ int shrink_registry_new(sd_event *event, struct scope_registry *scopes, const st
         r = hashmap_new(HASHMAP_KEY_STRING, &reg->by_token);
         if (r >= 0)
                 r = hashmap_new(HASHMAP_KEY_U64, &reg->by_id);
+        if (r >= 0)
+                r = hashmap_new(HASHMAP_KEY_U64, &reg->per_uid);
         if (r < 0) {
                 shrink_registry_free(reg);
                 return r;
@@ -433,6 +444,7 @@ struct shrink_registry *shrink_registry_free(struct shrink_registry *reg) {
                 shrink_client_free(reg->clients);
         hashmap_free(reg->by_token);
         hashmap_free(reg->by_id);
+        hashmap_free(reg->per_uid);
         free(reg);
         return NULL;
 }

@@ -28,6 +28,7 @@ struct shrinker {
         char *name;
         unsigned flags;
         unsigned seeks, batch;
+        bool counted; /* in the registry's per-uid count */
 
         /* Per node (index in the node monitor; one entry for shrinkers that are not NUMA_AWARE). */
         size_t n_nodes;
@@ -94,6 +95,8 @@ struct shrink_registry {
         struct shrink_client *clients;    /* list, newest first */
         size_t n_clients;
         struct hashmap *by_token, *by_id;
+        struct hashmap *per_uid;        /* uid -> shrinkers registered */
+        unsigned max_shrinkers_per_uid; /* for users other than root; 0: no cap (the manager's to set) */
         uint64_t last_shrinker_id;
         /* The client's process exited: its connection may linger (inherited by a child); the owner
          * should close it, which unregisters the client. */
