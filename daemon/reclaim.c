@@ -104,22 +104,11 @@ static void episode_start_round(struct reclaim_episode *e) {
         round_run(r, &spec); /* it may be over before this returns */
 }
 
-/* Whether a scope's level calls for rounds. System-wide stall alone is not enough: the stall of a cgroup
- * at its limit shows in the system's PSI too, yet the kernel shrinks nobody else's caches for it. As in
- * the kernel, everyone is asked only when memory is short globally: some node is below its watermarks. */
+/* Whether a scope's level calls for rounds. The system's level already means the machine is short (global
+ * reclaim, a tight node, little available: scope.c), as in the kernel, where everyone is asked only then. */
 static bool scope_wants_reclaim(const struct reclaim *rc, const struct scope *s) {
-        const struct scope_registry *reg = rc->scopes;
-
-        if (s->level.level == LEVEL_OK || s->gone)
-                return false;
-        /* Raised by its headroom, the system is short of memory as a whole (no swap, little available),
-         * whatever the nodes' watermarks say yet. */
-        if (s->type != SCOPE_SYSTEM || s->source == LEVEL_SOURCE_HEADROOM)
-                return true;
-        for (size_t i = 0; i < reg->n_nodes; i++)
-                if (reg->nodes[i]->level.level > LEVEL_OK)
-                        return true;
-        return reg->n_nodes == 0; /* no node figures at all: trust PSI */
+        (void) rc;
+        return s->level.level != LEVEL_OK && !s->gone;
 }
 
 /* The bytes the shrinkers in scope said they hold, at their last counts. */
@@ -348,11 +337,6 @@ static struct reclaim_episode *episode_get(struct reclaim *rc, struct scope *s) 
         return e;
 }
 
-static bool episode_busy(const struct reclaim *rc, struct scope *s) {
-        struct reclaim_episode *e = *scope_episode(rc, s);
-        return e && e->round;
-}
-
 static void scope_changed(struct reclaim *rc, struct scope *s) {
         if (!scope_wants_reclaim(rc, s)) {
                 episode_free(rc, s);
@@ -390,14 +374,7 @@ static void scope_changed(struct reclaim *rc, struct scope *s) {
 }
 
 static void on_level_changed(struct scope *s, void *userdata) {
-        struct reclaim *rc = userdata;
-        struct scope *sys = rc->scopes->system;
-
-        /* A node's level decides whether the system's stall is a global shortage. */
-        if (s->type == SCOPE_NODE && sys && sys->level.level > LEVEL_OK && !episode_busy(rc, sys) &&
-            scope_wants_reclaim(rc, sys))
-                scope_changed(rc, sys);
-        scope_changed(rc, s);
+        scope_changed(userdata, s);
 }
 
 static void on_scope_gone(struct scope *s, void *userdata) {

@@ -869,16 +869,9 @@ static void test_explicit_shrink(void) {
         s = pending_for(a);
         CU_ASSERT_FATAL(s && s->q.op == SHRINK_OP_SCAN);
         CU_ASSERT_EQUAL(s->q.nr_to_scan, 100u);
+        /* Nobody waits for the rest: the answer in flight is taken, and nothing more is asked. */
         reclaim_shrink_detach(r);
         CU_ASSERT_EQUAL(answer(s, FREED(100)), 0);
-        s = pending_for(a);
-        CU_ASSERT_FATAL(s != NULL);
-        CU_ASSERT_EQUAL(s->q.nr_to_scan, 100u);
-        CU_ASSERT_EQUAL(answer(s, FREED(100)), 0);
-        s = pending_for(a);
-        CU_ASSERT_FATAL(s != NULL);
-        CU_ASSERT_EQUAL(s->q.nr_to_scan, 50u);
-        CU_ASSERT_EQUAL(answer(s, FREED(50)), 0);
         CU_ASSERT_PTR_NULL(pending_for(a));
         CU_ASSERT_EQUAL(f.n_done, 1u); /* nobody told */
 
