@@ -186,6 +186,35 @@ int pressure_gen_stop(struct pressure_gen *g) {
         return WIFEXITED(status) ? -EIO : 0;
 }
 
+int pressure_gen_create_child(const struct pressure_gen *parent, const char *name, uint64_t limit_bytes,
+                              struct pressure_gen *g) {
+        char path[700], limit[32];
+        *g = (struct pressure_gen){ .anon = parent->anon, .limit = limit_bytes };
+        if (snprintf(g->cgroup, sizeof(g->cgroup), "%s/%s", parent->cgroup, name) >= (int) sizeof(g->cgroup) ||
+            snprintf(g->v2_dir, sizeof(g->v2_dir), "%s/%s", parent->v2_dir, name) >= (int) sizeof(g->v2_dir) ||
+            (parent->mem_dir[0] &&
+             snprintf(g->mem_dir, sizeof(g->mem_dir), "%s/%s", parent->mem_dir, name) >= (int) sizeof(g->mem_dir)) ||
+            snprintf(g->file, sizeof(g->file), "%s.%s", parent->file, name) >= (int) sizeof(g->file))
+                return -ENAMETOOLONG;
+        /* Pure v2: the parent hands the memory controller down (it holds no process itself). */
+        if (!parent->mem_dir[0]) {
+                snprintf(path, sizeof(path), "%s/cgroup.subtree_control", parent->v2_dir);
+                (void) write_str(path, "+memory");
+        }
+        if (mkdir(g->v2_dir, 0755) < 0 || (g->mem_dir[0] && mkdir(g->mem_dir, 0755) < 0)) {
+                int r = -errno;
+                pressure_gen_destroy(g);
+                return r;
+        }
+        snprintf(path, sizeof(path), "%s/%s", g->mem_dir[0] ? g->mem_dir : g->v2_dir,
+                 g->anon ? "memory.high" : g->mem_dir[0] ? "memory.limit_in_bytes" : "memory.max");
+        snprintf(limit, sizeof(limit), "%llu", (unsigned long long) limit_bytes);
+        int r = write_str(path, limit);
+        if (r < 0)
+                pressure_gen_destroy(g);
+        return r;
+}
+
 void pressure_gen_destroy(struct pressure_gen *g) {
         (void) pressure_gen_stop(g);
         if (g->file[0])

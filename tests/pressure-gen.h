@@ -45,5 +45,10 @@ int test_pressure_group(struct pressure_gen *g, uint64_t limit_bytes);
  * a reader in a generator's group finds it cached (a working set charged outside the group). */
 int pressure_gen_charge_outside(const char *path);
 
+/* A generator in a child group `name` of parent's with its own limit (its writer starts with
+ * pressure_gen_start()); destroy it before the parent. */
+int pressure_gen_create_child(const struct pressure_gen *parent, const char *name, uint64_t limit_bytes,
+                              struct pressure_gen *g);
+
 /* Stop and remove the cgroup and the file. */
 void pressure_gen_destroy(struct pressure_gen *g);

@@ -195,6 +195,63 @@ static void test_limited_group_then_global_reclaim(void) {
         limited_group_stays_its_own(root);
 }
 
+/* Up to the limit that binds, not above: a writer in a 16 MiB group below a parent with a 1 GiB limit
+ * (far from it) raises the child's scope; the parent's own memory.pressure shows the same stall, and the
+ * parent stays ok (it rose with the child before). */
+static void test_parent_above_the_binding_limit(void) {
+        struct pressure_gen outer, inner;
+        CU_ASSERT_EQUAL_FATAL(test_pressure_group(&outer, 1u << 30), 0);
+        CU_ASSERT_EQUAL_FATAL(pressure_gen_create_child(&outer, "inner", 16u << 20, &inner), 0);
+        test_cleanup_path(inner.v2_dir, true);
+        if (inner.mem_dir[0])
+                test_cleanup_path(inner.mem_dir, true);
+        test_cleanup_path(inner.file, false);
+        CU_ASSERT_EQUAL_FATAL(start_daemon("[pressured]\n" LOW_THRESHOLDS), 0);
+
+        char msg[600];
+        int fd = test_connect(daemon_.socket);
+        CU_ASSERT_FATAL(fd >= 0);
+        int n = snprintf(msg, sizeof(msg),
+                         "{\"method\":\"io.pressured.Subscribe\",\"parameters\":{\"scopes\":[{\"type\":\"cgroup\","
+                         "\"cgroup\":\"%s\"},{\"type\":\"cgroup\",\"cgroup\":\"%s\"}]},\"more\":true}",
+                         outer.cgroup, inner.cgroup);
+        CU_ASSERT_FATAL(test_send_raw(fd, msg, (size_t) n + 1) >= 0);
+        char *text;
+        CU_ASSERT_FATAL(test_recv_msg(fd, 10000, &text) == 1);
+        free(text);
+
+        CU_ASSERT_EQUAL_FATAL(pressure_gen_start(&inner), 0);
+        test_cleanup_pid(inner.pid);
+        /* The child's own event; any event of the parent's in between is the false alarm. */
+        char want_inner[200], want_outer[200];
+        snprintf(want_inner, sizeof(want_inner), "\"cgroup\":\"%s\"}", inner.cgroup);
+        snprintf(want_outer, sizeof(want_outer), "\"cgroup\":\"%s\"}", outer.cgroup);
+        bool parent_moved = false, child_rose = false;
+        /* Until the child's own event, and two samples more for the parent to show what it would. */
+        uint64_t end = test_now_ms() + 60000;
+        while (test_now_ms() < end) {
+                char *t = NULL;
+                if (test_recv_msg(fd, (int) (end - test_now_ms()), &t) != 1)
+                        break;
+                const char *ev = strstr(t, "\"event\":");
+                if (ev && strstr(ev, want_inner) && !child_rose) {
+                        child_rose = true;
+                        end = test_now_ms() + 1500;
+                } else if (ev && strstr(ev, want_outer))
+                        parent_moved = true;
+                free(t);
+        }
+        CU_ASSERT_TRUE(child_rose);
+        CU_ASSERT_FALSE(parent_moved);
+
+        test_cleanup_forget_pid(inner.pid);
+        CU_ASSERT_EQUAL(pressure_gen_stop(&inner), 0);
+        close(fd);
+        CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
+        pressure_gen_destroy(&inner);
+        pressure_gen_destroy(&outer);
+}
+
 /* A machine already past every headroom threshold at start (a fixture /proc/meminfo: 96% of memory
  * unavailable, no swap) starts, reports its level and serves; before, the first level change reached
  * an observer that could not find the system scope yet (SIGSEGV). */
@@ -240,6 +297,7 @@ int main(void) {
                 { "starts past every threshold (this machine)", test_starts_past_every_threshold_real },
                 { "a limited group's stall leaves the system ok on this machine", test_limited_group_real_machine },
                 { "the system rises when the machine reclaims globally, not before", test_limited_group_then_global_reclaim },
+                { "a parent far from its limit stays ok while its limited child stalls", test_parent_above_the_binding_limit },
                 {},
         };
         return test_run("system-level", cases, test_need_root_psi());
