@@ -11,6 +11,7 @@
  *              callbacks called in-process
  *   footprint  RSS, CPU and wake-ups idle for 60 s and with 1000 clients connected
  *   flood      another client's GetStatus round trips while one connection floods oneway calls
+ *   deep       root's GetStatus round trips while nobody loops connect/Serve/close from a cgroup 1,000 deep
  *   fairness   an honest shrinker's requests per second under real pressure, alone, beside honest peers
  *              and beside hostile clients (one answering each scan just before its deadline, one
  *              stopped, one lying about what it holds and frees, a Serve spammer)
@@ -21,6 +22,9 @@
 #include <fcntl.h>
 #include <json-c/json.h>
 #include <poll.h>
+#include <sys/prctl.h>
+#include <pwd.h>
+#include <grp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -693,6 +697,83 @@ static void scenario_flood(void) {
                q99 ? (double) f99 / (double) q99 : 0);
 }
 
+/* ---- deep: registrations from a delegated subtree a thousand groups deep ---- */
+
+/* A connect/Serve/close loop as nobody (a memcg-aware shrinker) from a leaf DEPTH groups below g, and
+ * root's GetStatus meanwhile, against the quiet daemon; and how many cgroups the daemon watches then. */
+static void scenario_deep(void) {
+        enum { N = 200, DEPTH = 1000 };
+        uint64_t quiet[N], flooded[N];
+        static char leaf[2 * DEPTH + 600], procs[2 * DEPTH + 700];
+        struct pressure_gen g;
+        char cwd[400];
+        const char *const args[] = { "--config", "/dev/null", NULL };
+
+        if (!getcwd(cwd, sizeof(cwd)) || pressure_gen_create(&g, cwd, 1ULL << 30) < 0) {
+                fprintf(stderr, "deep: cannot make the cgroups\n");
+                return;
+        }
+        size_t len = (size_t) snprintf(leaf, sizeof(leaf), "%s", g.v2_dir);
+        int made = 0;
+        for (; made < DEPTH; made++) {
+                len += (size_t) snprintf(leaf + len, sizeof(leaf) - len, "/a");
+                if (mkdir(leaf, 0755) < 0)
+                        break;
+        }
+        snprintf(procs, sizeof(procs), "%s/cgroup.procs", leaf);
+        int r = made == DEPTH && daemon_up(args) >= 0 ? 0 : -EIO;
+        if (r == 0)
+                (void) chmod(daemon_.dir, 0755);
+        if (r == 0)
+                r = status_times(quiet, N);
+        pid_t spam = -1;
+        if (r == 0 && (spam = fork()) == 0) {
+                (void) prctl(PR_SET_PDEATHSIG, SIGKILL); /* not left looping if the benchmark dies */
+                const struct passwd *pw = getpwnam("nobody");
+                FILE *f = fopen(procs, "we");
+                if (!f || fprintf(f, "%d\n", (int) getpid()) < 0 || fclose(f) != 0 || !pw || setgroups(0, NULL) < 0 ||
+                    setgid(pw->pw_gid) < 0 || setuid(pw->pw_uid) < 0)
+                        _exit(2);
+                (void) test_serve_flood(daemon_.socket); /* the loop, in this process */
+                _exit(0);
+        }
+        size_t watched = 0;
+        if (spam > 0) {
+                (void) poll(NULL, 0, 1000); /* the loop sets in */
+                r = status_times(flooded, N);
+                char *reply = NULL;
+                int fd = test_connect(daemon_.socket);
+                static const char get[] = "{\"method\":\"io.pressured.GetStatus\"}";
+                if (fd >= 0 && test_send_raw(fd, get, sizeof(get)) >= 0 && test_recv_msg(fd, 30000, &reply) == 1)
+                        for (const char *q = reply; (q = strstr(q, "\"type\":\"cgroup\"")); q++)
+                                watched++;
+                free(reply);
+                if (fd >= 0)
+                        close(fd);
+                kill(spam, SIGKILL);
+                waitpid(spam, NULL, 0);
+        }
+        test_daemon_stop(&daemon_);
+        for (int i = made; i > 0; i--) {
+                (void) rmdir(leaf);
+                leaf[strlen(leaf) - 2] = 0;
+        }
+        pressure_gen_destroy(&g);
+        if (r < 0) {
+                fprintf(stderr, "deep: failed (%d)\n", r);
+                return;
+        }
+        printf("== deep: root's GetStatus while nobody loops connect/Serve/close from a leaf %d groups deep (%d calls) ==\n",
+               DEPTH, N);
+        uint64_t q50 = percentile(quiet, N, 0.5), q99 = percentile(quiet, N, 0.99);
+        uint64_t f50 = percentile(flooded, N, 0.5), f99 = percentile(flooded, N, 0.99);
+        printf("%-30s %10s %10s\n", "", "p50 us", "p99 us");
+        printf("%-30s %10llu %10llu\n", "quiet daemon", (unsigned long long) q50, (unsigned long long) q99);
+        printf("%-30s %10llu %10llu\n", "beside the Serve loop", (unsigned long long) f50, (unsigned long long) f99);
+        printf("ratio: p50 %.1fx, p99 %.1fx; cgroups watched during the loop: %zu\n\n",
+               q50 ? (double) f50 / (double) q50 : 0, q99 ? (double) f99 / (double) q99 : 0, watched);
+}
+
 /* ---- fairness ---- */
 
 /* shrinker-client in the generator's group, stdout on a pipe; SHRINKER_CLIENT_BIN or next to us. `extra`:
@@ -852,6 +933,8 @@ int main(int argc, char *argv[]) {
                         scenario_fairness();
                 if (all || strcmp(s, "flood") == 0)
                         scenario_flood();
+                if (all || strcmp(s, "deep") == 0)
+                        scenario_deep();
                 if (all)
                         break;
         }
