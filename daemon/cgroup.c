@@ -12,6 +12,7 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "macro.h"
 
 #ifndef CGROUP2_SUPER_MAGIC
@@ -224,19 +225,6 @@ int cgroup_parse_anon(const char *text, bool v2, uint64_t *ret_bytes) {
         return headroom_parse_field(text, v2 ? "anon" : "total_rss", ret_bytes);
 }
 
-/* The start of a small file, NUL-terminated: one read of at most size - 1 bytes (what the kernel's
- * seq files hand out at once). */
-static int read_start(const char *path, char *buf, size_t size) {
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        ssize_t n = read(fd, buf, size - 1);
-        if (n < 0)
-                return -errno;
-        buf[n] = 0;
-        return 0;
-}
-
 int cgroup_anon(const struct cgroup_layout *l, const char *cgroup, uint64_t *ret_bytes) {
         _cleanup_free_ char *path = NULL;
         char buf[8192];
@@ -245,7 +233,7 @@ int cgroup_anon(const struct cgroup_layout *l, const char *cgroup, uint64_t *ret
                 return -EOPNOTSUPP;
         if (join(l->memory_root, cgroup, "memory.stat", &path) < 0)
                 return -ENOMEM;
-        int r = read_start(path, buf, sizeof(buf));
+        int r = read_file_start(path, buf, sizeof(buf));
         return r < 0 ? r : cgroup_parse_anon(buf, l->memory_v2, ret_bytes);
 }
 
@@ -257,7 +245,7 @@ int cgroup_only_process(const struct cgroup_layout *l, const char *cgroup, pid_t
                 return 0;
         if (cgroup_file_path(l, cgroup, "cgroup.procs", &path) < 0)
                 return -ENOMEM;
-        int r = read_start(path, buf, sizeof(buf));
+        int r = read_file_start(path, buf, sizeof(buf));
         if (r < 0)
                 return r;
         char *end;
@@ -335,7 +323,7 @@ static int group_figures(const struct cgroup_layout *l, const char *cgroup, stru
         int r = read_u64(cur, &g->usage);
         if (r < 0)
                 return r;
-        r = read_start(stat, buf, sizeof(buf));
+        r = read_file_start(stat, buf, sizeof(buf));
         if (r < 0)
                 return r;
         /* File pages, active ones too: the OOM killer comes only once those are gone as well. Counting

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "log.h"
 #include "macro.h"
 
@@ -374,13 +375,9 @@ static int system_headroom(struct scope *s, struct headroom_group *ret, size_t *
 
         if (asprintf(&path, "%s/proc/meminfo", s->env->config->sysfs_root) < 0)
                 return -ENOMEM;
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        ssize_t n = read(fd, buf, sizeof(buf) - 1);
-        if (n < 0)
-                return -errno;
-        buf[n] = 0;
+        int r = read_file_start(path, buf, sizeof(buf));
+        if (r < 0)
+                return r;
         if (headroom_parse_field(buf, "MemTotal", &total) < 0 || headroom_parse_field(buf, "MemAvailable", &avail) < 0)
                 return -EINVAL;
         (void) headroom_parse_field(buf, "SwapTotal", &swap);

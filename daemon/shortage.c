@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "headroom.h"
 #include "macro.h"
 
@@ -68,14 +69,7 @@ static int read_text(const char *root, const char *name, char *buf, size_t size)
         _cleanup_free_ char *path = NULL;
         if (asprintf(&path, "%s/proc/%s", root, name) < 0)
                 return -ENOMEM;
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        ssize_t n = read(fd, buf, size - 1);
-        if (n < 0)
-                return -errno;
-        buf[n] = 0;
-        return 0;
+        return read_file_start(path, buf, size);
 }
 
 void shortage_read(struct shortage *s, const char *root, uint64_t now, uint64_t min_interval) {

@@ -529,6 +529,46 @@ static void test_deep_shrinker_clients(void) {
         pressure_gen_destroy(&g);
 }
 
+/* A connection of nobody's whose connecting process has exited, held by its child (the heir): returns 0 in
+ * the heir with the connection in *ret_conn; in the parent the pid the connecting process had (reaped),
+ * and the heir's in *ret_heir. A round trip comes first: the daemon accepted the connection while the
+ * connecting process lived. */
+static pid_t orphaned_connection(int *ret_conn, pid_t *ret_heir) {
+        int p[2];
+        if (pipe(p) < 0)
+                return -errno;
+        pid_t first = fork();
+        if (first < 0)
+                return -errno;
+        if (first == 0) {
+                const struct passwd *pw = getpwnam("nobody");
+                close(p[0]);
+                if (!pw || setgroups(0, NULL) < 0 || setgid(pw->pw_gid) < 0 || setuid(pw->pw_uid) < 0)
+                        _exit(2);
+                int c = test_connect(daemon_.socket);
+                char *st = NULL;
+                if (c < 0 || test_send_raw(c, get_status, sizeof(get_status)) < 0 || test_recv_msg(c, 10000, &st) != 1)
+                        _exit(3);
+                free(st);
+                pid_t child = fork();
+                if (child != 0) {
+                        (void) !write(p[1], &child, sizeof(child));
+                        _exit(child > 0 ? 0 : 4);
+                }
+                close(p[1]);
+                *ret_conn = c;
+                return 0;
+        }
+        close(p[1]);
+        ssize_t n = read(p[0], ret_heir, sizeof(*ret_heir));
+        close(p[0]);
+        waitpid(first, NULL, 0);
+        if (n != (ssize_t) sizeof(*ret_heir))
+                return -EIO;
+        test_cleanup_pid(*ret_heir);
+        return first;
+}
+
 /* A pid is checked at the call, not only at connect: nobody connects, hands the connection to a child and
  * exits; its pid goes to root's process in a cgroup nobody may not watch (ns_last_pid makes the reuse
  * happen now). The Subscribe that follows on the old connection is refused (errno 13): the rule "the
@@ -551,24 +591,10 @@ static void test_pid_reuse(void) {
         CU_ASSERT_FATAL(pipe(go) == 0 && pipe(res) == 0);
 
         pid_t heir = 0;
-        pid_t first = fork();
+        int c = -1;
+        pid_t first = orphaned_connection(&c, &heir);
         CU_ASSERT_FATAL(first >= 0);
         if (first == 0) {
-                /* The connecting process, as nobody; its child keeps the connection. */
-                const struct passwd *pw = getpwnam("nobody");
-                if (!pw || setgroups(0, NULL) < 0 || setgid(pw->pw_gid) < 0 || setuid(pw->pw_uid) < 0)
-                        _exit(2);
-                /* A round trip first: the daemon has accepted the connection while this process lived. */
-                int c = test_connect(daemon_.socket);
-                char *st = NULL;
-                if (c < 0 || test_send_raw(c, get_status, sizeof(get_status)) < 0 || test_recv_msg(c, 10000, &st) != 1)
-                        _exit(3);
-                free(st);
-                pid_t child = fork();
-                if (child != 0) {
-                        (void) !write(res[1], &child, sizeof(child));
-                        _exit(child > 0 ? 0 : 4);
-                }
                 char b;
                 char *msg = NULL;
                 if (read(go[0], &b, 1) != 1 || test_send_raw(c, call, strlen(call) + 1) < 0 || test_recv_msg(c, 10000, &msg) != 1)
@@ -576,9 +602,6 @@ static void test_pid_reuse(void) {
                 (void) !write(res[1], msg, strlen(msg));
                 _exit(0);
         }
-        CU_ASSERT_FATAL(read(res[0], &heir, sizeof(heir)) == sizeof(heir));
-        test_cleanup_pid(heir);
-        CU_ASSERT_EQUAL(waitpid(first, NULL, 0), first);
 
         /* The pid again, for root's process in the cgroup. */
         pid_t successor = -1;
@@ -651,20 +674,11 @@ static void test_log_flood(void) {
         int go[2], res[2];
         CU_ASSERT_EQUAL_FATAL(start_with(""), 0);
         CU_ASSERT_FATAL(pipe(go) == 0 && pipe(res) == 0);
-        pid_t first = fork();
+        pid_t heir = 0;
+        int c = -1;
+        pid_t first = orphaned_connection(&c, &heir);
         CU_ASSERT_FATAL(first >= 0);
         if (first == 0) {
-                const struct passwd *pw = getpwnam("nobody");
-                if (!pw || setgroups(0, NULL) < 0 || setgid(pw->pw_gid) < 0 || setuid(pw->pw_uid) < 0)
-                        _exit(2);
-                int c = test_connect(daemon_.socket);
-                char *st = NULL;
-                if (c < 0 || test_send_raw(c, get_status, sizeof(get_status)) < 0 || test_recv_msg(c, 10000, &st) != 1)
-                        _exit(3);
-                free(st);
-                pid_t child = fork();
-                if (child != 0)
-                        _exit(child > 0 ? 0 : 4);
                 /* The heir: its calls come from a connection whose process is gone. */
                 char b;
                 int refused = 0;
@@ -687,7 +701,6 @@ static void test_log_flood(void) {
                 }
                 _exit(0);
         }
-        CU_ASSERT_EQUAL(waitpid(first, NULL, 0), first);
         CU_ASSERT_FATAL(write(go[1], "g", 1) == 1);
         int refused = 0;
         CU_ASSERT_EQUAL(read(res[0], &refused, sizeof(refused)), (ssize_t) sizeof(refused));
