@@ -728,14 +728,15 @@ static void scenario_deep(void) {
                 r = status_times(quiet, N);
         pid_t spam = -1;
         if (r == 0 && (spam = fork()) == 0) {
-                (void) prctl(PR_SET_PDEATHSIG, SIGKILL); /* not left looping if the benchmark dies */
                 const struct passwd *pw = getpwnam("nobody");
                 FILE *f = fopen(procs, "we");
                 if (!f || fprintf(f, "%d\n", (int) getpid()) < 0 || fclose(f) != 0 || !pw || setgroups(0, NULL) < 0 ||
                     setgid(pw->pw_gid) < 0 || setuid(pw->pw_uid) < 0)
                         _exit(2);
-                (void) test_serve_flood(daemon_.socket); /* the loop, in this process */
-                _exit(0);
+                /* Not left looping if the benchmark dies (set after setuid(), which clears it). */
+                if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() == 1)
+                        _exit(2);
+                test_serve_loop(daemon_.socket);
         }
         size_t watched = 0;
         if (spam > 0) {

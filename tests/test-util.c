@@ -450,8 +450,12 @@ void test_proc_stat(pid_t pid, uint64_t *cpu_ms, uint64_t *rss_kb, uint64_t *vct
 
 pid_t test_serve_flood(const char *socket_path) {
         pid_t pid = fork();
-        if (pid != 0)
-                return pid;
+        if (pid == 0)
+                test_serve_loop(socket_path);
+        return pid;
+}
+
+_Noreturn void test_serve_loop(const char *socket_path) {
         static const char serve[] = "{\"method\":\"io.pressured.Serve\",\"parameters\":{\"shrinkers\":"
                                     "[{\"name\":\"spam\",\"memcg_aware\":true}]},\"more\":true}";
         for (;;) {

@@ -101,6 +101,8 @@ void test_proc_stat(pid_t pid, uint64_t *cpu_ms, uint64_t *rss_kb, uint64_t *vct
 /* Fork a process that connects, registers a shrinker (io.pressured.Serve), and closes, again and again,
  * as fast as the daemon at socket_path answers: the registration flood of a hostile client. Kill it. */
 pid_t test_serve_flood(const char *socket_path);
+/* The same loop in the calling process; never returns. */
+_Noreturn void test_serve_loop(const char *socket_path);
 
 /* Poll a libpressure client's fd and dispatch until cond holds, for at most 10 s; the value of cond. */
 #define TEST_DISPATCH_UNTIL(c, cond)                                                                       \
