@@ -72,6 +72,20 @@ static int reply_error_with(struct varlink_connection *c, const char *error, con
 
 /* ---- GetStatus ---- */
 
+/* Pieces of a reply written as text (varlink_reply_serialized()). */
+static int text_put(struct json_text *t, const char *s) {
+        return json_text_append(t, s, strlen(s));
+}
+
+/* The value's text, and the value is gone: one piece's tree at a time. */
+static int text_put_value(struct json_text *t, struct json_object *v) {
+        if (!v)
+                return -ENOMEM;
+        int r = json_text_append_value(t, v);
+        json_object_put(v);
+        return r;
+}
+
 static int method_get_status(struct varlink_connection *c, struct json_object *params, unsigned flags, void *userdata) {
         struct service *svc = userdata;
         struct scope_registry *reg = svc->scopes;
@@ -80,21 +94,34 @@ static int method_get_status(struct varlink_connection *c, struct json_object *p
         if (parse_params(c, params, no_params, NULL) < 0)
                 return 0;
 
-        struct json_object *nodes = json_object_new_array(), *cgroups = json_object_new_array();
-        struct json_object *p = json_object_new_object();
-        SCOPE_REGISTRY_FOREACH(s, reg) {
-                if (s->type != SCOPE_NODE)
-                        scope_refresh(s); /* PSI figures as of the call */
-                if (s->type == SCOPE_SYSTEM)
-                        jb_set(&p, "system", scope_state(s));
-                else if (s->type == SCOPE_NODE)
-                        jb_append(&nodes, scope_state(s));
-                else if (!s->gone)
-                        jb_append(&cgroups, scope_state(s));
+        /* Written a scope at a time: no tree of the whole, however many cgroups are watched. */
+        _cleanup_(json_text_done) struct json_text t = {};
+        scope_refresh(reg->system); /* PSI figures as of the call */
+        int r = text_put(&t, "{\"system\":");
+        if (r >= 0)
+                r = text_put_value(&t, scope_state(reg->system));
+        if (r >= 0)
+                r = text_put(&t, ",\"nodes\":[");
+        for (size_t i = 0; i < reg->n_nodes && r >= 0; i++) {
+                r = text_put(&t, i > 0 ? "," : "");
+                if (r >= 0)
+                        r = text_put_value(&t, scope_state(reg->nodes[i]));
         }
-        jb_set(&p, "nodes", nodes);
-        jb_set(&p, "cgroups", cgroups);
-        return varlink_reply(c, p);
+        if (r >= 0)
+                r = text_put(&t, "],\"cgroups\":[");
+        bool first = true;
+        for (struct scope *s = reg->cgroups; s && r >= 0; s = s->next) {
+                scope_refresh(s);
+                if (s->gone)
+                        continue;
+                r = text_put(&t, first ? "" : ",");
+                if (r >= 0)
+                        r = text_put_value(&t, scope_state(s));
+                first = false;
+        }
+        if (r >= 0)
+                r = text_put(&t, "]}");
+        return varlink_reply_serialized(c, r >= 0 ? t.data : NULL, t.len);
 }
 
 /* ---- Subscribe ---- */
@@ -520,18 +547,25 @@ static int method_list_shrinkers(struct varlink_connection *c, struct json_objec
 
         if (parse_params(c, params, no_params, NULL) < 0)
                 return 0;
-        struct json_object *list = json_object_new_array();
-        for (struct shrink_client *cl = svc->shrinkers->clients; cl; cl = cl->next)
-                for (size_t i = 0; i < cl->n_shrinkers; i++) {
+        /* Written a shrinker at a time: no tree of the whole. */
+        _cleanup_(json_text_done) struct json_text t = {};
+        int r = text_put(&t, "{\"shrinkers\":[");
+        bool first = true;
+        for (struct shrink_client *cl = svc->shrinkers->clients; cl && r >= 0; cl = cl->next)
+                for (size_t i = 0; i < cl->n_shrinkers && r >= 0; i++) {
                         struct shrinker_info_snapshot info;
-                        if (shrinker_info(cl->shrinkers[i], &info) < 0) {
-                                json_object_put(list);
-                                return -ENOMEM;
-                        }
-                        jb_append(&list, protocol_encode_shrinker_info(&info));
+                        r = shrinker_info(cl->shrinkers[i], &info);
+                        if (r < 0)
+                                break;
+                        r = text_put(&t, first ? "" : ",");
+                        if (r >= 0)
+                                r = text_put_value(&t, protocol_encode_shrinker_info(&info));
                         free(info.nodes);
+                        first = false;
                 }
-        return varlink_reply(c, jb_object_with("shrinkers", list));
+        if (r >= 0)
+                r = text_put(&t, "]}");
+        return varlink_reply_serialized(c, r >= 0 ? t.data : NULL, t.len);
 }
 
 /* ---- Shrink ---- */

@@ -267,20 +267,20 @@ static int connection_send(struct varlink_connection *c, struct json_object *msg
         return connection_flush_now(c);
 }
 
-int varlink_notify_serialized(struct varlink_connection *c, const char *params, size_t len) {
-        static const char head[] = "{\"parameters\":", tail[] = ",\"continues\":true}";
+/* A message around parameters that are text already: no json-c tree of the whole. */
+static int send_serialized(struct varlink_connection *c, const char *params, size_t len, bool continues) {
+        static const char head[] = "{\"parameters\":", more[] = ",\"continues\":true}", end[] = "}";
+        const char *tail = continues ? more : end;
+        size_t tail_len = continues ? sizeof(more) - 1 : sizeof(end) - 1;
         char stack[4096];
 
         if (c->dead)
                 return -ECONNRESET;
-        if (!c->in_call || !(c->call_flags & VARLINK_CALL_MORE))
-                return -EPROTO;
         if (!params) {
                 connection_kill(c);
                 return -ENOMEM;
         }
-
-        size_t total = sizeof(head) - 1 + len + sizeof(tail) - 1;
+        size_t total = sizeof(head) - 1 + len + tail_len;
         char *msg = total <= sizeof(stack) ? stack : malloc(total);
         if (!msg) {
                 connection_kill(c);
@@ -288,7 +288,7 @@ int varlink_notify_serialized(struct varlink_connection *c, const char *params, 
         }
         memcpy(msg, head, sizeof(head) - 1);
         memcpy(msg + sizeof(head) - 1, params, len);
-        memcpy(msg + sizeof(head) - 1 + len, tail, sizeof(tail) - 1);
+        memcpy(msg + sizeof(head) - 1 + len, tail, tail_len);
         int r = frame_writer_put(&c->out, msg, total);
         if (msg != stack)
                 free(msg);
@@ -297,6 +297,22 @@ int varlink_notify_serialized(struct varlink_connection *c, const char *params, 
                 return r;
         }
         return connection_flush_now(c);
+}
+
+int varlink_notify_serialized(struct varlink_connection *c, const char *params, size_t len) {
+        if (!c->in_call || !(c->call_flags & VARLINK_CALL_MORE))
+                return -EPROTO;
+        return send_serialized(c, params, len, true);
+}
+
+static void call_end(struct varlink_connection *c);
+
+int varlink_reply_serialized(struct varlink_connection *c, const char *params, size_t len) {
+        if (!c->in_call)
+                return -EBADMSG; /* programmer error: nothing to answer */
+        int r = c->call_flags & VARLINK_CALL_ONEWAY ? 0 : send_serialized(c, params, len, false);
+        call_end(c);
+        return r;
 }
 
 static void call_end(struct varlink_connection *c) {

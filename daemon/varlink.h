@@ -90,6 +90,10 @@ int varlink_server_listen_path(struct varlink_server *s, const char *path, mode_
 void varlink_server_set_quota(struct varlink_server *s, struct connection_quota *q);
 size_t varlink_server_n_connections(const struct varlink_server *s);
 
+/* The final reply with parameters that are JSON text already (a large reply written piece by piece,
+ * without a json-c tree of the whole; NULL: building them failed, the connection goes). */
+int varlink_reply_serialized(struct varlink_connection *c, const char *params, size_t len);
+
 /* Answers. Each takes ownership of params; for a oneway call they are dropped. NULL params mean that
  * building them failed: the connection is closed and -ENOMEM returned (see json_build.h). */
 int varlink_reply(struct varlink_connection *c, struct json_object *params);
