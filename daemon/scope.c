@@ -262,14 +262,12 @@ static bool scope_limit_binds(struct scope *s) {
  * machine's or that of a limit on its way to the root. Everyone else's stall shows in the PSI of their
  * ancestors and of the whole machine, and is theirs (docs/levels.md). */
 static enum level scope_gate_psi(struct scope *s, enum level raw, uint64_t now) {
-        s->psi_gated = false;
         if (raw == LEVEL_OK || s->type == SCOPE_NODE)
                 return raw;
         if (scope_machine_short(s, now))
                 return raw;
         if (s->type == SCOPE_CGROUP && scope_limit_binds(s))
                 return raw;
-        s->psi_gated = true;
         return LEVEL_OK;
 }
 

@@ -104,7 +104,6 @@ struct scope {
         uint64_t reclaim_target;
         bool gone;
         bool announced; /* its owner has it: level changes are reported from now on */
-        bool psi_gated; /* its stall was not its own shortage at the last sample (shortage.h) */
 
         void *slots[SCOPE_SLOTS_MAX];
 };
