@@ -61,6 +61,14 @@ static gid_t nobody_group;
 
 /* A child running as nobody, which writes its result into *ret_fd's pipe: returns 0 in the child, its
  * pid in the parent, or a negative errno. */
+/* In a child: become nobody (with nobody_group, if any), or exit. */
+static void become_nobody(void) {
+        const struct passwd *pw = getpwnam("nobody");
+        if (!pw || setgroups(nobody_group ? 1 : 0, &nobody_group) < 0 || setgid(pw->pw_gid) < 0 ||
+            setuid(pw->pw_uid) < 0)
+                _exit(2);
+}
+
 static pid_t fork_as_nobody(int *ret_fd) {
         int p[2];
         if (pipe(p) < 0)
@@ -69,11 +77,8 @@ static pid_t fork_as_nobody(int *ret_fd) {
         if (pid < 0)
                 return -errno;
         if (pid == 0) {
-                const struct passwd *pw = getpwnam("nobody");
                 close(p[0]);
-                if (!pw || setgroups(nobody_group ? 1 : 0, &nobody_group) < 0 || setgid(pw->pw_gid) < 0 ||
-                    setuid(pw->pw_uid) < 0)
-                        _exit(2);
+                become_nobody();
                 *ret_fd = p[1];
                 return 0;
         }
@@ -541,10 +546,8 @@ static pid_t orphaned_connection(int *ret_conn, pid_t *ret_heir) {
         if (first < 0)
                 return -errno;
         if (first == 0) {
-                const struct passwd *pw = getpwnam("nobody");
                 close(p[0]);
-                if (!pw || setgroups(0, NULL) < 0 || setgid(pw->pw_gid) < 0 || setuid(pw->pw_uid) < 0)
-                        _exit(2);
+                become_nobody();
                 int c = test_connect(daemon_.socket);
                 char *st = NULL;
                 if (c < 0 || test_send_raw(c, get_status, sizeof(get_status)) < 0 || test_recv_msg(c, 10000, &st) != 1)

@@ -64,19 +64,9 @@ static int system_state(enum pressure_level *level, char *source, size_t size, d
 
 /* A raw Subscribe to the system and one cgroup at min_level low; the connection. */
 static int subscribe_both(const char *cgroup) {
-        char msg[512];
-        int fd = test_connect(daemon_.socket);
-        if (fd < 0)
-                return fd;
-        int n = snprintf(msg, sizeof(msg),
-                         "{\"method\":\"io.pressured.Subscribe\",\"parameters\":{\"scopes\":[{\"type\":\"system\"},"
-                         "{\"type\":\"cgroup\",\"cgroup\":\"%s\"}]},\"more\":true}",
-                         cgroup);
-        if (test_send_raw(fd, msg, (size_t) n + 1) < 0) {
-                close(fd);
-                return -EIO;
-        }
-        return fd;
+        char scopes[400];
+        snprintf(scopes, sizeof(scopes), "{\"type\":\"system\"},{\"type\":\"cgroup\",\"cgroup\":\"%s\"}", cgroup);
+        return test_subscribe_scopes(daemon_.socket, scopes);
 }
 
 /* Whether any event of the system scope came, whoever waited for what. */
@@ -208,14 +198,11 @@ static void test_parent_above_the_binding_limit(void) {
         test_cleanup_path(inner.file, false);
         CU_ASSERT_EQUAL_FATAL(start_daemon("[pressured]\n" LOW_THRESHOLDS), 0);
 
-        char msg[600];
-        int fd = test_connect(daemon_.socket);
+        char scopes[600];
+        snprintf(scopes, sizeof(scopes), "{\"type\":\"cgroup\",\"cgroup\":\"%s\"},{\"type\":\"cgroup\",\"cgroup\":\"%s\"}",
+                 outer.cgroup, inner.cgroup);
+        int fd = test_subscribe_scopes(daemon_.socket, scopes);
         CU_ASSERT_FATAL(fd >= 0);
-        int n = snprintf(msg, sizeof(msg),
-                         "{\"method\":\"io.pressured.Subscribe\",\"parameters\":{\"scopes\":[{\"type\":\"cgroup\","
-                         "\"cgroup\":\"%s\"},{\"type\":\"cgroup\",\"cgroup\":\"%s\"}]},\"more\":true}",
-                         outer.cgroup, inner.cgroup);
-        CU_ASSERT_FATAL(test_send_raw(fd, msg, (size_t) n + 1) >= 0);
         char *text;
         CU_ASSERT_FATAL(test_recv_msg(fd, 10000, &text) == 1);
         free(text);

@@ -471,14 +471,18 @@ _Noreturn void test_serve_loop(const char *socket_path) {
 }
 
 int test_subscribe_cgroup(const char *socket, const char *cgroup) {
-        char msg[512];
+        char scopes[400];
+        snprintf(scopes, sizeof(scopes), "{\"type\":\"cgroup\",\"cgroup\":\"%s\"}", cgroup);
+        return test_subscribe_scopes(socket, scopes);
+}
+
+int test_subscribe_scopes(const char *socket, const char *scopes) {
+        char msg[1024];
         int fd = test_connect(socket);
         if (fd < 0)
                 return fd;
         int n = snprintf(msg, sizeof(msg),
-                         "{\"method\":\"io.pressured.Subscribe\",\"parameters\":{\"scopes\":[{\"type\":\"cgroup\","
-                         "\"cgroup\":\"%s\"}]},\"more\":true}",
-                         cgroup);
+                         "{\"method\":\"io.pressured.Subscribe\",\"parameters\":{\"scopes\":[%s]},\"more\":true}", scopes);
         if (n >= (int) sizeof(msg) || test_send_raw(fd, msg, (size_t) n + 1) < 0) {
                 close(fd);
                 return -EIO;

@@ -85,6 +85,8 @@ void test_child_stop(struct test_child *c);
 /* Connect to the daemon at socket and Subscribe to one cgroup ("more": true); the replies are the
  * caller's to read. Returns the connection, or a negative errno. */
 int test_subscribe_cgroup(const char *socket, const char *cgroup);
+/* The same for a list of ScopeRef objects as JSON text ("{...},{...}"). */
+int test_subscribe_scopes(const char *socket, const char *scopes);
 
 /* A raw unix stream connection to a socket, blocking. */
 int test_connect(const char *path);
