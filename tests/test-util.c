@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_CLEANUP 64
+#define MAX_CLEANUP 256
 
 static pid_t cleanup_pids[MAX_CLEANUP];
 static struct {
