@@ -539,15 +539,11 @@ static void test_deep_shrinker_clients(void) {
  * and the heir's in *ret_heir. A round trip comes first: the daemon accepted the connection while the
  * connecting process lived. */
 static pid_t orphaned_connection(int *ret_conn, pid_t *ret_heir) {
-        int p[2];
-        if (pipe(p) < 0)
-                return -errno;
-        pid_t first = fork();
+        int fd;
+        pid_t first = fork_as_nobody(&fd);
         if (first < 0)
-                return -errno;
+                return first;
         if (first == 0) {
-                close(p[0]);
-                become_nobody();
                 int c = test_connect(daemon_.socket);
                 char *st = NULL;
                 if (c < 0 || test_send_raw(c, get_status, sizeof(get_status)) < 0 || test_recv_msg(c, 10000, &st) != 1)
@@ -555,16 +551,15 @@ static pid_t orphaned_connection(int *ret_conn, pid_t *ret_heir) {
                 free(st);
                 pid_t child = fork();
                 if (child != 0) {
-                        (void) !write(p[1], &child, sizeof(child));
+                        (void) !write(fd, &child, sizeof(child));
                         _exit(child > 0 ? 0 : 4);
                 }
-                close(p[1]);
+                close(fd);
                 *ret_conn = c;
                 return 0;
         }
-        close(p[1]);
-        ssize_t n = read(p[0], ret_heir, sizeof(*ret_heir));
-        close(p[0]);
+        ssize_t n = read(fd, ret_heir, sizeof(*ret_heir));
+        close(fd);
         waitpid(first, NULL, 0);
         if (n != (ssize_t) sizeof(*ret_heir))
                 return -EIO;
