@@ -12,7 +12,10 @@
 #include "cgroup.h"
 #include "config.h"
 #include "node_monitor.h"
+#include "pidref.h"
 #include "psi.h"
+#include "shortage.h"
+#include "utf8.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -29,6 +32,9 @@ enum {
         TEXT_CGROUP_PATH,
         TEXT_MEMORY_EVENTS, /* memory.events, memory.oom_control */
         TEXT_FIELD,         /* a key of memory.stat or /proc/meminfo, for headroom */
+        TEXT_GLOBAL_RECLAIM, /* /proc/vmstat, its global reclaim counters (shortage.h) */
+        TEXT_PROC_STAT,     /* /proc/PID/stat, its start time (pidref.h) */
+        TEXT_UTF8,          /* a cgroup directory's name, however the kernel has it */
         _TEXT_MAX,
 };
 
@@ -105,6 +111,23 @@ static void parse(unsigned which, const char *text) {
                 uint64_t v;
                 (void) headroom_parse_field(text, "MemAvailable", &v);
                 (void) headroom_parse_field(text, "inactive_file", &v);
+                break;
+        }
+        case TEXT_GLOBAL_RECLAIM: {
+                uint64_t v;
+                (void) shortage_parse_vmstat(text, &v);
+                break;
+        }
+        case TEXT_PROC_STAT: {
+                uint64_t v;
+                (void) pidref_parse_stat(text, &v);
+                break;
+        }
+        case TEXT_UTF8: {
+                char *e = utf8_escape_invalid(text);
+                if (e && !utf8_is_valid(e))
+                        abort();
+                free(e);
                 break;
         }
         }
