@@ -26,6 +26,13 @@
                 _p_;                                                                                       \
         })
 
+#define SWAP_PTR(a, b)                                                                                     \
+        do {                                                                                               \
+                __typeof__(a) _t_ = (a);                                                                   \
+                (a) = (b);                                                                                 \
+                (b) = _t_;                                                                                 \
+        } while (0)
+
 #define TAKE_FD(fd)                                                                                        \
         ({                                                                                                 \
                 int _fd_ = (fd);                                                                           \

@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,28 +68,64 @@ static int fail(char **ret_error, int r, const char *fmt, ...) {
         return r;
 }
 
+/* systemd's time spans: "500ms", "2s", "1.5s", "1h 30min", "2d"; a bare number is milliseconds. */
 int config_parse_duration(const char *s, uint64_t *ret_usec) {
         static const struct {
                 const char *suffix;
                 uint64_t mult;
-        } units[] = { { "us", 1 }, { "ms", 1000 }, { "s", 1000000 }, { "min", 60000000 }, { "", 1000 } };
-        char *end;
+        } units[] = {
+                { "us", 1 },           { "usec", 1 },          { "ms", 1000 },         { "msec", 1000 },
+                { "s", 1000000 },      { "sec", 1000000 },     { "second", 1000000 },  { "seconds", 1000000 },
+                { "m", 60000000 },     { "min", 60000000 },    { "minute", 60000000 }, { "minutes", 60000000 },
+                { "h", 3600000000ULL }, { "hr", 3600000000ULL }, { "hour", 3600000000ULL }, { "hours", 3600000000ULL },
+                { "d", 86400000000ULL }, { "day", 86400000000ULL }, { "days", 86400000000ULL },
+                { "w", 604800000000ULL }, { "week", 604800000000ULL }, { "weeks", 604800000000ULL },
+        };
+        double total = 0;
+        bool any = false;
 
-        if (!s || !isdigit((unsigned char) *s))
+        if (!s)
                 return -EINVAL;
-        errno = 0;
-        double v = strtod(s, &end);
-        if (errno || end == s || v < 0)
-                return -EINVAL;
-        for (size_t i = 0; i < ELEMENTSOF(units); i++)
-                if (streq(end, units[i].suffix)) {
-                        double us = v * (double) units[i].mult;
-                        if (us > 1e15)
-                                return -ERANGE;
-                        *ret_usec = (uint64_t) (us + 0.5);
-                        return 0;
+        for (const char *p = s;;) {
+                while (*p == ' ' || *p == '\t')
+                        p++;
+                if (!*p)
+                        break;
+                if (!isdigit((unsigned char) *p))
+                        return -EINVAL;
+                char *end;
+                errno = 0;
+                double v = strtod(p, &end);
+                if (errno || end == p || v < 0)
+                        return -EINVAL;
+                p = end;
+                while (*p == ' ' || *p == '\t')
+                        p++;
+                size_t n = 0;
+                while (isalpha((unsigned char) p[n]))
+                        n++;
+                uint64_t mult = 0;
+                if (n == 0) {
+                        /* A bare number: milliseconds, and only alone ("1 2" says nothing clear). */
+                        if (any || *p)
+                                return -EINVAL;
+                        mult = 1000;
                 }
-        return -EINVAL;
+                for (size_t i = 0; n > 0 && i < ELEMENTSOF(units); i++)
+                        if (strlen(units[i].suffix) == n && strncmp(p, units[i].suffix, n) == 0)
+                                mult = units[i].mult;
+                if (mult == 0)
+                        return -EINVAL;
+                p += n;
+                total += v * (double) mult;
+                if (total > 1e15)
+                        return -ERANGE;
+                any = true;
+        }
+        if (!any)
+                return -EINVAL;
+        *ret_usec = (uint64_t) (total + 0.5);
+        return 0;
 }
 
 int config_parse_threshold(const char *s, struct psi_trigger *ret) {
@@ -241,17 +278,24 @@ static int parse_factor_key(struct config *c, const struct config_key *k, const 
         return 0;
 }
 
-/* "85%", or "85": percent of the limit, kept as a fraction. */
-static int parse_percent_key(struct config *c, const struct config_key *k, const char *value, char **ret_error) {
+/* "15%": the headroom (room left under the nearest limit) at or below which a level is raised. Kept as the
+ * share used, as headroom.c decides on it. The "%" is required: "0.15" or "15" could mean either. Before 1.0
+ * these keys took the share used ("85%"); such a value is refused rather than read the other way round. */
+static int parse_headroom_key(struct config *c, const struct config_key *k, const char *value, char **ret_error) {
         char *end;
         errno = 0;
         double v = strtod(value, &end);
-        if (*end == '%')
-                end++;
-        if (errno || end == value || *end || !(v > 0 && v <= 100))
-                return fail(ret_error, -EINVAL, "%s: expected a percentage above 0 and at most 100, got \"%s\"", k->name,
-                            value);
-        *FIELD(c, k, double) = v / 100;
+        if (errno || end == value || !isdigit((unsigned char) value[0]))
+                return fail(ret_error, -EINVAL, "%s: expected a percentage such as 15%%, got \"%s\"", k->name, value);
+        if (*end != '%' || end[1])
+                return fail(ret_error, -EINVAL, "%s: write the room left as a percentage with %%, e.g. %s=15%%, got \"%s\"",
+                            k->name, k->name, value);
+        if (!(v > 0 && v < 50))
+                return fail(ret_error, -ERANGE,
+                            "%s: the room left under the limit must be above 0%% and below 50%%, got %s "
+                            "(before 1.0 this key took the share used: %s=85%% is now %s=15%%)",
+                            k->name, value, k->name, k->name);
+        *FIELD(c, k, double) = 1 - v / 100;
         return 0;
 }
 
@@ -320,9 +364,9 @@ static const struct config_key config_keys[] = {
         { "node_critical_factor", parse_factor_key, AT(node.critical_factor) },
         { "lock_memory", parse_bool_key, AT(lock_memory) },
         { "headroom", parse_bool_key, AT(headroom) },
-        { "headroom_low", parse_percent_key, AT(headroom_at.f[LEVEL_LOW]) },
-        { "headroom_medium", parse_percent_key, AT(headroom_at.f[LEVEL_MEDIUM]) },
-        { "headroom_critical", parse_percent_key, AT(headroom_at.f[LEVEL_CRITICAL]) },
+        { "headroom_low", parse_headroom_key, AT(headroom_at.f[LEVEL_LOW]) },
+        { "headroom_medium", parse_headroom_key, AT(headroom_at.f[LEVEL_MEDIUM]) },
+        { "headroom_critical", parse_headroom_key, AT(headroom_at.f[LEVEL_CRITICAL]) },
         { "headroom_interval", parse_bounded_duration, AT(headroom_interval_usec), 10000, 60000000, "10ms..60s" },
         { "headroom_max_interval", parse_bounded_duration, AT(headroom_max_interval_usec), 10000, 3600000000ULL, "10ms..1h" },
         { "node_foreign_raises", parse_bool_key, AT(node.foreign_raises) },
@@ -330,11 +374,18 @@ static const struct config_key config_keys[] = {
         { "sysfs_root", parse_sysfs_root, AT(sysfs_root) },
 };
 
-int config_set(struct config *c, const char *key, const char *value, char **ret_error) {
+static const struct config_key *config_key_find(const char *key) {
         for (size_t i = 0; i < ELEMENTSOF(config_keys); i++)
                 if (streq(key, config_keys[i].name))
-                        return config_keys[i].parse(c, &config_keys[i], value, ret_error);
-        return fail(ret_error, -ENOKEY, "unknown key \"%s\"", key);
+                        return &config_keys[i];
+        return NULL;
+}
+
+int config_set(struct config *c, const char *key, const char *value, char **ret_error) {
+        const struct config_key *k = config_key_find(key);
+        if (!k)
+                return fail(ret_error, -ENOKEY, "unknown key \"%s\"", key);
+        return k->parse(c, k, value, ret_error);
 }
 
 static char *strip(char *s) {
@@ -346,27 +397,67 @@ static char *strip(char *s) {
         return s;
 }
 
-int config_parse(struct config *c, const char *text, const char *filename, char **ret_error) {
+/* "2s   # two seconds": a '#' after white space starts a comment. No value of ours holds " #". */
+static void cut_comment(char *s) {
+        for (char *p = s; (p = strchr(p, '#')); p++)
+                if (p > s && isspace((unsigned char) p[-1])) {
+                        *p = 0;
+                        return;
+                }
+}
+
+static void warn(config_warn_t w, void *userdata, const char *fmt, ...) _printf_(3, 4);
+static void warn(config_warn_t w, void *userdata, const char *fmt, ...) {
+        if (!w)
+                return;
+        _cleanup_free_ char *msg = NULL;
+        va_list ap;
+        va_start(ap, fmt);
+        int r = vasprintf(&msg, fmt, ap);
+        va_end(ap);
+        if (r >= 0)
+                w(msg, userdata);
+}
+
+int config_parse(struct config *c, const char *text, const char *filename, config_warn_t w, void *userdata,
+                 char **ret_error) {
         _cleanup_free_ char *copy = strdup(text);
+        unsigned seen[ELEMENTSOF(config_keys)] = {}; /* line a key was last set on */
+        bool skipping = false;                        /* in a section other than [pressured] */
         if (!copy)
                 return -ENOMEM;
 
         unsigned lineno = 0;
-        char *save = NULL;
-        for (char *p = copy, *line; (line = strsep(&p, "\n")); ) {
-                (void) save;
+        for (char *p = copy, *line; (line = strsep(&p, "\n"));) {
                 lineno++;
                 char *s = strip(line);
                 if (!*s || *s == '#' || *s == ';')
                         continue;
-                if (*s == '[') /* a section header: "[pressured]" is allowed for familiarity */
+                if (*s == '[') {
+                        /* "[pressured]", as in other daemons' files, or none at all; anything else is
+                         * someone else's, and its keys are not ours to read. */
+                        skipping = !streq(s, "[pressured]");
+                        if (skipping)
+                                warn(w, userdata, "%s:%u: unknown section %s, its keys are ignored", filename, lineno, s);
                         continue;
+                }
+                if (skipping)
+                        continue;
+                cut_comment(s);
                 char *eq = strchr(s, '=');
                 if (!eq)
                         return fail(ret_error, -EINVAL, "%s:%u: expected KEY=VALUE", filename, lineno);
                 *eq = 0;
                 char *key = strip(s), *value = strip(eq + 1);
 
+                const struct config_key *k = config_key_find(key);
+                if (k && k->parse != parse_cgroup) { /* cgroup= is a list: each line adds one */
+                        size_t i = (size_t) (k - config_keys);
+                        if (seen[i])
+                                warn(w, userdata, "%s:%u: %s is also set on line %u; this line wins", filename, lineno,
+                                     key, seen[i]);
+                        seen[i] = lineno;
+                }
                 _cleanup_free_ char *msg = NULL;
                 int r = config_set(c, key, value, &msg);
                 if (r < 0)
@@ -375,7 +466,8 @@ int config_parse(struct config *c, const char *text, const char *filename, char 
         return config_verify(c, ret_error);
 }
 
-int config_load(struct config *c, const char *path, int must_exist, char **ret_error) {
+int config_load(struct config *c, const char *path, int must_exist, config_warn_t w, void *userdata,
+                char **ret_error) {
         _cleanup_fclose_ FILE *f = fopen(path, "re");
         if (!f) {
                 if (errno == ENOENT && !must_exist)
@@ -388,7 +480,7 @@ int config_load(struct config *c, const char *path, int must_exist, char **ret_e
         ssize_t n = getdelim(&text, &size, '\0', f);
         if (n < 0 && ferror(f))
                 return fail(ret_error, -EIO, "%s: read error", path);
-        return config_parse(c, n < 0 ? "" : text, path, ret_error);
+        return config_parse(c, n < 0 ? "" : text, path, w, userdata, ret_error);
 }
 
 int config_verify(const struct config *c, char **ret_error) {
@@ -396,12 +488,42 @@ int config_verify(const struct config *c, char **ret_error) {
                 return fail(ret_error, -EINVAL,
                             "thresholds of the same kind must not fall from low to medium to critical");
         if (headroom_thresholds_check(&c->headroom_at) < 0)
-                return fail(ret_error, -EINVAL, "headroom thresholds must not fall from low to medium to critical");
+                return fail(ret_error, -EINVAL, "headroom thresholds must not rise from low to medium to critical (less room left is worse)");
         if (c->headroom_max_interval_usec < c->headroom_interval_usec)
                 return fail(ret_error, -EINVAL, "headroom_max_interval is shorter than headroom_interval");
         for (int l = LEVEL_LOW; l < _LEVEL_MAX; l++)
                 if (c->priorities.floor[l] > c->priorities.at[l])
                         return fail(ret_error, -EINVAL, "priority_floor_%s is above priority_%s", level_to_string(l),
                                     level_to_string(l));
+        return 0;
+}
+
+static bool same_string(const char *a, const char *b) {
+        return (!a && !b) || (a && b && streq(a, b));
+}
+
+int config_restart_only_changed(const struct config *cur, const struct config *next, char **ret) {
+        const struct {
+                const char *key;
+                bool same;
+        } keys[] = {
+                { "socket", same_string(cur->socket_path, next->socket_path) },
+                { "sysfs_root", same_string(cur->sysfs_root, next->sysfs_root) },
+                { "memory_pressure_socket", same_string(cur->memory_pressure_socket, next->memory_pressure_socket) },
+                { "lock_memory", cur->lock_memory == next->lock_memory },
+                { "low_memory_monitor", cur->low_memory_monitor == next->low_memory_monitor },
+        };
+        _cleanup_free_ char *names = NULL;
+
+        for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
+                if (keys[i].same)
+                        continue;
+                char *n = NULL;
+                if (asprintf(&n, "%s%s%s", names ? names : "", names ? ", " : "", keys[i].key) < 0)
+                        return -ENOMEM;
+                free(names);
+                names = n;
+        }
+        *ret = TAKE_PTR(names);
         return 0;
 }

@@ -59,16 +59,26 @@ void config_done(struct config *c);
 /* Set one key as the file would. On error returns a negative errno and, if ret_error is set, a message. */
 int config_set(struct config *c, const char *key, const char *value, char **ret_error);
 
-/* Parse a whole file's text; errors are reported as "<filename>:<line>: <message>". */
-int config_parse(struct config *c, const char *text, const char *filename, char **ret_error);
+/* What is taken but probably not meant (a key set twice, a section of someone else's): "<file>:<line>: ...". */
+typedef void (*config_warn_t)(const char *message, void *userdata);
+
+/* Parse a whole file's text; errors are reported as "<filename>:<line>: <message>", warnings through w
+ * (may be NULL). */
+int config_parse(struct config *c, const char *text, const char *filename, config_warn_t w, void *userdata,
+                 char **ret_error);
 
 /* Load a file. A missing file is fine when must_exist is 0 (defaults then). */
-int config_load(struct config *c, const char *path, int must_exist, char **ret_error);
+int config_load(struct config *c, const char *path, int must_exist, config_warn_t w, void *userdata,
+                char **ret_error);
+
+/* Keys that take effect only when pressured starts: a reload keeps their old values. Writes the names of
+ * those that differ between cur and next, comma-separated, to ret (NULL when none). */
+int config_restart_only_changed(const struct config *cur, const struct config *next, char **ret);
 
 /* Cross-key checks (thresholds rise with the level, intervals non-zero). */
 int config_verify(const struct config *c, char **ret_error);
 
-/* "100ms", "2s", "1500us", "1min"; no suffix means milliseconds. */
+/* systemd's time spans: "100ms", "2s", "1h 30min", "2d"; no suffix means milliseconds. */
 int config_parse_duration(const char *s, uint64_t *ret_usec);
 /* "some 100ms 2s" */
 int config_parse_threshold(const char *s, struct psi_trigger *ret);

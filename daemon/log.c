@@ -45,8 +45,15 @@ int log_internal(int level, int error, const char *file, int line, const char *f
 
         if (prefix_priority)
                 fprintf(stderr, "<%d>%s\n", level, msg);
-        else
-                fprintf(stderr, "pressured: %s\n", msg);
+        else {
+                /* On a terminal or in a file there is nobody else to say when. */
+                struct timespec ts;
+                struct tm tm;
+                char when[32] = "";
+                if (clock_gettime(CLOCK_REALTIME, &ts) == 0 && localtime_r(&ts.tv_sec, &tm))
+                        strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+                fprintf(stderr, "%s.%03ld pressured: %s\n", when, ts.tv_nsec / 1000000, msg);
+        }
 
         errno = saved;
         return -abs(error);

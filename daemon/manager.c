@@ -102,21 +102,25 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
         return sd_event_exit(m->event, 0);
 }
 
-/* Keep what cannot change while running; take everything else. */
+/* Keep what cannot change while running (config_restart_only_changed() names it); take everything else. */
 static void config_take_reloadable(struct config *cur, struct config *c) {
-        if ((c->socket_path || cur->socket_path) &&
-            (!c->socket_path || !cur->socket_path || !streq(c->socket_path, cur->socket_path)))
-                log_notice("The socket path changes only when pressured restarts.");
-        if (!streq(c->sysfs_root, cur->sysfs_root))
-                log_notice("sysfs_root changes only when pressured restarts.");
+        _cleanup_free_ char *kept = NULL;
+        if (config_restart_only_changed(cur, c, &kept) < 0)
+                log_oom();
+        if (kept)
+                log_notice("Configuration reloaded; %s changed in it but take effect only when pressured restarts.",
+                           kept);
+        else
+                log_info("Configuration reloaded.");
 
         struct config old = *cur;
         *cur = *c;
         *c = (struct config){};
-        free(cur->socket_path);
-        cur->socket_path = TAKE_PTR(old.socket_path);
-        free(cur->sysfs_root);
-        cur->sysfs_root = TAKE_PTR(old.sysfs_root);
+        SWAP_PTR(cur->socket_path, old.socket_path);
+        SWAP_PTR(cur->sysfs_root, old.sysfs_root);
+        SWAP_PTR(cur->memory_pressure_socket, old.memory_pressure_socket);
+        cur->lock_memory = old.lock_memory;
+        cur->low_memory_monitor = old.low_memory_monitor;
         config_done(&old);
 }
 
@@ -183,7 +187,6 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
         }
         manager_reload(m, &c);
         config_done(&c);
-        log_info("Configuration reloaded.");
         (void) sd_notify(0, "READY=1");
         notifier_status(m->notifier);
         return 0;
@@ -277,7 +280,7 @@ static int wire_modules(struct manager *m) {
         if (r >= 0)
                 r = shrink_registry_new(m->event, m->scopes, m->nodes, &m->shrinkers);
         if (r >= 0)
-                r = service_new(m->scopes, m->subscriptions, m->shrinkers, layout, &m->service);
+                r = service_new(m->scopes, m->subscriptions, m->shrinkers, layout, &m->config, &m->service);
         if (r >= 0)
                 r = reclaim_new(m->event, &m->config, m->scopes, m->shrinkers, &service_reclaim_transport, m->service,
                                 &m->reclaim);
@@ -353,8 +356,13 @@ static int start_mpsocket(struct manager *m, const char *varlink_path) {
         else if (conf)
                 path = strdup(conf);
         else if (varlink_path) {
+                /* Beside the socket: "memory-pressure" next to the usual name, "<socket>-memory-pressure"
+                 * next to any other, so that two daemons sharing a directory do not collide. */
                 const char *slash = strrchr(varlink_path, '/');
-                if (asprintf(&path, "%.*s/memory-pressure", (int) (slash - varlink_path), varlink_path) < 0)
+                int n = streq(slash + 1, "io.pressured")
+                                ? asprintf(&path, "%.*s/memory-pressure", (int) (slash - varlink_path), varlink_path)
+                                : asprintf(&path, "%s-memory-pressure", varlink_path);
+                if (n < 0)
                         path = NULL;
         } else
                 path = strdup(geteuid() == 0 ? "/run/pressured/memory-pressure" : "");

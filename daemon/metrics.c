@@ -95,11 +95,12 @@ static void render_scopes(struct metrics *m, FILE *f) {
                 }
         }
         header(f, "pressured_headroom_ratio", "gauge",
-               "Share of the nearest memory limit taken by what reclaim cannot free (usage minus file pages).");
+               "Room left under the nearest memory limit, as a share of it: what reclaim cannot free (usage minus "
+               "file pages) subtracted.");
         SCOPE_REGISTRY_FOREACH(s, m->src.scopes)
                 if (!s->gone && s->headroom_watched && s->headroom.limit != UINT64_MAX) {
                         scope_label(f, "pressured_headroom_ratio", s);
-                        fprintf(f, " %.4f\n", s->headroom.fraction);
+                        fprintf(f, " %.4f\n", s->headroom.fraction < 1 ? 1 - s->headroom.fraction : 0);
                 }
         header(f, "pressured_cgroup_memory_events_total", "counter",
                "The kernel's count of memory events in a watched cgroup: max (usage reached memory.max), oom_kill.");

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <systemd/sd-daemon.h>
 
+#include "format.h"
 #include "log.h"
 #include "macro.h"
 
@@ -22,20 +23,9 @@ void notifier_status(struct notifier *n) {
                           clients, clients == 1 ? "" : "s");
 }
 
-/* What the level stands on, for the log line: the stall, or the headroom and whose limit it is. */
-static void describe_source(const struct scope *s, char *buf, size_t size) {
-        if (s->level.level != LEVEL_OK && s->source == LEVEL_SOURCE_HEADROOM)
-                snprintf(buf, size, "headroom: %.1f%% of the %llu-byte limit%s%s unreclaimable",
-                         s->headroom.fraction * 100, (unsigned long long) s->headroom.limit,
-                         s->headroom_binding ? " of " : "", s->headroom_binding ? s->headroom_binding : "");
-        else
-                snprintf(buf, size, "some avg10=%.2f full avg10=%.2f", s->psi.line[PSI_SOME].avg10,
-                         s->psi.line[PSI_FULL].avg10);
-}
-
 static void on_level_changed(struct scope *s, void *userdata) {
         struct notifier *n = userdata;
-        char f_level[32], f_prev[32], f_target[48], f_source[48], why[512];
+        char f_level[32], f_prev[32], f_target[48], f_source[48], target[FORMAT_BYTES_MAX];
 
         snprintf(f_level, sizeof(f_level), "PRESSURED_LEVEL=%s", level_to_string(s->level.level));
         snprintf(f_prev, sizeof(f_prev), "PRESSURED_PREVIOUS_LEVEL=%s", level_to_string(s->previous));
@@ -43,11 +33,16 @@ static void on_level_changed(struct scope *s, void *userdata) {
         snprintf(f_source, sizeof(f_source), "PRESSURED_SOURCE=%s",
                  level_source_to_string(s->type == SCOPE_NODE ? LEVEL_SOURCE_WATERMARK : s->source));
         const char *const fields[] = { f_level, f_prev, f_target, f_source, NULL };
-        describe_source(s, why, sizeof(why));
-        log_struct(s->level.level > s->previous ? LOG_NOTICE : LOG_INFO, PRESSURED_MESSAGE_LEVEL_CHANGE, s->name,
-                   fields, "%s: memory pressure %s -> %s (%s), reclaim target %llu bytes", s->name,
-                   level_to_string(s->previous), level_to_string(s->level.level), why,
-                   (unsigned long long) s->reclaim_target);
+        /* The figure and the threshold the decision used (scope_explain()), in people's units. */
+        if (s->level.level == LEVEL_OK)
+                log_struct(LOG_INFO, PRESSURED_MESSAGE_LEVEL_CHANGE, s->name, fields,
+                           "%s: memory pressure %s -> ok: below every threshold for %s", s->name,
+                           level_to_string(s->previous), format_usec(target, sizeof(target), n->registry->env.config->hold_usec));
+        else
+                log_struct(s->level.level > s->previous ? LOG_NOTICE : LOG_INFO, PRESSURED_MESSAGE_LEVEL_CHANGE, s->name,
+                           fields, "%s: memory pressure %s -> %s: %s; reclaim target %s", s->name,
+                           level_to_string(s->previous), level_to_string(s->level.level), s->reason,
+                           format_bytes(target, sizeof(target), s->reclaim_target));
         if (s->type == SCOPE_SYSTEM)
                 notifier_status(n);
 }

@@ -98,6 +98,25 @@ static const char *option_key(int c) {
         }
 }
 
+/* The configuration's message about a key, as about the option: "--sample-interval must be 10ms..60s". */
+static const char *option_message(int c, const char *msg, int r) {
+        static char buf[512];
+        const char *key = option_key(c), *name = key;
+        for (const struct option *o = options; o->name; o++)
+                if (o->val == c)
+                        name = o->name;
+        if (!msg) {
+                snprintf(buf, sizeof(buf), "--%s: %s", name, strerror(-r));
+                return buf;
+        }
+        const char *at = strstr(msg, key);
+        if (at)
+                snprintf(buf, sizeof(buf), "%.*s--%s%s", (int) (at - msg), msg, name, at + strlen(key));
+        else
+                snprintf(buf, sizeof(buf), "--%s: %s", name, msg);
+        return buf;
+}
+
 /* The file is read first and the command line applied on top, so options are parsed twice. */
 static int parse_argv(int argc, char *argv[], struct config *config, const char **config_path, int apply) {
         int c;
@@ -133,7 +152,7 @@ static int parse_argv(int argc, char *argv[], struct config *config, const char 
                                 _cleanup_free_ char *msg = NULL;
                                 int r = config_set(config, option_key(c), optarg, &msg);
                                 if (r < 0) {
-                                        log_error("--%s: %s", option_key(c), msg ? msg : strerror(-r));
+                                        log_error("%s", option_message(c, msg, r));
                                         return r;
                                 }
                         }
@@ -144,6 +163,11 @@ static int parse_argv(int argc, char *argv[], struct config *config, const char 
                 return -EINVAL;
         }
         return 0;
+}
+
+static void config_warning(const char *message, void *userdata) {
+        (void) userdata;
+        log_warning("%s", message);
 }
 
 static int saved_argc;
@@ -158,7 +182,7 @@ static int reload_config(struct config *ret, char **ret_error) {
         int r;
 
         config_init(&c);
-        r = config_load(&c, path ? path : CONFIG_DEFAULT_PATH, path != NULL, ret_error);
+        r = config_load(&c, path ? path : CONFIG_DEFAULT_PATH, path != NULL, config_warning, NULL, ret_error);
         if (r >= 0 && parse_argv(saved_argc, saved_argv, &c, &path, 1) < 0) {
                 r = -EINVAL;
                 if (ret_error)
@@ -220,7 +244,8 @@ int main(int argc, char *argv[]) {
                 return EXIT_USAGE;
 
         _cleanup_free_ char *err = NULL;
-        r = config_load(&config, config_path ? config_path : CONFIG_DEFAULT_PATH, config_path != NULL, &err);
+        r = config_load(&config, config_path ? config_path : CONFIG_DEFAULT_PATH, config_path != NULL, config_warning, NULL,
+                        &err);
         if (r < 0) {
                 log_error("Bad configuration: %s", err ? err : strerror(-r));
                 return EXIT_USAGE;

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "protocol.h"
 
+#include "config.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -226,10 +228,16 @@ static void encode_figures(struct json_object **o, const struct scope_snapshot *
         jb_set_u64(o, "reclaim_target", s->reclaim_target);
         if (s->level != LEVEL_OK)
                 jb_set_string(o, "source", level_source_to_string(s->source));
+        if (s->reason && s->reason[0])
+                jb_set_string(o, "reason", s->reason);
         if (s->have_headroom) {
                 struct json_object *h = json_object_new_object();
                 jb_set_u64(&h, "limit", s->headroom_limit);
                 jb_set_u64(&h, "unreclaimable", s->headroom_unreclaimable);
+                /* The headroom itself: what is left under the limit. */
+                jb_set_u64(&h, "room", s->headroom_limit > s->headroom_unreclaimable
+                                               ? s->headroom_limit - s->headroom_unreclaimable
+                                               : 0);
                 if (s->headroom_cgroup)
                         jb_set_string(&h, "cgroup", s->headroom_cgroup);
                 jb_set(o, "headroom", h);
@@ -286,6 +294,7 @@ static int decode_figures(struct json_object *o, struct scope_snapshot *s) {
                 TRY(get_u64(h, "unreclaimable", true, &s->headroom_unreclaimable));
                 TRY(get_string(h, "cgroup", false, &s->headroom_cgroup));
         }
+        TRY(get_string(o, "reason", false, &s->reason));
         return 0;
 }
 
@@ -474,6 +483,8 @@ struct json_object *protocol_encode_shrink_result(const struct shrink_result *r)
         jb_set_u64(&o, "bytes_freed", r->bytes_freed);
         if (r->have_released)
                 jb_set_u64(&o, "released_bytes", r->released_bytes);
+        if (r->have_count)
+                jb_set_u64(&o, "count", r->count);
         jb_set_true(&o, "stopped", r->stopped);
         jb_set_true(&o, "timed_out", r->timed_out);
         jb_set_true(&o, "empty", r->empty);
@@ -496,6 +507,9 @@ int protocol_decode_shrink_result(struct json_object *o, struct shrink_result *r
         int have = get_u64(o, "released_bytes", false, &r.released_bytes);
         TRY(have);
         r.have_released = have > 0;
+        have = get_u64(o, "count", false, &r.count);
+        TRY(have);
+        r.have_count = have > 0;
         TRY(get_bool(o, "stopped", &r.stopped));
         TRY(get_bool(o, "timed_out", &r.timed_out));
         TRY(get_bool(o, "empty", &r.empty));
@@ -761,4 +775,41 @@ int protocol_decode_answer_call(struct json_object *params, const char **ret_tok
         *ret_items = items;
         *ret_n = n;
         return 0;
+}
+
+/* ---- GetConfiguration ---- */
+
+struct json_object *protocol_encode_configuration(const struct config *c) {
+        struct json_object *o = json_object_new_object(), *levels = json_object_new_array(),
+                           *cgroups = json_object_new_array();
+
+        for (int l = LEVEL_LOW; l < _LEVEL_MAX; l++) {
+                struct json_object *e = json_object_new_object(), *p = json_object_new_object();
+                const struct psi_trigger *t = &c->psi.t[l];
+                const double factors[_LEVEL_MAX] = {
+                        [LEVEL_LOW] = c->node.low_factor,
+                        [LEVEL_MEDIUM] = c->node.medium_factor,
+                        [LEVEL_CRITICAL] = c->node.critical_factor,
+                };
+                jb_set_string(&e, "level", level_to_string(l));
+                jb_set_string(&p, "kind", psi_kind_to_string(t->kind));
+                jb_set_u64(&p, "stall_usec", t->stall_usec);
+                jb_set_u64(&p, "window_usec", t->window_usec);
+                jb_set(&e, "pressure", p);
+                if (c->headroom)
+                        jb_set(&e, "headroom_percent", percent(100 * (1 - c->headroom_at.f[l])));
+                jb_set(&e, "node_factor", percent(factors[l]));
+                jb_append(&levels, e);
+        }
+        jb_set(&o, "levels", levels);
+        jb_set_u64(&o, "hold_usec", c->hold_usec);
+        jb_set_u64(&o, "sample_interval_usec", c->sample_interval_usec);
+        jb_set_u64(&o, "round_interval_usec", c->round_interval_usec);
+        jb_set_u64(&o, "request_timeout_usec", c->request_timeout_usec);
+        for (size_t i = 0; i < c->n_cgroups; i++)
+                jb_append(&cgroups, jb_new_string(c->cgroups[i]));
+        jb_set(&o, "cgroups", cgroups);
+        jb_set_string(&o, "memory_pressure_level", level_to_string(c->memory_pressure_level));
+        jb_set(&o, "low_memory_monitor", json_object_new_boolean(c->low_memory_monitor));
+        return o;
 }

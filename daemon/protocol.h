@@ -43,6 +43,7 @@ struct scope_snapshot {
         uint64_t headroom_limit;         /* the limit nearest to being reached */
         uint64_t headroom_unreclaimable; /* what its group holds that reclaim cannot take (usage minus file pages) */
         const char *headroom_cgroup;     /* the group whose limit it is; NULL for the system */
+        const char *reason;              /* why the scope is at its level, for people; NULL or "": none */
 };
 
 /* A MemoryEvent: the kernel counted `count` more of `kind` in the scope. */
@@ -75,6 +76,8 @@ struct shrink_result {
         uint64_t scanned, freed, bytes_freed;
         bool have_released;      /* the Shrink asked for a measurement */
         uint64_t released_bytes; /* how far the client's resident memory fell around the Shrink */
+        bool have_count;         /* a dry run: what the count said, nothing scanned */
+        uint64_t count;
         bool stopped, timed_out, empty, quarantined, rejected;
 };
 
@@ -171,3 +174,7 @@ int protocol_decode_answer_call(struct json_object *params, const char **ret_tok
 
 /* The interface definition, compiled in from io.pressured.varlink. */
 extern const char protocol_interface_description[];
+
+/* GetConfiguration: the thresholds and intervals in effect. */
+struct config;
+struct json_object *protocol_encode_configuration(const struct config *c);

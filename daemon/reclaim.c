@@ -492,6 +492,7 @@ void reclaim_shrink_start(struct shrink_round *r, const struct shrink_target *t)
                 .nr_to_scan = t->nr_to_scan,
                 .only = t->only,
                 .measure = t->measure,
+                .dry_run = t->dry_run,
                 .level = -1,
         });
 }

@@ -40,6 +40,7 @@ struct shrink_target {
         uint64_t nr_to_scan;
         struct shrinker *only;
         bool measure; /* answer only once the clients' resident memory was read again */
+        bool dry_run; /* count only: say what each would give, free nothing */
 };
 
 /* Two steps, so that the caller can hold the round before any job may finish: create, then start.

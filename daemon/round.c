@@ -66,6 +66,7 @@ struct shrink_job {
         bool explicit_all; /* io.pressured.Shrink without nr_to_scan: count, then scan all of it */
         uint64_t explicit_left;
         bool probe_only; /* quarantined: a count to see whether it answers again */
+        bool count_only; /* a dry run's: the count is the result */
         struct shrink_plan plan;
         bool target_mode;      /* asked for its share of the episode's target, not the kernel's sizing */
         uint64_t share_bytes;  /* target mode: its share; plan.total_scan is what it may scan for it */
@@ -86,6 +87,7 @@ struct shrink_round {
         void *userdata;
         bool explicit;
         bool measure; /* answer once the clients were measured */
+        bool dry_run; /* count, scan nothing */
         void *caller; /* the Shrink call to answer; NULL once it left */
         struct shrink_result *results;
         size_t n_results, n_alloc;
@@ -486,12 +488,12 @@ static void job_counted(struct shrink_job *j, const struct shrink_answer *a) {
                 sh->empty_until[slot] = now_usec(j->rc) + j->rc->config->empty_backoff_usec;
                 j->empty = true;
         }
+        j->freeable = count;
         /* 0 means "skip me this time", EMPTY "nothing here": either way nothing to scan now. */
-        if (count == 0 || j->probe_only) {
+        if (count == 0 || j->probe_only || j->count_only) {
                 job_finish(j);
                 return;
         }
-        j->freeable = count;
         if (j->explicit_all) {
                 /* io.pressured.Shrink without nr_to_scan: everything the count reported. */
                 j->explicit_nr = true;
@@ -687,6 +689,8 @@ static void round_add_result(struct shrink_round *r, const struct shrink_job *j)
                 .empty = j->empty,
                 .quarantined = j->probe_only,
                 .rejected = j->rejected,
+                .have_count = j->count_only && j->answered,
+                .count = j->freeable,
         };
 }
 
@@ -761,7 +765,9 @@ static void round_add_shrinker(struct shrink_round *r, struct shrinker *sh, enum
                         log_oom();
                         continue;
                 }
-                if (r->explicit && nr_to_scan > 0 && !j->probe_only) {
+                if (r->dry_run)
+                        j->count_only = true;
+                else if (r->explicit && nr_to_scan > 0 && !j->probe_only) {
                         j->explicit_nr = true;
                         j->explicit_left = nr_to_scan;
                 } else if (r->explicit)
@@ -900,6 +906,7 @@ void round_run(struct shrink_round *r, const struct round_spec *s) {
         r->goal_id = s->goal_id;
         r->floor = MAX(0, MIN(s->floor, 12));
         r->measure = s->measure;
+        r->dry_run = r->explicit && s->dry_run;
         r->type = s->type;
         r->level = s->level;
         round_add_jobs(r, s->type, s->node_index, s->cgroup, s->priority, s->nr_to_scan, s->only, s->only_client);

@@ -77,6 +77,7 @@ struct round_spec {
         int level;
         bool budget;  /* cut unfinished jobs after round_budget */
         bool measure; /* explicit rounds: answer with what each client released (a moment later) */
+        bool dry_run; /* explicit rounds: count only, and answer with the counts */
 };
 
 /* A round of an episode: on_done is called when it is over (possibly within round_run()), then it is

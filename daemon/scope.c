@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "fileio.h"
+#include "format.h"
 #include "log.h"
 #include "macro.h"
 
@@ -100,6 +101,7 @@ void scope_snapshot(const struct scope *s, struct scope_snapshot *ret) {
                 .headroom_limit = s->headroom.limit,
                 .headroom_unreclaimable = (uint64_t) (s->headroom.fraction * (double) s->headroom.limit),
                 .headroom_cgroup = s->headroom_binding,
+                .reason = s->reason,
         };
         if (s->type == SCOPE_NODE && nm) {
                 const struct node_sample *n = &nm->cur[s->node_index];
@@ -186,6 +188,55 @@ static void scope_read_memory(struct scope *s) {
 
 /* ---- level changes ---- */
 
+/* Why the scope is at level l, with the figure and the threshold the decision used. */
+static void scope_explain(const struct scope *s, enum level l, char *buf, size_t size) {
+        const struct config *c = s->env->config;
+        char a[FORMAT_BYTES_MAX], b[FORMAT_BYTES_MAX], w[FORMAT_USEC_MAX], st[FORMAT_USEC_MAX];
+
+        if (l == LEVEL_OK) {
+                buf[0] = 0;
+                return;
+        }
+        if (s->type == SCOPE_NODE && s->env->nodes) {
+                struct node_figures f;
+                uint64_t page = (uint64_t) s->env->nodes->page_size;
+                node_monitor_figures(s->env->nodes, s->node_index, &f);
+                const struct {
+                        const char *name;
+                        uint64_t pages;
+                        double factor;
+                } mark[_LEVEL_MAX] = {
+                        [LEVEL_LOW] = { "high", f.high_pages, c->node.low_factor },
+                        [LEVEL_MEDIUM] = { "low", f.low_pages, c->node.medium_factor },
+                        [LEVEL_CRITICAL] = { "min", f.min_pages, c->node.critical_factor },
+                };
+                snprintf(buf, size, "free %s, at or below %s's %.2f x the %s watermark (%s)",
+                         format_bytes(a, sizeof(a), f.free_pages * page), level_to_string(l), mark[l].factor,
+                         mark[l].name, format_bytes(b, sizeof(b), (uint64_t) ((double) mark[l].pages * mark[l].factor) * page));
+                return;
+        }
+        if (s->source == LEVEL_SOURCE_HEADROOM && s->headroom.limit != UINT64_MAX) {
+                double room = s->headroom.fraction < 1 ? 1 - s->headroom.fraction : 0;
+                uint64_t left = (uint64_t) (room * (double) s->headroom.limit);
+                snprintf(buf, size, "headroom %.1f%% (%s left under the %s limit%s%s), at or below %s's %.0f%%", 100 * room,
+                         format_bytes(a, sizeof(a), left), format_bytes(b, sizeof(b), s->headroom.limit),
+                         s->headroom_binding ? " of " : "", s->headroom_binding ? s->headroom_binding : "",
+                         level_to_string(l), 100 * (1 - c->headroom_at.f[l]));
+                return;
+        }
+        const struct psi_trigger *t = &c->psi.t[l];
+        double fraction, limit = (double) t->stall_usec / (double) t->window_usec;
+        format_usec(w, sizeof(w), t->window_usec);
+        format_usec(st, sizeof(st), t->stall_usec);
+        if (level_samples_fraction(&s->samples, t->kind, t->window_usec, &fraction) < 0)
+                snprintf(buf, size, "the kernel's trigger fired: %s stall of %s within %s (%s's threshold)",
+                         psi_kind_to_string(t->kind), st, w, level_to_string(l));
+        else
+                snprintf(buf, size, "%s stall %.1f%% over %s, %s %s's %.1f%% (%s per %s)%s", psi_kind_to_string(t->kind),
+                         100 * fraction, w, fraction >= limit ? "at or above" : "below", level_to_string(l),
+                         100 * limit, st, w, fraction >= limit ? "" : ", held until it stays below for the hold time");
+}
+
 /* psi_raw: the level the scope's own measure shows now (PSI, or a node's watermarks); headroom's is
  * kept beside it, and the higher of the two goes through the hysteresis. */
 static void scope_apply(struct scope *s, enum level psi_raw, uint64_t now) {
@@ -204,6 +255,7 @@ static void scope_apply(struct scope *s, enum level psi_raw, uint64_t now) {
         s->source = s->type == SCOPE_NODE ? LEVEL_SOURCE_WATERMARK
                     : s->headroom_raw > psi_raw ? LEVEL_SOURCE_HEADROOM
                                                 : LEVEL_SOURCE_PRESSURE;
+        scope_explain(s, s->level.level, s->reason, sizeof(s->reason));
         scope_update_target(s);
 
         if (s->announced && s->env->events && s->env->events->level_changed)

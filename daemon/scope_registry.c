@@ -312,7 +312,11 @@ void scope_registry_watch_configured(struct scope_registry *reg) {
         for (size_t i = 0; i < c->n_cgroups; i++) {
                 struct scope_id id = { .type = SCOPE_CGROUP, .cgroup = c->cgroups[i] };
                 int r = scope_registry_acquire(reg, &id, &list[n]);
-                if (r < 0)
+                if (r == -ENOENT && reg->env.layout)
+                        log_warning("Cannot watch configured cgroup %s: there is no %s%s (cgroup paths are relative to "
+                                    "the cgroup v2 mount), ignoring.",
+                                    c->cgroups[i], reg->env.layout->v2_root, c->cgroups[i]);
+                else if (r < 0)
                         log_warning_errno(r, "Cannot watch configured cgroup %s, ignoring: %m", c->cgroups[i]);
                 else
                         n++;

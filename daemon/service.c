@@ -29,6 +29,7 @@ struct service {
         struct shrink_registry *shrinkers;
         struct reclaim *reclaim;
         const struct cgroup_layout *layout;
+        const struct config *config;
         /* Serving calls with requests not sent yet, and the deferred source that sends them: requests
          * made for one client in one turn of the loop leave in one message (a round asks all of a
          * client's shrinkers at once, and answers in one call make its next requests at once). */
@@ -122,6 +123,17 @@ static int method_get_status(struct varlink_connection *c, struct json_object *p
         if (r >= 0)
                 r = text_put(&t, "]}");
         return varlink_reply_serialized(c, r >= 0 ? t.data : NULL, t.len);
+}
+
+/* ---- GetConfiguration ---- */
+
+static int method_get_configuration(struct varlink_connection *c, struct json_object *params, unsigned flags,
+                                    void *userdata) {
+        struct service *svc = userdata;
+        (void) flags;
+        if (parse_params(c, params, no_params, NULL) < 0)
+                return 0;
+        return varlink_reply(c, protocol_encode_configuration(svc->config));
 }
 
 /* ---- Subscribe ---- */
@@ -573,7 +585,7 @@ static int method_list_shrinkers(struct varlink_connection *c, struct json_objec
 struct shrink_params {
         struct json_object *scope;
         int64_t nr_to_scan, shrinker;
-        bool measure;
+        bool measure, dry_run;
 };
 
 static const struct param shrink_table[] = {
@@ -581,6 +593,7 @@ static const struct param shrink_table[] = {
         { "nr_to_scan", PARAM_INT, offsetof(struct shrink_params, nr_to_scan), .min = 1 },
         { "shrinker", PARAM_INT, offsetof(struct shrink_params, shrinker) },
         { "measure", PARAM_BOOL, offsetof(struct shrink_params, measure) },
+        { "dry_run", PARAM_BOOL, offsetof(struct shrink_params, dry_run) },
         {}
 };
 
@@ -641,6 +654,7 @@ static int method_shrink(struct varlink_connection *c, struct json_object *param
                 return 0;
         t.nr_to_scan = (uint64_t) p.nr_to_scan;
         t.measure = p.measure;
+        t.dry_run = p.dry_run;
 
         struct shrink_round *round;
         int r = reclaim_shrink_new(svc->reclaim, c, &round);
@@ -726,6 +740,7 @@ const struct reclaim_transport service_reclaim_transport = {
 static const struct varlink_method pressured_methods[] = {
         { "AddShrinker", method_add_shrinker },
         { "Answer", method_answer },
+        { "GetConfiguration", method_get_configuration },
         { "GetStatus", method_get_status },
         { "ListShrinkers", method_list_shrinkers },
         { "RemoveShrinker", method_remove_shrinker },
@@ -746,7 +761,7 @@ const struct varlink_interface service_interfaces[] = {
 const size_t service_n_interfaces = ELEMENTSOF(service_interfaces);
 
 int service_new(struct scope_registry *scopes, struct subscriptions *subscriptions, struct shrink_registry *shrinkers,
-                const struct cgroup_layout *layout, struct service **ret) {
+                const struct cgroup_layout *layout, const struct config *config, struct service **ret) {
         struct service *svc = calloc(1, sizeof(*svc));
         if (!svc)
                 return -ENOMEM;
@@ -755,6 +770,7 @@ int service_new(struct scope_registry *scopes, struct subscriptions *subscriptio
                 .subscriptions = subscriptions,
                 .shrinkers = shrinkers,
                 .layout = layout,
+                .config = config,
         };
         int r = sd_event_add_defer(shrinkers->event, &svc->flush, on_flush, svc);
         if (r < 0) {

@@ -20,7 +20,7 @@ struct service;
 /* layout may be NULL (no cgroup v2). The service becomes the owner of the shrink registry's clients'
  * connections: it closes a connection whose process exited. */
 int service_new(struct scope_registry *scopes, struct subscriptions *subscriptions, struct shrink_registry *shrinkers,
-                const struct cgroup_layout *layout, struct service **ret);
+                const struct cgroup_layout *layout, const struct config *config, struct service **ret);
 struct service *service_free(struct service *svc);
 void service_set_reclaim(struct service *svc, struct reclaim *rc);
 

@@ -278,8 +278,11 @@ void shrink_client_free(struct shrink_client *cl) {
                 if (reg->observers[i].ops->client_removed)
                         reg->observers[i].ops->client_removed(cl, reg->observers[i].userdata);
 
-        log_client(cl->uid, LOG_INFO, "pid %d unregistered %zu shrinker%s.", (int) cl->pid, cl->n_shrinkers,
-                         cl->n_shrinkers == 1 ? "" : "s");
+        if (cl->n_shrinkers == 0)
+                log_client(cl->uid, LOG_INFO, "pid %d left; it had no shrinker registered any more.", (int) cl->pid);
+        else
+                log_client(cl->uid, LOG_INFO, "pid %d left; its %zu shrinker%s unregistered.", (int) cl->pid,
+                           cl->n_shrinkers, cl->n_shrinkers == 1 ? " is" : "s are");
         client_destroy(cl);
 }
 

@@ -211,8 +211,9 @@ int pressure_scope_is_removed(const struct pressure_scope *scope);
  * "watermark" (a node's free pages), or a later daemon's word; NULL at ok. Since LIBPRESSURE_0.3. */
 const char *pressure_scope_get_source(const struct pressure_scope *scope);
 /** The memory limit nearest to being reached (of the scope's cgroup and its ancestors, or the system's
- * memory without swap) and what its group holds that reclaim cannot take, in bytes. Returns 0,
- * or -ENODATA when no limit binds the scope. Since LIBPRESSURE_0.3. */
+ * memory without swap) and what its group holds that reclaim cannot take, in bytes. The headroom, the
+ * room left, is limit minus unreclaimable. Returns 0, or -ENODATA when no limit binds the scope.
+ * Since LIBPRESSURE_0.3. */
 int pressure_scope_get_headroom(const struct pressure_scope *scope, uint64_t *ret_limit, uint64_t *ret_unreclaimable);
 /** Number of changes folded into this event while the subscriber did not read. */
 unsigned pressure_scope_get_coalesced(const struct pressure_scope *scope);

@@ -343,7 +343,9 @@ void client_away(struct pressure_client *c, int error) {
                 return;
         c->away = true;
         c->away_error = error < 0 ? error : -ECONNRESET;
-        if (c->told != 0) /* once per absence, not at every retry */
+        if (c->told != 0 && c->away_error == -ESHUTDOWN) /* once per absence, not at every retry */
+                client_log(c, LOG_NOTICE, "pressured at %s is shutting down; trying again", c->path);
+        else if (c->told != 0)
                 client_log(c, LOG_NOTICE, "pressured at %s is not there (%s); trying again", c->path,
                            strerror(-c->away_error));
         conn_close(&c->ctl, c->epoll_fd);

@@ -115,7 +115,7 @@ static void sub_message(struct pressure_subscription *s, struct json_object *msg
         if (json_get(msg, "error")) {
                 if (error_means_away(msg)) {
                         json_object_put(msg);
-                        client_away(s->client, -ECONNRESET);
+                        client_away(s->client, -ESHUTDOWN);
                         return;
                 }
                 int r = reply_to_errno(msg);

@@ -20,7 +20,9 @@ chmod 755 "$dir"
 daemon_pid=
 watch_pid=
 user_daemon_pid=
+cgroup_made=
 cleanup() {
+        [ -n "$cgroup_made" ] && rmdir "$cgroup_made" 2>/dev/null
         [ -n "$watch_pid" ] && kill "$watch_pid" 2>/dev/null && wait "$watch_pid" 2>/dev/null
         [ -n "$daemon_pid" ] && kill "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null
         [ -n "$user_daemon_pid" ] && kill "$user_daemon_pid" 2>/dev/null && wait "$user_daemon_pid" 2>/dev/null
@@ -47,6 +49,53 @@ check "shrink --nr 0 exits 2" $([ $? -eq 2 ]; echo $?)
 check "shrink with --cgroup and --node exits 2" $([ $? -eq 2 ]; echo $?)
 "$PRESSURECTL_BIN" shrinkers extra >/dev/null 2>&1
 check "shrinkers with an argument exits 2" $([ $? -eq 2 ]; echo $?)
+# shrink needs to be told how much: like the kernel's debugfs scan, no number, no scan.
+"$PRESSURECTL_BIN" --socket "$dir/none" shrink >/dev/null 2>"$dir/err"
+check "shrink without --nr, --all or --dry-run exits 2" $([ $? -eq 2 ]; echo $?)
+check "and says what it needs" $(grep -q -- "--nr=N.*--all.*--dry-run" "$dir/err"; echo $?)
+"$PRESSURECTL_BIN" --all --nr 5 shrink >/dev/null 2>&1
+check "shrink with --all and --nr exits 2" $([ $? -eq 2 ]; echo $?)
+# Options a command would ignore are refused.
+"$PRESSURECTL_BIN" --min-level=critical status >/dev/null 2>"$dir/err"
+check "status --min-level exits 2" $([ $? -eq 2 ]; echo $?)
+check "and says it is for watch" $(grep -q -- "--min-level is for watch" "$dir/err"; echo $?)
+"$PRESSURECTL_BIN" --exec true status >/dev/null 2>&1
+check "status --exec exits 2" $([ $? -eq 2 ]; echo $?)
+"$PRESSURECTL_BIN" --nr 3 status >/dev/null 2>&1
+check "status --nr exits 2" $([ $? -eq 2 ]; echo $?)
+"$PRESSURECTL_BIN" config extra >/dev/null 2>&1
+check "config with an argument exits 2" $([ $? -eq 2 ]; echo $?)
+# One version for the daemon, the tool, the library and pkg-config.
+version=$("$PRESSURECTL_BIN" --version)
+check "pressurectl --version exits 0 and says 1.0.0" $([ "$version" = "pressurectl 1.0.0" ]; echo $?)
+check "pressured --version says the same" $([ "$("$PRESSURED_BIN" --version)" = "pressured 1.0.0" ]; echo $?)
+# A bad option value names the option as it was written.
+"$PRESSURED_BIN" --sample-interval=0 --socket "$dir/unused" 2>"$dir/err"
+check "pressured --sample-interval=0 exits 2" $([ $? -eq 2 ]; echo $?)
+check "and names --sample-interval" $(grep -q -- "--sample-interval must be 10ms..60s" "$dir/err"; echo $?)
+# systemd's time spans, and a warning for a key set twice.
+printf '[pressured]\nlow_memory_monitor_repeat=1h\nhold=2s\nhold=3s  # the second wins\n[Unit]\nDescription=x\n' >"$dir/spans.conf"
+"$PRESSURED_BIN" --config "$dir/spans.conf" --socket "$dir/spans.sock" 2>"$dir/spans.log" &
+spans_pid=$!
+for _ in $(seq 1 500); do [ -S "$dir/spans.sock" ] && break; sleep 0.01; done
+check "a file with 1h, an inline comment and a foreign section starts" $([ -S "$dir/spans.sock" ]; echo $?)
+"$PRESSURECTL_BIN" --socket "$dir/spans.sock" --json config >"$dir/json"
+check "and the second hold is in effect" \
+        $(python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["hold_usec"] == 3000000' "$dir/json"; echo $?)
+check "the duplicate is warned about with its lines" $(grep -q "spans.conf:4: hold is also set on line 3; this line wins" "$dir/spans.log"; echo $?)
+check "the foreign section is warned about" $(grep -q "spans.conf:5: unknown section \[Unit\], its keys are ignored" "$dir/spans.log"; echo $?)
+check "log lines carry a timestamp off the journal" $(grep -qE '^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8}\.[0-9]{3} pressured: ' "$dir/spans.log"; echo $?)
+# A reload names what changed but needs a restart.
+printf '[pressured]\nhold=5s\nlock_memory=no\n' >"$dir/spans.conf"
+kill -HUP "$spans_pid"
+for _ in $(seq 1 500); do grep -q "Configuration reloaded" "$dir/spans.log" && break; sleep 0.01; done
+check "reload names the keys that need a restart" \
+        $(grep -q "Configuration reloaded; lock_memory changed in it but take effect only when pressured restarts" "$dir/spans.log"; echo $?)
+"$PRESSURECTL_BIN" --socket "$dir/spans.sock" --json config >"$dir/json"
+check "and the rest is taken" $(python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["hold_usec"] == 5000000' "$dir/json"; echo $?)
+# The memory pressure socket beside a socket of another name is named after it.
+check "a socket of another name gets <socket>-memory-pressure" $([ -S "$dir/spans.sock-memory-pressure" ] && [ ! -e "$dir/memory-pressure" ]; echo $?)
+kill "$spans_pid"; wait "$spans_pid"
 
 # A bad configuration: exit 2, and the message names the file and the line.
 printf 'hold=2s\nlow=some 5s 2s\n' >"$dir/bad.conf"
@@ -84,9 +133,48 @@ check "shrinkers exits 0" $?
 check "shrinkers table has a header" $(head -1 "$dir/out" | grep -q '^ID *NAME *PID'; echo $?)
 "$PRESSURECTL_BIN" --socket "$sock" --json shrinkers >"$dir/json"
 check "shrinkers --json is an empty list" $(python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["shrinkers"] == []' "$dir/json"; echo $?)
-"$PRESSURECTL_BIN" --socket "$sock" shrink >"$dir/out"
-check "shrink with nobody registered exits 0" $?
+"$PRESSURECTL_BIN" --socket "$sock" shrink --all >"$dir/out"
+check "shrink --all with nobody registered exits 0" $?
 check "and says nothing was freed" $(grep -q "scanned 0, freed 0 objects" "$dir/out"; echo $?)
+"$PRESSURECTL_BIN" --socket "$sock" shrink --dry-run >"$dir/out"
+check "shrink --dry-run exits 0" $?
+check "and says nothing was freed" $(grep -q "nothing was freed" "$dir/out"; echo $?)
+"$PRESSURECTL_BIN" --socket "$sock" shrink --nr 5 --shrinker 4242 >/dev/null 2>"$dir/err"
+check "shrink of an unknown shrinker exits 3" $([ $? -eq 3 ]; echo $?)
+check "and names its id in words" $(grep -q "no shrinker with id 4242" "$dir/err" && ! grep -q "io.pressured" "$dir/err"; echo $?)
+
+# The thresholds in effect, for people and for scripts.
+"$PRESSURECTL_BIN" --socket "$sock" config >"$dir/out"
+check "config exits 0" $?
+check "config shows low's threshold" $(grep -qE '^low +some stall 100ms per 2s \(5.0%\), or headroom <= 15%' "$dir/out"; echo $?)
+check "config shows critical's threshold" $(grep -qE '^critical +full stall 400ms per 2s \(20.0%\), or headroom <= 3%' "$dir/out"; echo $?)
+"$PRESSURECTL_BIN" --socket "$sock" --json config >"$dir/json"
+check "config --json has three levels and the hold" \
+        $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert [l["level"] for l in d["levels"]]==["low","medium","critical"]; assert d["levels"][0]["headroom_percent"]==15; assert d["hold_usec"]==10000000' "$dir/json"; echo $?)
+
+# status SCOPE: a closer look at any scope, watched or not.
+"$PRESSURECTL_BIN" --socket "$sock" status system node:0 >"$dir/out" 2>"$dir/err"
+check "status system node:0 exits 0" $?
+check "and shows each level, why, headroom and thresholds" \
+        $(grep -q "^system" "$dir/out" && grep -q "^node:0" "$dir/out" && grep -q "  Level: " "$dir/out" && grep -q "  Why: " "$dir/out" &&
+          grep -q "  Headroom: .* left of " "$dir/out" && grep -q "  Thresholds: some stall 100ms per 2s" "$dir/out"; echo $?)
+"$PRESSURECTL_BIN" --socket "$sock" status /no/such/cgroup >/dev/null 2>"$dir/err"
+check "status of a missing cgroup exits 3" $([ $? -eq 3 ]; echo $?)
+check "and names it, with where paths start" \
+        $(grep -q "/no/such/cgroup: no such cgroup.*relative to the cgroup v2 mount" "$dir/err"; echo $?)
+"$PRESSURECTL_BIN" --socket "$sock" status bogus >/dev/null 2>"$dir/err"
+check "status of a malformed scope exits 2 naming it" $([ $? -eq 2 ] && grep -q "bogus: not a scope" "$dir/err"; echo $?)
+v2=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
+if [ -n "$v2" ] && [ -w "$v2" ]; then
+        cg=/pressurectl-test-$$
+        mkdir "$v2$cg" && cgroup_made="$v2$cg"
+        "$PRESSURECTL_BIN" --socket "$sock" status "$cg" >"$dir/out" 2>"$dir/err"
+        check "status of a cgroup nobody watches exits 0" $?
+        check "and shows its level and stall" $(grep -q "^$cg" "$dir/out" && grep -q "  Level:  *ok" "$dir/out" && grep -q "  Stall: " "$dir/out"; echo $?)
+        "$PRESSURECTL_BIN" --socket "$sock" --json status "$cg" >"$dir/json"
+        check "status --json of it names the scope and carries the configuration" \
+                $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["scopes"][0]["scope"]["cgroup"]==sys.argv[2]; assert len(d["configuration"]["levels"])==3' "$dir/json" "$cg"; echo $?)
+fi
 
 # Any user may ask: the socket is world-accessible.
 if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
@@ -138,13 +226,45 @@ watch_pid=$!
 for _ in $(seq 1 500); do [ "$(wc -l <"$dir/watch")" -ge 2 ] && break; sleep 0.01; done
 check "watch --json prints the initial state of both scopes" \
         $(python3 -c 'import json,sys; l=[json.loads(x) for x in open(sys.argv[1])]; assert len(l)>=2 and all(x["initial"] for x in l[:2])' "$dir/watch"; echo $?)
+check "each line with a wall-clock time" \
+        $(python3 -c 'import json,sys,re; l=[json.loads(x) for x in open(sys.argv[1])]; assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d", x["time"]) for x in l)' "$dir/watch"; echo $?)
 [ "$fail" -eq 0 ] || { echo "--- watch output:"; cat "$dir/watch" "$dir/watch.err"; }
 kill "$daemon_pid"; wait "$daemon_pid"
 check "daemon exits 0 on SIGTERM" $?
 daemon_pid=
 wait "$watch_pid"
 check "watch exits 1 when the daemon goes away" $([ $? -eq 1 ]; echo $?)
+check "and says it is shutting down" $(grep -q "is shutting down" "$dir/watch.err"; echo $?)
 watch_pid=
+
+# watch --exec: a command run on each change with the change in its environment. The machine is a
+# fixture /proc whose memory runs short while watched (headroom 4%: medium).
+fixture=$dir/root
+cp -r "${PRESSURED_FIXTURES}/sysfs-busy" "$fixture"
+cp "$fixture/proc/meminfo" "$dir/meminfo.busy"
+sed 's/^MemAvailable: .*/MemAvailable:    4000000 kB/; s/^MemFree: .*/MemFree:         4000000 kB/' "$dir/meminfo.busy" >"$fixture/proc/meminfo"
+printf '[pressured]\nsysfs_root=%s\nheadroom_interval=100ms\nheadroom_max_interval=200ms\nnode_interval=200ms\nlow_memory_monitor=no\n' "$fixture" >"$dir/fixture.conf"
+"$PRESSURED_BIN" --config "$dir/fixture.conf" --socket "$sock" 2>"$dir/daemon.log" &
+daemon_pid=$!
+for _ in $(seq 1 500); do [ -S "$sock" ] && break; sleep 0.01; done
+export PRESSURECTL_TEST_OUT="$dir/exec.env"
+"$PRESSURECTL_BIN" --socket "$sock" --exec 'env | grep ^PRESSURE_ | sort >"$PRESSURECTL_TEST_OUT.tmp" && mv "$PRESSURECTL_TEST_OUT.tmp" "$PRESSURECTL_TEST_OUT"' watch system >"$dir/watch" 2>&1 &
+watch_pid=$!
+for _ in $(seq 1 500); do [ -s "$dir/watch" ] && break; sleep 0.01; done
+cp "$dir/meminfo.busy" "$fixture/proc/meminfo.new" && mv "$fixture/proc/meminfo.new" "$fixture/proc/meminfo"
+for _ in $(seq 1 1000); do [ -s "$dir/exec.env" ] && break; sleep 0.01; done
+check "watch --exec ran the command on the change" $([ -s "$dir/exec.env" ]; echo $?)
+check "with scope, event, level, previous level and source" \
+        $(grep -qx "PRESSURE_SCOPE=system" "$dir/exec.env" && grep -qx "PRESSURE_EVENT=level" "$dir/exec.env" &&
+          grep -qx "PRESSURE_LEVEL=medium" "$dir/exec.env" && grep -qx "PRESSURE_PREVIOUS_LEVEL=ok" "$dir/exec.env" &&
+          grep -qx "PRESSURE_SOURCE=headroom" "$dir/exec.env" && grep -qE "^PRESSURE_RECLAIM_TARGET=[1-9][0-9]*$" "$dir/exec.env"; echo $?)
+check "the log says the figure and the threshold it decided on" \
+        $(grep -q "system: memory pressure ok -> medium: headroom 4.0% (.* left under the 4.0G limit), at or below medium's 8%; reclaim target" "$dir/daemon.log"; echo $?)
+[ -s "$dir/exec.env" ] || { cat "$dir/watch" "$dir/daemon.log"; }
+kill "$watch_pid"; wait "$watch_pid" 2>/dev/null
+watch_pid=
+kill "$daemon_pid"; wait "$daemon_pid"
+daemon_pid=
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

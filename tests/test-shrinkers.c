@@ -342,7 +342,7 @@ static void test_shrink_permissions(void) {
         snprintf(cmd, sizeof(cmd), "%s %s --socket %s shrink --shrinker %lld --nr 7 2>/dev/null", as_nobody, ctl,
                  daemon_.socket, (long long) roots_id);
         CU_ASSERT_EQUAL(run(cmd), 3);
-        snprintf(cmd, sizeof(cmd), "%s %s --socket %s shrink 2>/dev/null", as_nobody, ctl, daemon_.socket);
+        snprintf(cmd, sizeof(cmd), "%s %s --socket %s shrink --all 2>/dev/null", as_nobody, ctl, daemon_.socket);
         CU_ASSERT_EQUAL(run(cmd), 3);
         CU_ASSERT_EQUAL(shrinker_stat(roots.pid, "freed"), 0);
         /* Root may shrink anyone's. */

@@ -12,8 +12,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "format.h"
+#include "macro.h"
 #include "pressure-private.h"
 
 /* Exit codes */
@@ -27,44 +31,70 @@ enum {
 static const char *arg_socket = NULL;
 static int arg_json = 0;
 static enum pressure_level arg_min_level = PRESSURE_LEVEL_LOW;
+static bool arg_min_level_set = false;
 static const char *arg_cgroup = NULL;
 static long arg_node = -1;
 static long long arg_nr = 0;
+static bool arg_all = false, arg_dry_run = false;
 static long long arg_shrinker = 0;
+static const char *arg_exec = NULL;
 
 static void help(void) {
-        printf("Usage: pressurectl [OPTIONS] COMMAND\n"
+        printf("Usage: pressurectl [OPTIONS] COMMAND [SCOPE...]\n"
+               "\n"
+               "A SCOPE is \"system\", \"node:N\" or a cgroup path relative to the cgroup v2 mount\n"
+               "(\"/system.slice/foo.service\", as in the 0:: line of /proc/PID/cgroup).\n"
                "\n"
                "Commands:\n"
-               "  status                 Level and pressure of the system, each NUMA node and each\n"
-               "                         watched cgroup\n"
-               "  watch [SCOPE...]       Print one line per level change as it happens. A SCOPE is\n"
-               "                         \"system\" (default), \"node:N\" or a cgroup v2 path\n"
+               "  status                 Level, pressure and headroom of the system, each NUMA node and\n"
+               "                         each watched cgroup, one row each\n"
+               "  status SCOPE...        A closer look at these scopes, watched or not: level and why,\n"
+               "                         stall, usage, limit, headroom and the thresholds\n"
+               "  config                 The thresholds and intervals in effect\n"
+               "  watch [SCOPE...]       One line per level change as it happens (default: system)\n"
                "  shrinkers              Registered client shrinkers: objects per node, freed, state\n"
-               "  shrink                 Run one scan pass now (root, or the owner of --shrinker)\n"
+               "  shrink                 Ask shrinkers to free now (root, or the owner of --shrinker);\n"
+               "                         needs --nr=N, --all or --dry-run\n"
                "\n"
                "Options:\n"
                "  -h --help              Show this help\n"
-               "  -j --json              Print JSON (one object per line for watch)\n"
+               "     --version           Show the version\n"
+               "  -j --json              Print JSON (one object per line for watch, each with \"time\")\n"
                "  -s --socket=PATH       Talk to the daemon on PATH\n"
                "  -l --min-level=LEVEL   watch: report changes reaching LEVEL (low, medium, critical)\n"
+               "     --exec=CMD          watch: run CMD with /bin/sh on every change; it gets\n"
+               "                         PRESSURE_SCOPE, PRESSURE_LEVEL, PRESSURE_PREVIOUS_LEVEL,\n"
+               "                         PRESSURE_SOURCE, PRESSURE_RECLAIM_TARGET (bytes) and\n"
+               "                         PRESSURE_EVENT (level, max or oom_kill) in its environment\n"
                "     --cgroup=PATH       shrink: shrinkers of this cgroup's subtree (MEMCG_AWARE ones)\n"
                "     --node=N            shrink: NUMA_AWARE shrinkers, for node N\n"
-               "     --nr=N              shrink: scan N objects per shrinker (default: all they count)\n"
+               "     --nr=N              shrink: scan N objects per shrinker\n"
+               "     --all               shrink: scan everything each shrinker counts\n"
+               "     --dry-run           shrink: only count; nothing is freed\n"
                "     --shrinker=ID       shrink: only this shrinker\n"
                "\n"
                "Exit status: 0 success, 1 daemon unreachable, 2 usage error, 3 the daemon refused.\n");
 }
 
-static void format_bytes(uint64_t b, char *buf, size_t size) {
-        static const char *const units[] = { "B", "K", "M", "G", "T" };
-        double v = (double) b;
-        size_t u = 0;
-        while (v >= 1024 && u + 1 < sizeof(units) / sizeof(units[0])) {
-                v /= 1024;
-                u++;
-        }
-        snprintf(buf, size, u == 0 ? "%.0f%s" : "%.1f%s", v, units[u]);
+static const char *bytes(uint64_t b, char *buf, size_t size) {
+        return format_bytes(buf, size, b);
+}
+
+static struct json_object *jget(struct json_object *o, const char *key) {
+        struct json_object *v;
+        return o && json_object_object_get_ex(o, key, &v) ? v : NULL;
+}
+
+/* ---- errors in words ---- */
+
+/* The daemon's last word on the client (why it is away), for the message when a watch ends. */
+static char last_log[512];
+
+static void on_log(struct pressure_client *c, int priority, const char *message, void *userdata) {
+        (void) c;
+        (void) priority;
+        (void) userdata;
+        snprintf(last_log, sizeof(last_log), "%s", message);
 }
 
 static int connect_client(struct pressure_client **ret) {
@@ -73,18 +103,22 @@ static int connect_client(struct pressure_client **ret) {
                 fprintf(stderr, "pressurectl: %s\n", strerror(-r));
                 return -EXIT_FAILED;
         }
+        (void) pressure_client_set_log_handler(*ret, on_log, NULL);
         return 0;
 }
 
 /* Errors that mean the daemon is not there, or went. */
 static bool unreachable(int r) {
         return r == -ENOENT || r == -ECONNREFUSED || r == -ENOTCONN || r == -ECONNRESET || r == -ETIMEDOUT ||
-               r == -EPIPE;
+               r == -EPIPE || r == -ESHUTDOWN;
 }
 
 static int report_unreachable(struct pressure_client *c, int r) {
-        fprintf(stderr, "pressurectl: cannot reach pressured at %s: %s\n", pressure_client_get_socket_path(c),
-                strerror(-r));
+        if (r == -ESHUTDOWN)
+                fprintf(stderr, "pressurectl: pressured at %s is shutting down\n", pressure_client_get_socket_path(c));
+        else
+                fprintf(stderr, "pressurectl: cannot reach pressured at %s: %s\n", pressure_client_get_socket_path(c),
+                        strerror(-r));
         return EXIT_UNREACHABLE;
 }
 
@@ -96,36 +130,170 @@ static int report_error(struct pressure_client *c, const char *what, int r) {
         return EXIT_FAILED;
 }
 
+/* Why the daemon refused a scope, in words that name it. */
+static void say_scope_refused(const char *scope, int error) {
+        if (error == -ENOENT)
+                fprintf(stderr,
+                        "pressurectl: %s: no such cgroup, or it was removed (cgroup paths are relative to the cgroup v2 "
+                        "mount, e.g. /system.slice; see /proc/self/cgroup)\n",
+                        scope);
+        else if (error == -ENXIO)
+                fprintf(stderr, "pressurectl: %s: no such NUMA node (with memory)\n", scope);
+        else if (error == -EACCES)
+                fprintf(stderr, "pressurectl: %s: pressured may not watch that cgroup for you\n", scope);
+        else if (error == -EDQUOT)
+                fprintf(stderr, "pressurectl: %s: you have pressured watch as many cgroups as one user may\n", scope);
+        else
+                fprintf(stderr, "pressurectl: %s: %s\n", scope, strerror(-error));
+}
+
+/* ---- time ---- */
+
+/* Wall-clock time of a CLOCK_MONOTONIC instant, as ISO 8601 with milliseconds and the zone. */
+static void wall_time(uint64_t monotonic_usec, char *buf, size_t size) {
+        struct timespec mono, real;
+        clock_gettime(CLOCK_MONOTONIC, &mono);
+        clock_gettime(CLOCK_REALTIME, &real);
+        int64_t now_mono = (int64_t) mono.tv_sec * 1000000 + mono.tv_nsec / 1000;
+        int64_t now_real = (int64_t) real.tv_sec * 1000000 + real.tv_nsec / 1000;
+        int64_t t = monotonic_usec > 0 ? now_real - (now_mono - (int64_t) monotonic_usec) : now_real;
+        time_t sec = (time_t) (t / 1000000);
+        struct tm tm;
+        char date[32], zone[8];
+        localtime_r(&sec, &tm);
+        strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &tm);
+        strftime(zone, sizeof(zone), "%z", &tm);
+        snprintf(buf, size, "%s.%03d%.3s:%s", date, (int) (t % 1000000 / 1000), zone, zone + 3);
+}
+
+static void print_json_line(struct json_object *o) {
+        printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+}
+
+/* ---- scopes ---- */
+
+/* The scope's state as the daemon sent it (for what the library has no getter for). */
+static struct json_object *scope_json(const struct pressure_scope *s) {
+        return json_tokener_parse(pressure_scope_to_json(s));
+}
+
+/* Room left under the nearest limit: bytes and percent; false when no limit binds. */
+static bool scope_room(const struct pressure_scope *s, uint64_t *ret_limit, uint64_t *ret_room, double *ret_percent) {
+        uint64_t limit, unreclaimable;
+        if (pressure_scope_get_headroom(s, &limit, &unreclaimable) < 0 || limit == 0)
+                return false;
+        *ret_limit = limit;
+        *ret_room = limit > unreclaimable ? limit - unreclaimable : 0;
+        *ret_percent = 100.0 * (double) *ret_room / (double) limit;
+        return true;
+}
+
 static void print_row(const struct pressure_scope *s) {
         struct pressure_stall some, full;
-        char c1[16] = "-", c2[16] = "-", c3[16] = "-", c4[16] = "-", mem[48] = "-";
-        uint64_t total, free_b;
+        char c1[16] = "-", c2[16] = "-", c4[16] = "-", used[16] = "-", limit_s[16] = "-", room_s[32] = "-";
+        uint64_t total, free_b, usage, limit, room;
+        double pct;
 
         if (pressure_scope_get_stall(s, PRESSURE_STALL_SOME, &some) >= 0) {
                 snprintf(c1, sizeof(c1), "%.2f", some.avg10);
                 snprintf(c2, sizeof(c2), "%.2f", some.avg60);
-                snprintf(c3, sizeof(c3), "%.2f", some.avg300);
         }
         if (pressure_scope_get_stall(s, PRESSURE_STALL_FULL, &full) >= 0)
                 snprintf(c4, sizeof(c4), "%.2f", full.avg10);
-        if (pressure_scope_get_memory(s, &total, &free_b) >= 0) {
-                char a[16], b[16];
-                format_bytes(free_b, a, sizeof(a));
-                format_bytes(total, b, sizeof(b));
-                snprintf(mem, sizeof(mem), "%s/%s", a, b);
+        if (pressure_scope_get_cgroup_memory(s, &usage, &limit) >= 0) {
+                bytes(usage, used, sizeof(used));
+                if (limit != UINT64_MAX)
+                        bytes(limit, limit_s, sizeof(limit_s));
+        } else if (pressure_scope_get_memory(s, &total, &free_b) >= 0) {
+                bytes(total - free_b, used, sizeof(used));
+                bytes(total, limit_s, sizeof(limit_s));
         }
-        /* Where a limit binds: the share of it that reclaim cannot take cheaply. */
-        uint64_t limit, unreclaimable;
-        char headroom[32] = "-";
-        if (pressure_scope_get_headroom(s, &limit, &unreclaimable) >= 0 && limit > 0)
-                snprintf(headroom, sizeof(headroom), "%.1f%%", 100.0 * (double) unreclaimable / (double) limit);
+        if (scope_room(s, &limit, &room, &pct)) {
+                char b[16];
+                snprintf(room_s, sizeof(room_s), "%s %.1f%%", bytes(room, b, sizeof(b)), pct);
+        }
         const char *source = pressure_scope_get_source(s);
-        printf("%-24s %-9s %-9s %7s %7s %7s %7s %8s  %s\n", pressure_scope_get_name(s),
-               pressure_level_to_string(pressure_scope_get_level(s)), source ? source : "-", c1, c2, c3, c4, headroom,
-               mem);
+        printf("%-24s %-9s %-9s %7s %7s %7s %8s %8s %14s\n", pressure_scope_get_name(s),
+               pressure_level_to_string(pressure_scope_get_level(s)), source ? source : "-", c1, c2, c4, used, limit_s,
+               room_s);
 }
 
-static int cmd_status(void) {
+static void print_header(void) {
+        printf("%-24s %-9s %-9s %7s %7s %7s %8s %8s %14s\n", "SCOPE", "LEVEL", "SOURCE", "SOME10", "SOME60", "FULL10",
+               "USED", "LIMIT", "HEADROOM");
+}
+
+/* ---- config ---- */
+
+static int call(struct pressure_client *c, const char *method, const char *params, struct json_object **ret);
+
+static int get_config(struct pressure_client *c, struct json_object **ret) {
+        return call(c, "io.pressured.GetConfiguration", NULL, ret);
+}
+
+static const char *usec(int64_t v, char *buf, size_t size) {
+        return format_usec(buf, size, (uint64_t) v);
+}
+
+/* "some 100ms per 2s, or headroom at or below 15%" for one level. */
+static void describe_threshold(struct json_object *lv, char *buf, size_t size) {
+        struct json_object *p = jget(lv, "pressure"), *h = jget(lv, "headroom_percent");
+        char st[FORMAT_USEC_MAX], w[FORMAT_USEC_MAX];
+        int n = snprintf(buf, size, "%s stall %s per %s (%.1f%%)", json_object_get_string(jget(p, "kind")),
+                         usec(json_object_get_int64(jget(p, "stall_usec")), st, sizeof(st)),
+                         usec(json_object_get_int64(jget(p, "window_usec")), w, sizeof(w)),
+                         100.0 * (double) json_object_get_int64(jget(p, "stall_usec")) /
+                                 (double) MAX(json_object_get_int64(jget(p, "window_usec")), 1));
+        if (h && n > 0 && (size_t) n < size)
+                snprintf(buf + n, size - (size_t) n, ", or headroom <= %.0f%%", json_object_get_double(h));
+}
+
+static int cmd_config(void) {
+        struct pressure_client *c;
+        struct json_object *conf;
+        int r = connect_client(&c);
+        if (r < 0)
+                return -r;
+        r = get_config(c, &conf);
+        pressure_client_unref(c);
+        if (r < 0)
+                return -r;
+        if (arg_json) {
+                print_json_line(conf);
+                json_object_put(conf);
+                return EXIT_OK;
+        }
+        struct json_object *levels = jget(conf, "levels"), *cgroups = jget(conf, "cgroups");
+        char a[FORMAT_USEC_MAX], b[FORMAT_USEC_MAX];
+        printf("%-9s %-54s %s\n", "LEVEL", "RAISED AT (PSI stall, or headroom)", "NODE: FREE <= FACTOR x WATERMARK");
+        static const char *const marks[] = { "high", "low", "min" };
+        for (size_t i = 0; levels && i < json_object_array_length(levels); i++) {
+                struct json_object *lv = json_object_array_get_idx(levels, i);
+                char th[128];
+                describe_threshold(lv, th, sizeof(th));
+                printf("%-9s %-54s %.2f x %s\n", json_object_get_string(jget(lv, "level")), th,
+                       json_object_get_double(jget(lv, "node_factor")), marks[i < 3 ? i : 2]);
+        }
+        printf("\nA level falls after the figures stay below it for %s; scopes above ok are sampled every %s.\n",
+               usec(json_object_get_int64(jget(conf, "hold_usec")), a, sizeof(a)),
+               usec(json_object_get_int64(jget(conf, "sample_interval_usec")), b, sizeof(b)));
+        printf("Reclaim rounds every %s; a shrinker has %s to answer a request.\n",
+               usec(json_object_get_int64(jget(conf, "round_interval_usec")), a, sizeof(a)),
+               usec(json_object_get_int64(jget(conf, "request_timeout_usec")), b, sizeof(b)));
+        printf("Watched from start-up:");
+        for (size_t i = 0; cgroups && i < json_object_array_length(cgroups); i++)
+                printf(" %s", json_object_get_string(json_object_array_get_idx(cgroups, i)));
+        printf("%s\n", cgroups && json_object_array_length(cgroups) > 0 ? "" : " (no cgroup)");
+        printf("systemd's memory pressure clients are told at %s; GLib's LowMemoryMonitor is %s.\n",
+               json_object_get_string(jget(conf, "memory_pressure_level")),
+               json_object_get_boolean(jget(conf, "low_memory_monitor")) ? "served" : "off");
+        json_object_put(conf);
+        return EXIT_OK;
+}
+
+/* ---- status ---- */
+
+static int status_all(void) {
         struct pressure_client *c;
         struct pressure_status *st;
         int r = connect_client(&c);
@@ -142,8 +310,7 @@ static int cmd_status(void) {
         if (arg_json)
                 printf("%s\n", pressure_status_to_json(st));
         else {
-                printf("%-24s %-9s %-9s %7s %7s %7s %7s %8s  %s\n", "SCOPE", "LEVEL", "SOURCE", "SOME10", "SOME60",
-                       "SOME300", "FULL10", "HEADROOM", "FREE/TOTAL");
+                print_header();
                 print_row(pressure_status_get_system(st));
                 for (size_t i = 0; i < pressure_status_get_n_nodes(st); i++)
                         print_row(pressure_status_get_node(st, i));
@@ -155,42 +322,273 @@ static int cmd_status(void) {
         return EXIT_OK;
 }
 
+/* status SCOPE...: one subscription per scope, for its first state (the daemon watches a scope while
+ * someone subscribes), and each refusal names its scope. */
+struct look {
+        const char *name;
+        struct pressure_subscription *sub;
+        struct json_object *state; /* the first state */
+        int error;
+};
+
+static void on_look_state(struct pressure_client *c, const struct pressure_scope *s, int is_initial, void *userdata) {
+        struct look *l = userdata;
+        (void) c;
+        if (is_initial && !l->state)
+                l->state = scope_json(s);
+}
+
+static void on_look_end(struct pressure_subscription *s, int error, void *userdata) {
+        struct look *l = userdata;
+        (void) s;
+        l->error = error < 0 ? error : -EPROTO;
+}
+
+static void print_look(const char *name, struct json_object *st, struct json_object *conf) {
+        struct json_object *p = jget(st, "pressure"), *cm = jget(st, "cgroup_memory"), *h = jget(st, "headroom"),
+                           *mem = jget(st, "memory"), *levels = jget(conf, "levels");
+        const char *level = json_object_get_string(jget(st, "level"));
+        char a[16], b[16], c[16], d[16], e[16];
+
+        printf("%s\n", name);
+        printf("  Level:      %s", level);
+        if (jget(st, "source"))
+                printf(" (source %s)", json_object_get_string(jget(st, "source")));
+        printf("\n");
+        if (jget(st, "reason"))
+                printf("  Why:        %s\n", json_object_get_string(jget(st, "reason")));
+        else if (level && strcmp(level, "ok") == 0)
+                printf("  Why:        below every threshold\n");
+        if (p) {
+                struct json_object *some = jget(p, "some"), *full = jget(p, "full");
+                printf("  Stall:      some %.2f%% %.2f%% %.2f%%", json_object_get_double(jget(some, "avg10")),
+                       json_object_get_double(jget(some, "avg60")), json_object_get_double(jget(some, "avg300")));
+                if (full)
+                        printf(", full %.2f%% %.2f%% %.2f%%", json_object_get_double(jget(full, "avg10")),
+                               json_object_get_double(jget(full, "avg60")), json_object_get_double(jget(full, "avg300")));
+                printf(" (avg10 avg60 avg300)\n");
+        }
+        if (cm) {
+                printf("  Memory:     %s used", bytes((uint64_t) json_object_get_int64(jget(cm, "usage")), a, sizeof(a)));
+                if (jget(cm, "limit"))
+                        printf(", limit %s", bytes((uint64_t) json_object_get_int64(jget(cm, "limit")), b, sizeof(b)));
+                else
+                        printf(", no limit of its own");
+                printf("\n");
+        }
+        if (mem)
+                printf("  Memory:     %s free of %s; watermarks min %s low %s high %s\n",
+                       bytes((uint64_t) json_object_get_int64(jget(mem, "free")), a, sizeof(a)),
+                       bytes((uint64_t) json_object_get_int64(jget(mem, "total")), b, sizeof(b)),
+                       bytes((uint64_t) json_object_get_int64(jget(mem, "watermark_min")), c, sizeof(c)),
+                       bytes((uint64_t) json_object_get_int64(jget(mem, "watermark_low")), d, sizeof(d)),
+                       bytes((uint64_t) json_object_get_int64(jget(mem, "watermark_high")), e, sizeof(e)));
+        if (h) {
+                uint64_t limit = (uint64_t) json_object_get_int64(jget(h, "limit")),
+                         unrecl = (uint64_t) json_object_get_int64(jget(h, "unreclaimable"));
+                uint64_t room = limit > unrecl ? limit - unrecl : 0;
+                printf("  Headroom:   %s left of %s (%.1f%%)", bytes(room, a, sizeof(a)), bytes(limit, b, sizeof(b)),
+                       limit ? 100.0 * (double) room / (double) limit : 0);
+                if (jget(h, "cgroup"))
+                        printf(", under the limit of %s", json_object_get_string(jget(h, "cgroup")));
+                printf("; %s cannot be reclaimed cheaply\n", bytes(unrecl, c, sizeof(c)));
+        } else if (cm)
+                printf("  Headroom:   no limit binds it\n");
+        if (jget(st, "reclaim_target") && json_object_get_int64(jget(st, "reclaim_target")) > 0)
+                printf("  Target:     %s to free\n",
+                       bytes((uint64_t) json_object_get_int64(jget(st, "reclaim_target")), a, sizeof(a)));
+        for (size_t i = 0; levels && i < json_object_array_length(levels); i++) {
+                struct json_object *lv = json_object_array_get_idx(levels, i);
+                char th[128];
+                if (mem)
+                        snprintf(th, sizeof(th), "free <= %.2f x the %s watermark",
+                                 json_object_get_double(jget(lv, "node_factor")), i == 0 ? "high" : i == 1 ? "low" : "min");
+                else
+                        describe_threshold(lv, th, sizeof(th));
+                printf("  %-11s %s\n", i == 0 ? "Thresholds:" : "", th);
+                (void) th;
+        }
+}
+
+static int status_scopes(char **scopes) {
+        struct pressure_client *c;
+        struct json_object *conf = NULL;
+        size_t n = 0;
+        int r = connect_client(&c);
+        if (r < 0)
+                return -r;
+        while (scopes[n])
+                n++;
+        struct look *looks = calloc(n, sizeof(struct look));
+        if (!looks) {
+                pressure_client_unref(c);
+                return EXIT_FAILED;
+        }
+        int code = EXIT_OK;
+        for (size_t i = 0; i < n && code == EXIT_OK; i++) {
+                const char *one[] = { scopes[i], NULL };
+                looks[i].name = scopes[i];
+                r = pressure_subscription_new(c, one, PRESSURE_LEVEL_LOW, on_look_state, &looks[i], &looks[i].sub);
+                if (r == -EINVAL) {
+                        fprintf(stderr, "pressurectl: %s: not a scope (use system, node:N or /cgroup/path)\n", scopes[i]);
+                        code = EXIT_USAGE;
+                } else if (r < 0)
+                        code = report_error(c, scopes[i], r);
+                else
+                        (void) pressure_subscription_set_end_handler(looks[i].sub, on_look_end, &looks[i]);
+        }
+        if (code == EXIT_OK)
+                r = get_config(c, &conf);
+        if (code == EXIT_OK && r < 0)
+                code = -r;
+        /* Until every scope has its first state or its refusal. */
+        for (;;) {
+                size_t waiting = 0;
+                for (size_t i = 0; i < n && code == EXIT_OK; i++) {
+                        if (looks[i].error && code == EXIT_OK) {
+                                say_scope_refused(looks[i].name, looks[i].error);
+                                code = EXIT_FAILED;
+                        }
+                        waiting += !looks[i].state && !looks[i].error;
+                }
+                if (code != EXIT_OK || waiting == 0)
+                        break;
+                struct pollfd pfd = { .fd = pressure_client_get_fd(c), .events = POLLIN };
+                r = poll(&pfd, 1, 10000);
+                if (r == 0) {
+                        code = report_unreachable(c, -ETIMEDOUT);
+                        break;
+                }
+                r = pressure_client_dispatch(c);
+                if (r < 0 && unreachable(r)) {
+                        code = report_unreachable(c, r);
+                        break;
+                }
+                if (!pressure_client_is_connected(c) && last_log[0] && strstr(last_log, "trying again")) {
+                        fprintf(stderr, "pressurectl: %s\n", last_log);
+                        code = EXIT_UNREACHABLE;
+                        break;
+                }
+        }
+        if (code == EXIT_OK && arg_json) {
+                struct json_object *o = json_object_new_object(), *list = json_object_new_array();
+                for (size_t i = 0; i < n; i++)
+                        json_object_array_add(list, json_object_get(looks[i].state));
+                json_object_object_add(o, "scopes", list);
+                json_object_object_add(o, "configuration", json_object_get(conf));
+                print_json_line(o);
+                json_object_put(o);
+        } else if (code == EXIT_OK)
+                for (size_t i = 0; i < n; i++) {
+                        if (i > 0)
+                                printf("\n");
+                        print_look(looks[i].name, looks[i].state, conf);
+                }
+        for (size_t i = 0; i < n; i++) {
+                pressure_subscription_unref(looks[i].sub);
+                json_object_put(looks[i].state);
+        }
+        free(looks);
+        json_object_put(conf);
+        pressure_client_unref(c);
+        return code;
+}
+
+static int cmd_status(char **scopes) {
+        return *scopes ? status_scopes(scopes) : status_all();
+}
+
+/* ---- watch ---- */
+
+/* --exec: children still running, reaped as the loop goes; a command slower than the changes it is run
+ * for is not started again and again, one at most per scope is enough for a shell script. */
+#define EXEC_MAX 16
+static unsigned exec_running;
+
+static void reap_children(void) {
+        while (exec_running > 0 && waitpid(-1, NULL, WNOHANG) > 0)
+                exec_running--;
+}
+
+static void run_exec(const char *scope, const char *event, const char *level, const char *previous, const char *source,
+                     uint64_t target) {
+        if (!arg_exec)
+                return;
+        reap_children();
+        if (exec_running >= EXEC_MAX) {
+                fprintf(stderr, "pressurectl: %u commands still running, not starting another for %s\n", exec_running,
+                        scope);
+                return;
+        }
+        fflush(stdout);
+        pid_t pid = fork();
+        if (pid < 0) {
+                fprintf(stderr, "pressurectl: cannot start --exec command: %s\n", strerror(errno));
+                return;
+        }
+        if (pid == 0) {
+                char t[32];
+                snprintf(t, sizeof(t), "%" PRIu64, target);
+                setenv("PRESSURE_SCOPE", scope, 1);
+                setenv("PRESSURE_EVENT", event, 1);
+                setenv("PRESSURE_LEVEL", level ? level : "", 1);
+                setenv("PRESSURE_PREVIOUS_LEVEL", previous ? previous : "", 1);
+                setenv("PRESSURE_SOURCE", source ? source : "", 1);
+                setenv("PRESSURE_RECLAIM_TARGET", t, 1);
+                execl("/bin/sh", "sh", "-c", arg_exec, (char *) NULL);
+                _exit(127);
+        }
+        exec_running++;
+}
+
 static void on_event(struct pressure_client *c, const struct pressure_scope *s, int is_initial, void *userdata) {
         (void) c;
         (void) userdata;
+        const char *source = pressure_scope_get_source(s);
+        const char *level = pressure_level_to_string(pressure_scope_get_level(s));
+        const char *previous = pressure_level_to_string(pressure_scope_get_previous_level(s));
+        char when[48];
+
+        if (!is_initial && !pressure_scope_is_removed(s))
+                run_exec(pressure_scope_get_name(s), "level", level, previous, source, pressure_scope_get_reclaim_target(s));
 
         if (arg_json) {
-                printf("{\"initial\":%s,\"event\":%s}\n", is_initial ? "true" : "false", pressure_scope_to_json(s));
+                struct json_object *o = json_object_new_object(), *e = scope_json(s);
+                /* An initial state's time is now; a change's is when the daemon saw it. */
+                wall_time(is_initial ? 0 : pressure_scope_get_timestamp(s), when, sizeof(when));
+                json_object_object_add(o, "time", json_object_new_string(when));
+                json_object_object_add(o, "initial", json_object_new_boolean(is_initial));
+                json_object_object_add(o, "event", e);
+                print_json_line(o);
+                json_object_put(o);
                 return;
         }
 
-        char when[32], target[16];
+        char target[16];
         time_t t = time(NULL);
         strftime(when, sizeof(when), "%H:%M:%S", localtime(&t));
-        format_bytes(pressure_scope_get_reclaim_target(s), target, sizeof(target));
+        bytes(pressure_scope_get_reclaim_target(s), target, sizeof(target));
 
         struct pressure_stall some;
         char psi[48] = "";
         if (pressure_scope_get_stall(s, PRESSURE_STALL_SOME, &some) >= 0)
-                snprintf(psi, sizeof(psi), " some avg10=%.2f", some.avg10);
-        uint64_t limit, unreclaimable;
-        const char *source = pressure_scope_get_source(s);
+                snprintf(psi, sizeof(psi), " some avg10=%.2f%%", some.avg10);
+        uint64_t limit, room;
+        double pct;
         char why[96] = "";
-        if (source && strcmp(source, "headroom") == 0 &&
-            pressure_scope_get_headroom(s, &limit, &unreclaimable) >= 0 && limit > 0)
-                snprintf(why, sizeof(why), " headroom=%.1f%%", 100.0 * (double) unreclaimable / (double) limit);
-        else if (source)
+        if (source && strcmp(source, "headroom") == 0 && scope_room(s, &limit, &room, &pct)) {
+                char b[16];
+                snprintf(why, sizeof(why), " source=headroom headroom=%.1f%% (%s left)", pct, bytes(room, b, sizeof(b)));
+        } else if (source)
                 snprintf(why, sizeof(why), " source=%s", source);
 
         if (is_initial)
-                printf("%s %s %s (current)%s\n", when, pressure_scope_get_name(s),
-                       pressure_level_to_string(pressure_scope_get_level(s)), psi);
+                printf("%s %s %s (current)%s%s\n", when, pressure_scope_get_name(s), level, psi, why);
         else if (pressure_scope_is_removed(s))
                 printf("%s %s removed\n", when, pressure_scope_get_name(s));
         else
-                printf("%s %s %s -> %s%s%s reclaim-target=%s\n", when, pressure_scope_get_name(s),
-                       pressure_level_to_string(pressure_scope_get_previous_level(s)),
-                       pressure_level_to_string(pressure_scope_get_level(s)), psi, why, target);
+                printf("%s %s %s -> %s%s%s reclaim-target=%s\n", when, pressure_scope_get_name(s), previous, level, psi,
+                       why, target);
 }
 
 /* The kernel killed in a watched cgroup, or it hit its memory.max: always shown, whatever the level. */
@@ -198,85 +596,114 @@ static void on_memory_event(struct pressure_client *c, const char *scope, const 
                             void *userdata) {
         (void) c;
         (void) userdata;
+        char when[48];
+        run_exec(scope, kind, NULL, NULL, NULL, 0);
         if (arg_json) {
                 struct json_object *o = json_object_new_object(), *e = json_object_new_object();
+                wall_time(0, when, sizeof(when));
+                json_object_object_add(o, "time", json_object_new_string(when));
                 json_object_object_add(e, "cgroup", json_object_new_string(scope));
                 json_object_object_add(e, "kind", json_object_new_string(kind));
                 json_object_object_add(e, "count", json_object_new_int64((int64_t) count));
                 json_object_object_add(o, "memory_event", e);
-                printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+                print_json_line(o);
                 json_object_put(o);
                 return;
         }
-        char when[32];
         time_t t = time(NULL);
         strftime(when, sizeof(when), "%H:%M:%S", localtime(&t));
         printf("%s %s %s x%" PRIu64 "%s\n", when, scope, kind, count,
-               strcmp(kind, "oom_kill") == 0 ? " (the kernel's OOM killer killed in this cgroup)" : "");
+               strcmp(kind, "oom_kill") == 0 ? " (the kernel's OOM killer killed in this cgroup; pressured's log names the process)" : "");
 }
 
-/* watch ends when the subscription does (refused, or its scopes removed) or the daemon goes away. */
+/* watch ends when a subscription does (refused, or its scopes removed) or the daemon goes away. */
 static int watch_exit = -1;
 
 static void on_watch_end(struct pressure_subscription *s, int error, void *userdata) {
         (void) s;
-        (void) userdata;
-        if (error == -ENOENT)
-                fprintf(stderr, "pressurectl: no such cgroup, or it was removed\n");
-        else if (error == -ENXIO)
-                fprintf(stderr, "pressurectl: no such NUMA node\n");
-        else if (error == -EACCES)
-                fprintf(stderr, "pressurectl: pressured may not watch that cgroup for you\n");
-        else if (error == -EDQUOT)
-                fprintf(stderr, "pressurectl: you have pressured watch as many cgroups as one user may\n");
-        else
-                fprintf(stderr, "pressurectl: subscription ended: %s\n", strerror(-error));
+        say_scope_refused(userdata, error);
         watch_exit = EXIT_FAILED;
 }
 
 static void on_watch_connection(struct pressure_client *c, int connected, void *userdata) {
         (void) userdata;
-        if (!connected)
+        if (connected)
+                return;
+        if (last_log[0]) {
+                /* The library's own words ("... is shutting down; trying again"): watch does not wait. */
+                char *cut = strstr(last_log, "; trying again");
+                if (cut)
+                        *cut = 0;
+                fprintf(stderr, "pressurectl: %s\n", last_log);
+                watch_exit = EXIT_UNREACHABLE;
+        } else
                 watch_exit = report_unreachable(c, -ECONNRESET);
 }
 
 static int cmd_watch(char **scopes) {
+        static char *const system_only[] = { (char *) "system", NULL };
         struct pressure_client *c;
-        struct pressure_subscription *sub;
+        size_t n = 0;
         int r = connect_client(&c);
         if (r < 0)
                 return -r;
+        if (!*scopes)
+                scopes = (char **) system_only;
+        while (scopes[n])
+                n++;
 
         setvbuf(stdout, NULL, _IOLBF, 0);
         (void) pressure_client_set_memory_event_handler(c, on_memory_event, NULL);
         (void) pressure_client_set_connection_handler(c, on_watch_connection, NULL);
-        r = pressure_subscription_new(c, (const char *const *) scopes, arg_min_level, on_event, NULL, &sub);
-        if (r == -EINVAL) {
+        /* One subscription per scope: a refusal names its scope. */
+        struct pressure_subscription **subs = calloc(n, sizeof(*subs));
+        if (!subs) {
                 pressure_client_unref(c);
-                fprintf(stderr, "pressurectl: invalid scope (use system, node:N or /cgroup/path)\n");
-                return EXIT_USAGE;
+                return EXIT_FAILED;
         }
-        if (r < 0) {
-                r = report_error(c, "subscribe", r);
-                pressure_client_unref(c);
-                return r;
+        for (size_t i = 0; i < n && watch_exit < 0; i++) {
+                const char *one[] = { scopes[i], NULL };
+                r = pressure_subscription_new(c, one, arg_min_level, on_event, NULL, &subs[i]);
+                if (r == -EINVAL) {
+                        fprintf(stderr, "pressurectl: %s: not a scope (use system, node:N or /cgroup/path)\n", scopes[i]);
+                        watch_exit = EXIT_USAGE;
+                } else if (r < 0)
+                        watch_exit = report_error(c, scopes[i], r);
+                else
+                        (void) pressure_subscription_set_end_handler(subs[i], on_watch_end, scopes[i]);
         }
-        (void) pressure_subscription_set_end_handler(sub, on_watch_end, NULL);
 
         while (watch_exit < 0) {
                 struct pollfd p = { .fd = pressure_client_get_fd(c), .events = POLLIN };
-                if (poll(&p, 1, -1) < 0 && errno != EINTR)
+                /* With --exec, wake now and then to reap the commands that ended. */
+                if (poll(&p, 1, exec_running > 0 ? 1000 : -1) < 0 && errno != EINTR)
                         break;
+                reap_children();
                 (void) pressure_client_dispatch(c);
         }
-        pressure_subscription_unref(sub);
+        for (size_t i = 0; i < n; i++)
+                pressure_subscription_unref(subs[i]);
+        free(subs);
         pressure_client_unref(c);
         return watch_exit < 0 ? EXIT_FAILED : watch_exit;
 }
 
-static struct json_object *jget(struct json_object *o, const char *key) {
-        struct json_object *v;
-        return o && json_object_object_get_ex(o, key, &v) ? v : NULL;
+/* A daemon's error in words, naming what it is about. */
+static void say_error(const char *method, const char *error) {
+        if (strcmp(error, "io.pressured.NoSuchShrinker") == 0)
+                fprintf(stderr, "pressurectl: no shrinker with id %lld (see pressurectl shrinkers)\n", arg_shrinker);
+        else if (strcmp(error, "io.pressured.NoSuchCgroup") == 0)
+                say_scope_refused(arg_cgroup ? arg_cgroup : "cgroup", -ENOENT);
+        else if (strcmp(error, "io.pressured.NoSuchNode") == 0) {
+                char node[32];
+                snprintf(node, sizeof(node), "node:%ld", arg_node);
+                say_scope_refused(node, -ENXIO);
+        } else if (strcmp(error, "org.varlink.service.MethodNotFound") == 0)
+                fprintf(stderr, "pressurectl: this pressured does not know %s (older than this pressurectl?)\n", method);
+        else if (strcmp(error, "org.varlink.service.InvalidParameter") == 0)
+                fprintf(stderr, "pressurectl: pressured refused a parameter of %s\n", method);
+        else
+                fprintf(stderr, "pressurectl: pressured refused %s: %s\n", method, error);
 }
 
 /* Call a method; on failure print why and return the exit code (as a negative number). */
@@ -287,7 +714,7 @@ static int call(struct pressure_client *c, const char *method, const char *param
                 if (r == -EPERM)
                         fprintf(stderr, "pressurectl: permission denied: only root, or the owner of the shrinker named with --shrinker, may shrink\n");
                 else if (error)
-                        fprintf(stderr, "pressurectl: the daemon answered %s\n", error);
+                        say_error(method + strlen("io.pressured."), error);
                 else
                         return -report_error(c, method, r);
                 free(error);
@@ -315,16 +742,21 @@ static int cmd_shrinkers(void) {
                 return EXIT_OK;
         }
         struct json_object *list = jget(reply, "shrinkers");
-        /* CLAIMED, RELEASED and TRUST are the client's: what it said it freed, how far its resident memory
-         * fell around the rounds that asked it, and how much of its claims counts towards goals. */
+        /* COUNTED/NODE is each node's last count ("-" before the first); CLAIMED, RELEASED and TRUST are the
+         * client's: what it said it freed, how far its resident memory fell around the rounds that asked
+         * it, and how much of its claims counts towards goals. */
         printf("%-5s %-20s %-7s %-28s %-12s %-20s %10s %8s %9s %9s %6s %-11s\n", "ID", "NAME", "PID", "CGROUP",
-               "FLAGS", "OBJECTS/NODE", "FREED", "TIMEOUTS", "CLAIMED", "RELEASED", "TRUST", "STATE");
+               "FLAGS", "COUNTED/NODE", "FREED", "TIMEOUTS", "CLAIMED", "RELEASED", "TRUST", "STATE");
         for (size_t i = 0; list && i < json_object_array_length(list); i++) {
                 struct json_object *sh = json_object_array_get_idx(list, i), *nodes = jget(sh, "nodes"),
                                    *flags = jget(sh, "flags");
                 char objs[256] = "", fl[32] = "";
                 size_t off = 0;
-                for (size_t k = 0; nodes && k < json_object_array_length(nodes) && off < sizeof(objs); k++) {
+                /* Never asked yet: no count to show (a 0 would read as an empty cache). */
+                if (json_object_get_int64(jget(sh, "calls")) == 0)
+                        snprintf(objs, sizeof(objs), "-");
+                for (size_t k = 0; json_object_get_int64(jget(sh, "calls")) > 0 && nodes &&
+                                   k < json_object_array_length(nodes) && off < sizeof(objs); k++) {
                         struct json_object *n = json_object_array_get_idx(nodes, k);
                         off += (size_t) snprintf(objs + off, sizeof(objs) - off, "%s%d:%" PRId64, k ? " " : "",
                                                  json_object_get_int(jget(n, "node")), json_object_get_int64(jget(n, "objects")));
@@ -340,8 +772,8 @@ static int cmd_shrinkers(void) {
                         snprintf(trust, sizeof(trust), "%d%%", json_object_get_int(t) / 10);
                 else
                         snprintf(trust, sizeof(trust), "-");
-                format_bytes((uint64_t) json_object_get_int64(jget(sh, "client_claimed_bytes")), claimed, sizeof(claimed));
-                format_bytes((uint64_t) json_object_get_int64(jget(sh, "client_released_bytes")), released,
+                bytes((uint64_t) json_object_get_int64(jget(sh, "client_claimed_bytes")), claimed, sizeof(claimed));
+                bytes((uint64_t) json_object_get_int64(jget(sh, "client_released_bytes")), released,
                              sizeof(released));
                 printf("%-5" PRId64 " %-20s %-7d %-28s %-12s %-20s %10" PRId64 " %8" PRId64 " %9s %9s %6s %-11s\n",
                        json_object_get_int64(jget(sh, "id")), json_object_get_string(jget(sh, "name")),
@@ -363,6 +795,13 @@ static int cmd_shrink(void) {
                 json_object_put(params);
                 return EXIT_USAGE;
         }
+        /* Like the kernel's debugfs scan, a number is needed: emptying every cache is said, not assumed. */
+        if ((arg_nr > 0) + arg_all + arg_dry_run != 1) {
+                fprintf(stderr, "pressurectl: shrink needs one of --nr=N (objects per shrinker), --all (everything "
+                                "they count) or --dry-run (count only)\n");
+                json_object_put(params);
+                return EXIT_USAGE;
+        }
         if (arg_cgroup || arg_node >= 0) {
                 struct json_object *scope = json_object_new_object();
                 json_object_object_add(scope, "type", json_object_new_string(arg_cgroup ? "cgroup" : "node"));
@@ -374,6 +813,8 @@ static int cmd_shrink(void) {
         }
         if (arg_nr > 0)
                 json_object_object_add(params, "nr_to_scan", json_object_new_int64(arg_nr));
+        if (arg_dry_run)
+                json_object_object_add(params, "dry_run", json_object_new_boolean(true));
         if (arg_shrinker > 0)
                 json_object_object_add(params, "shrinker", json_object_new_int64(arg_shrinker));
 
@@ -394,20 +835,30 @@ static int cmd_shrink(void) {
                 printf("%s\n", json_object_to_json_string_ext(reply, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
         else {
                 struct json_object *list = jget(reply, "results");
-                int64_t scanned = 0, freed = 0;
-                printf("%-5s %-20s %-5s %-28s %10s %10s  %s\n", "ID", "NAME", "NODE", "CGROUP", "SCANNED", "FREED", "NOTE");
+                int64_t scanned = 0, freed = 0, counted = 0;
+                printf("%-5s %-20s %-5s %-28s %10s %10s  %s\n", "ID", "NAME", "NODE", "CGROUP",
+                       arg_dry_run ? "COUNTED" : "SCANNED", arg_dry_run ? "-" : "FREED", "NOTE");
                 for (size_t i = 0; list && i < json_object_array_length(list); i++) {
                         struct json_object *x = json_object_array_get_idx(list, i);
                         const char *note = jget(x, "timed_out") ? "timed out" : jget(x, "stopped") ? "stopped"
                                            : jget(x, "quarantined") ? "quarantined" : jget(x, "empty") ? "empty" : "";
+                        if (arg_dry_run && !jget(x, "count") && !*note)
+                                note = "did not count";
                         printf("%-5" PRId64 " %-20s %-5d %-28s %10" PRId64 " %10" PRId64 "  %s\n",
                                json_object_get_int64(jget(x, "shrinker")), json_object_get_string(jget(x, "name")),
                                json_object_get_int(jget(x, "node")), json_object_get_string(jget(x, "cgroup")),
-                               json_object_get_int64(jget(x, "scanned")), json_object_get_int64(jget(x, "freed")), note);
+                               json_object_get_int64(jget(x, arg_dry_run ? "count" : "scanned")),
+                               json_object_get_int64(jget(x, "freed")), note);
+                        counted += json_object_get_int64(jget(x, "count"));
                         scanned += json_object_get_int64(jget(x, "scanned"));
                         freed += json_object_get_int64(jget(x, "freed"));
                 }
-                printf("scanned %" PRId64 ", freed %" PRId64 " objects\n", scanned, freed);
+                if (arg_dry_run)
+                        printf("dry run: %zu shrinker job%s counted %" PRId64 " objects; nothing was freed\n",
+                               list ? json_object_array_length(list) : 0,
+                               list && json_object_array_length(list) == 1 ? "" : "s", counted);
+                else
+                        printf("scanned %" PRId64 ", freed %" PRId64 " objects\n", scanned, freed);
         }
         json_object_put(reply);
         return EXIT_OK;
@@ -431,7 +882,7 @@ static int usage(const char *message) {
 /* Options into the arg_* globals. Returns 0 to go on, -1 after --help (nothing more to do), or
  * EXIT_USAGE. */
 static int parse_argv(int argc, char *argv[]) {
-        enum { ARG_CGROUP = 0x100, ARG_NODE, ARG_NR, ARG_SHRINKER };
+        enum { ARG_CGROUP = 0x100, ARG_NODE, ARG_NR, ARG_SHRINKER, ARG_VERSION, ARG_ALL, ARG_DRY_RUN, ARG_EXEC };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "json", no_argument, NULL, 'j' },
@@ -441,6 +892,10 @@ static int parse_argv(int argc, char *argv[]) {
                 { "node", required_argument, NULL, ARG_NODE },
                 { "nr", required_argument, NULL, ARG_NR },
                 { "shrinker", required_argument, NULL, ARG_SHRINKER },
+                { "version", no_argument, NULL, ARG_VERSION },
+                { "all", no_argument, NULL, ARG_ALL },
+                { "dry-run", no_argument, NULL, ARG_DRY_RUN },
+                { "exec", required_argument, NULL, ARG_EXEC },
                 {},
         };
         int c, l;
@@ -451,6 +906,18 @@ static int parse_argv(int argc, char *argv[]) {
                 case 'h':
                         help();
                         return -1;
+                case ARG_VERSION:
+                        printf("pressurectl %s\n", PRESSURED_VERSION);
+                        return -1;
+                case ARG_ALL:
+                        arg_all = true;
+                        break;
+                case ARG_DRY_RUN:
+                        arg_dry_run = true;
+                        break;
+                case ARG_EXEC:
+                        arg_exec = optarg;
+                        break;
                 case 'j':
                         arg_json = 1;
                         break;
@@ -462,6 +929,7 @@ static int parse_argv(int argc, char *argv[]) {
                         if (l <= PRESSURE_LEVEL_OK)
                                 return usage("--min-level takes low, medium or critical");
                         arg_min_level = l;
+                        arg_min_level_set = true;
                         break;
                 case ARG_CGROUP:
                         arg_cgroup = optarg;
@@ -487,19 +955,40 @@ static int parse_argv(int argc, char *argv[]) {
         return 0;
 }
 
+/* Which options each command takes: one given to a command that would ignore it is refused. */
+static int check_options(const char *cmd) {
+        bool watch = strcmp(cmd, "watch") == 0, shrink = strcmp(cmd, "shrink") == 0;
+        if (arg_min_level_set && !watch)
+                return usage("--min-level is for watch");
+        if (arg_exec && !watch)
+                return usage("--exec is for watch");
+        if ((arg_cgroup || arg_node >= 0 || arg_nr > 0 || arg_all || arg_dry_run || arg_shrinker > 0) && !shrink)
+                return usage("--cgroup, --node, --nr, --all, --dry-run and --shrinker are for shrink");
+        return 0;
+}
+
 static int run_command(const char *cmd, char **args) {
-        if (strcmp(cmd, "watch") == 0)
-                return cmd_watch(*args ? args : NULL);
-        if (strcmp(cmd, "status") != 0 && strcmp(cmd, "shrinkers") != 0 && strcmp(cmd, "shrink") != 0) {
+        static const char *const commands[] = { "status", "watch", "config", "shrinkers", "shrink" };
+        bool known = false;
+        for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+                known = known || strcmp(cmd, commands[i]) == 0;
+        if (!known) {
                 fprintf(stderr, "pressurectl: unknown command \"%s\"; see --help\n", cmd);
                 return EXIT_USAGE;
         }
+        int r = check_options(cmd);
+        if (r != 0)
+                return r;
+        if (strcmp(cmd, "watch") == 0)
+                return cmd_watch(args);
+        if (strcmp(cmd, "status") == 0)
+                return cmd_status(args);
         if (*args) {
                 fprintf(stderr, "pressurectl: %s takes no arguments\n", cmd);
                 return EXIT_USAGE;
         }
-        if (strcmp(cmd, "status") == 0)
-                return cmd_status();
+        if (strcmp(cmd, "config") == 0)
+                return cmd_config();
         return strcmp(cmd, "shrinkers") == 0 ? cmd_shrinkers() : cmd_shrink();
 }
 
@@ -508,6 +997,6 @@ int main(int argc, char *argv[]) {
         if (r != 0)
                 return r < 0 ? EXIT_OK : r;
         if (optind >= argc)
-                return usage("missing command (status, watch, shrinkers, shrink); see --help");
+                return usage("missing command (status, config, watch, shrinkers, shrink); see --help");
         return run_command(argv[optind], argv + optind + 1);
 }

@@ -77,7 +77,7 @@ static void parse(unsigned which, const char *text) {
                 struct config c;
                 char *error = NULL;
                 config_init(&c);
-                if (config_parse(&c, text, "fuzz.conf", &error) >= 0)
+                if (config_parse(&c, text, "fuzz.conf", NULL, NULL, &error) >= 0)
                         (void) config_verify(&c, &error);
                 free(error);
                 config_done(&c);
