@@ -355,6 +355,27 @@ static void test_shrink_permissions(void) {
         snprintf(cmd, sizeof(cmd), "%s --socket %s shrinkers | grep -q ' %d '", ctl, daemon_.socket, (int) mine.pid);
         CU_ASSERT_EQUAL(run(cmd), 0);
 
+        /* A dry run counts and frees nothing: roots' shrinker holds its 100, mine its 90. */
+        snprintf(cmd, sizeof(cmd), "%s --socket %s shrink --dry-run --json >%s/dry.json", ctl, daemon_.socket, daemon_.dir);
+        CU_ASSERT_EQUAL(run(cmd), 0);
+        char path[512];
+        snprintf(path, sizeof(path), "%s/dry.json", daemon_.dir);
+        struct json_object *dry = json_object_from_file(path), *results = jget(dry, "results");
+        int64_t counted = 0, freed = 0;
+        for (size_t i = 0; results && i < json_object_array_length(results); i++) {
+                counted += json_object_get_int64(jget(json_object_array_get_idx(results, i), "count"));
+                freed += json_object_get_int64(jget(json_object_array_get_idx(results, i), "freed"));
+        }
+        CU_ASSERT_EQUAL(counted, 190);
+        CU_ASSERT_EQUAL(freed, 0);
+        json_object_put(dry);
+        CU_ASSERT_EQUAL(shrinker_stat(roots.pid, "freed"), 0);
+        CU_ASSERT_EQUAL(shrinker_stat(mine.pid, "freed"), 10);
+        /* As anyone else: refused like any other shrink of everything. */
+        snprintf(cmd, sizeof(cmd), "setpriv --reuid=nobody --regid=nogroup --clear-groups %s --socket %s shrink --dry-run 2>/dev/null",
+                 ctl, daemon_.socket);
+        CU_ASSERT_EQUAL(run(cmd), 3);
+
         test_child_stop(&mine);
         test_child_stop(&roots);
 }
