@@ -13,6 +13,7 @@
 
 #include "fileio.h"
 #include "format.h"
+#include "kmsg.h"
 #include "log.h"
 #include "macro.h"
 
@@ -477,6 +478,43 @@ static void scope_read_headroom(struct scope *s) {
 
 /* The kernel's counters of the group's memory events: every increment since the last reading is
  * reported (the first reading only sets the mark). */
+/* The kernel's log names the victim; memory.events only counts. Looked up at most once a second (a group
+ * that is killed over and over must not have the daemon read the whole log each time), in the last
+ * minute of the log, and at most so many records. */
+#define OOM_LOOKUP_INTERVAL_USEC (1000 * 1000)
+#define OOM_LOOKUP_SPAN_USEC (60ULL * 1000 * 1000)
+#define OOM_LOOKUP_MAX_RECORDS 20000
+static void scope_log_oom_kill(struct scope *s, uint64_t n) {
+        static uint64_t last_lookup;
+        struct oom_kill_record r;
+        uint64_t now = now_usec(s);
+        int e = -EBUSY;
+        char why[96];
+
+        if (last_lookup == 0 || now - last_lookup >= OOM_LOOKUP_INTERVAL_USEC) {
+                last_lookup = now;
+                e = kmsg_find_oom_kill("/dev/kmsg", s->cgroup, now > OOM_LOOKUP_SPAN_USEC ? now - OOM_LOOKUP_SPAN_USEC : 0,
+                                       OOM_LOOKUP_MAX_RECORDS, &r);
+        }
+        if (e >= 0) {
+                if (n > 1)
+                        log_client(s->owner_uid, LOG_WARNING,
+                                   "%s: the kernel's OOM killer killed %llu processes in this cgroup, the last %s (pid %d, "
+                                   "uid %d, in %s).",
+                                   s->name, (unsigned long long) n, r.task, (int) r.pid, (int) r.uid, r.task_memcg);
+                else
+                        log_client(s->owner_uid, LOG_WARNING,
+                                   "%s: the kernel's OOM killer killed %s (pid %d, uid %d, in %s) in this cgroup.", s->name,
+                                   r.task, (int) r.pid, (int) r.uid, r.task_memcg);
+                return;
+        }
+        snprintf(why, sizeof(why), "%s", e == -EBUSY  ? "looked up at most once a second"
+                                         : e == -ENOENT ? "no oom-kill line of it in the kernel log"
+                                                        : strerror(-e));
+        log_client(s->owner_uid, LOG_WARNING, "%s: the kernel's OOM killer killed %llu process%s in this cgroup (which: %s).",
+                   s->name, (unsigned long long) n, n == 1 ? "" : "es", why);
+}
+
 static void scope_read_event_counts(struct scope *s) {
         char buf[1024];
         struct cgroup_memory_events e;
@@ -501,9 +539,7 @@ static void scope_read_event_counts(struct scope *s) {
                 if (!had || now[k] <= before)
                         continue;
                 if (k == MEMORY_EVENT_OOM_KILL)
-                        log_client(s->owner_uid, LOG_WARNING, "%s: the kernel's OOM killer killed %llu process%s in this cgroup.",
-                                   s->name,
-                                    (unsigned long long) (now[k] - before), now[k] - before == 1 ? "" : "es");
+                        scope_log_oom_kill(s, now[k] - before);
                 if (s->env->events && s->env->events->memory_event)
                         s->env->events->memory_event(s, k, now[k] - before, s->env->userdata);
         }

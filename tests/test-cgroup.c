@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "kmsg.h"
 #include "macro.h"
 #include "pressure-gen.h"
 #include "test-util.h"
@@ -244,6 +245,43 @@ static void test_live(void) {
         cgroup_layout_done(&l);
 }
 
+/* Records as this machine's kernel (6.18) wrote them. */
+static void test_kmsg(void) {
+        static const char kill[] =
+                "6,9377,13751155609,-;oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0,"
+                "oom_memcg=/pressured-test-24127,task_memcg=/pressured-test-24127/sub,task=shrinker-client,pid=24131,uid=0\n";
+        static const char odd_comm[] =
+                "6,1,5,-;oom-kill:constraint=CONSTRAINT_NONE,task_memcg=/a,task=we,ird,pid=1x,pid=7,uid=1000";
+        struct oom_kill_record r;
+
+        CU_ASSERT_EQUAL(kmsg_parse_oom_kill(kill, strlen(kill), &r), 0);
+        CU_ASSERT_EQUAL(r.usec, 13751155609ULL);
+        CU_ASSERT_STRING_EQUAL(r.task_memcg, "/pressured-test-24127/sub");
+        CU_ASSERT_STRING_EQUAL(r.task, "shrinker-client");
+        CU_ASSERT_EQUAL(r.pid, 24131);
+        CU_ASSERT_EQUAL(r.uid, 0u);
+        /* A command with commas and "pid=" in it: the last ",pid=" is the pid. */
+        CU_ASSERT_EQUAL(kmsg_parse_oom_kill(odd_comm, strlen(odd_comm), &r), 0);
+        CU_ASSERT_STRING_EQUAL(r.task, "we,ird,pid=1x");
+        CU_ASSERT_EQUAL(r.pid, 7);
+        CU_ASSERT_EQUAL(r.uid, 1000u);
+
+        const char *other = "3,2,3,-;Memory cgroup out of memory: Killed process 24131 (shrinker-client)";
+        CU_ASSERT_EQUAL(kmsg_parse_oom_kill(other, strlen(other), &r), -ENOMSG);
+        const char *bad[] = { "no header", "6,1;oom-kill:task_memcg=/a,task=x,pid=1",
+                              "6,1,2,-;oom-kill:task_memcg=/a,task=x", "6,1,2,-;oom-kill:task=x,pid=1",
+                              "6,1,2,-;oom-kill:task_memcg=/a,task=x,pid=-1" };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+                CU_ASSERT_EQUAL(kmsg_parse_oom_kill(bad[i], strlen(bad[i]), &r), -EINVAL);
+
+        CU_ASSERT_TRUE(kmsg_memcg_in("/a/b", "/a"));
+        CU_ASSERT_TRUE(kmsg_memcg_in("/a", "/a"));
+        CU_ASSERT_FALSE(kmsg_memcg_in("/ab", "/a"));
+        CU_ASSERT_TRUE(kmsg_memcg_in("/ab", "/"));
+        /* Not a log: nothing found, no crash. */
+        CU_ASSERT(kmsg_find_oom_kill("/dev/null", "/", 0, 10, &r) < 0);
+}
+
 int main(int argc, char *argv[]) {
         if (argc == 2 && strcmp(argv[1], "--grow") == 0) {
                 size_t size = 32u << 20;
@@ -264,6 +302,7 @@ int main(int argc, char *argv[]) {
                 { "headroom of a v1 tree", test_headroom_tree_v1 },
                 { "headroom levels, thresholds and the next look", test_headroom_arithmetic },
                 { "meminfo and memory.events text", test_headroom_texts },
+                { "the kernel log's oom-kill lines", test_kmsg },
                 {},
         };
         return test_run("cgroup", cases, NULL);

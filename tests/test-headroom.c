@@ -145,6 +145,11 @@ static void test_headroom(void) {
         CU_ASSERT_EQUAL(waitpid(grower, &status, 0), grower);
         CU_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
         test_cleanup_forget_pid(grower);
+        /* The log names the victim, from the kernel's own oom-kill line (it was logged before the event
+         * went out). */
+        char victim[256];
+        snprintf(victim, sizeof(victim), " (pid %d, uid 0, in %s) in this cgroup.", (int) grower, g.cgroup);
+        CU_ASSERT_EQUAL(test_daemon_log_count(&daemon_, victim), 1);
 
 #ifdef __SANITIZE_ADDRESS__
         /* AddressSanitizer keeps what the grower frees in its quarantine: freeing cannot save it here. The

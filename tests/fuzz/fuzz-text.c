@@ -12,6 +12,7 @@
 #include "cgroup.h"
 #include "config.h"
 #include "node_monitor.h"
+#include "kmsg.h"
 #include "pidref.h"
 #include "psi.h"
 #include "shortage.h"
@@ -35,6 +36,7 @@ enum {
         TEXT_GLOBAL_RECLAIM, /* /proc/vmstat, its global reclaim counters (shortage.h) */
         TEXT_PROC_STAT,     /* /proc/PID/stat, its start time (pidref.h) */
         TEXT_UTF8,          /* a cgroup directory's name, however the kernel has it */
+        TEXT_KMSG,          /* a /dev/kmsg record, the kernel's oom-kill line (kmsg.h) */
         _TEXT_MAX,
 };
 
@@ -121,6 +123,13 @@ static void parse(unsigned which, const char *text) {
         case TEXT_PROC_STAT: {
                 uint64_t v;
                 (void) pidref_parse_stat(text, &v);
+                break;
+        }
+        case TEXT_KMSG: {
+                struct oom_kill_record r;
+                if (kmsg_parse_oom_kill(text, strlen(text), &r) >= 0 &&
+                    (strnlen(r.task, sizeof(r.task)) == sizeof(r.task) || !kmsg_memcg_in(r.task_memcg, r.task_memcg)))
+                        abort();
                 break;
         }
         case TEXT_UTF8: {
