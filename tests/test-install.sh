@@ -27,11 +27,17 @@ case "$libdir" in /*) ;; *) libdir=$prefix/$libdir ;; esac
 root=$dest$prefix
 
 for f in sbin/pressured bin/pressurectl include/pressure.h share/man/man8/pressured.8 share/man/man1/pressurectl.1 \
-         share/man/man5/pressured.conf.5 share/man/man3/libpressure.3 share/doc/pressured/examples/pressured.conf \
-         share/dbus-1/system.d/org.freedesktop.LowMemoryMonitor.conf \
-         share/dbus-1/system-services/org.freedesktop.LowMemoryMonitor.service; do
+         share/man/man5/pressured.conf.5 share/man/man3/libpressure.3 share/doc/pressured/examples/pressured.conf; do
         check "installed $f" $([ -e "$root/$f" ]; echo $?)
 done
+# Where dbus-daemon reads them, whatever the prefix (it has no /usr/local/share/dbus-1/system.d).
+dbus_datadir=$(meson introspect "$BUILD" --buildoptions | python3 -c 'import json,sys; print([o["value"] for o in json.load(sys.stdin) if o["name"]=="dbus_datadir"][0])')
+for f in dbus-1/system.d/org.freedesktop.LowMemoryMonitor.conf dbus-1/system-services/org.freedesktop.LowMemoryMonitor.service; do
+        check "installed $dbus_datadir/$f" $([ -e "$dest$dbus_datadir/$f" ]; echo $?)
+done
+# system.conf includes "system.d" relative to itself: /usr/share/dbus-1/system.d on Debian.
+check "the policy is where the system bus reads policies" \
+        $([ "$dbus_datadir" != /usr/share ] || grep -q "<includedir>system.d</includedir>" /usr/share/dbus-1/system.conf; echo $?)
 check "installed libpressure with its soname" $([ -e "$dest$libdir/libpressure.so.0" ] && [ -L "$dest$libdir/libpressure.so" ]; echo $?)
 check "installed libpressure.pc" $([ -e "$dest$libdir/pkgconfig/libpressure.pc" ]; echo $?)
 units=$(find "$dest" -name pressured.service -o -name pressured.socket | wc -l)
