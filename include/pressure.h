@@ -76,7 +76,7 @@ struct pressure_stall {
         uint64_t total;
 };
 
-/** The library's version, e.g. "0.4.0" (the package version it was built from). Since LIBPRESSURE_0.4. */
+/** The library's version, e.g. "1.0.0" (the package version it was built from). Since LIBPRESSURE_0.4. */
 const char *pressure_get_version(void);
 
 /** "ok", "low", "medium", "critical"; NULL for an invalid level. */
@@ -265,7 +265,8 @@ int pressure_subscription_get_state(struct pressure_subscription *subscription);
 struct pressure_client *pressure_subscription_get_client(struct pressure_subscription *subscription);
 
 /**
- * The first interface, kept: one subscription per client, and a call that waits (for at most the
+ * The first interface (0.1), kept for compatibility; new code uses pressure_subscription_new(). One
+ * subscription per client, and a call that waits (for at most the
  * client's timeout) until the daemon has answered and the first states were delivered to the handler
  * (by dispatching here, or by the library's thread). Dispatch runs other callbacks meanwhile.
  *
@@ -380,6 +381,8 @@ int pressure_shrinker_register(struct pressure_shrinker *shrinker);
  * alloc, set and register in one call. seeks and batch as for the setters (batch 0 also means the
  * default here, as it did in LIBPRESSURE_0.1). Returns 0 and the shrinker in *ret (registered in the
  * background), or -EINVAL or -ENOMEM.
+ * The first interface (0.1), kept for compatibility with its order: name before flags. New code uses
+ * pressure_shrinker_alloc(), which has the kernel's order (flags, then name).
  */
 int pressure_shrinker_new(struct pressure_client *client, const char *name, unsigned flags, int seeks, int batch,
                           pressure_count_objects_t count, pressure_scan_objects_t scan, void *userdata,
