@@ -138,6 +138,17 @@ enum level level_from_samples(const struct level_samples *r, const struct level_
         return LEVEL_OK;
 }
 
+enum level level_from_averages(const struct psi_stats *st, const struct level_psi_thresholds *t) {
+        for (int l = LEVEL_CRITICAL; l > LEVEL_OK; l--) {
+                enum psi_kind k = t->t[l].kind;
+                if (k == PSI_FULL && !st->has_full)
+                        continue;
+                if (st->line[k].avg10 / 100 >= fraction(&t->t[l]))
+                        return l;
+        }
+        return LEVEL_OK;
+}
+
 enum level level_from_node(const struct node_figures *f, const struct level_node_thresholds *t) {
         enum level l = LEVEL_OK;
 

@@ -82,6 +82,9 @@ int level_samples_fraction(const struct level_samples *r, enum psi_kind kind, ui
 /* The level the samples show now, before hysteresis. */
 enum level level_from_samples(const struct level_samples *r, const struct level_psi_thresholds *t);
 
+/* A first look, before there are samples: the kernel's 10 s averages against the thresholds' fractions. */
+enum level level_from_averages(const struct psi_stats *st, const struct level_psi_thresholds *t);
+
 struct node_figures {
         uint64_t free_pages, min_pages, low_pages, high_pages; /* summed over the node's zones */
         uint64_t foreign_delta;                                /* numa_foreign growth since the last sample */

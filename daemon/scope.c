@@ -229,7 +229,11 @@ static void scope_explain(const struct scope *s, enum level l, char *buf, size_t
         double fraction, limit = (double) t->stall_usec / (double) t->window_usec;
         format_usec(w, sizeof(w), t->window_usec);
         format_usec(st, sizeof(st), t->stall_usec);
-        if (level_samples_fraction(&s->samples, t->kind, t->window_usec, &fraction) < 0)
+        if (s->first_look)
+                snprintf(buf, size, "%s stall %.1f%% over the last 10s (the kernel's average, a first look), at or "
+                         "above %s's %.1f%% (%s per %s)", psi_kind_to_string(t->kind), s->psi.line[t->kind].avg10,
+                         level_to_string(l), 100 * limit, st, w);
+        else if (level_samples_fraction(&s->samples, t->kind, t->window_usec, &fraction) < 0)
                 snprintf(buf, size, "the kernel's trigger fired: %s stall of %s within %s (%s's threshold)",
                          psi_kind_to_string(t->kind), st, w, level_to_string(l));
         else
@@ -816,6 +820,19 @@ int scope_rearm(struct scope *s) {
         return 0;
 }
 
+/* A group that has been stalling before anyone watched it is not ok: until samples of its own cover a
+ * window, its level comes from the kernel's 10 s averages (and falls, as any level, only after the hold
+ * time below it). Without this, "pressurectl status" of an unwatched group showed ok at 25% stall. */
+static void scope_first_look(struct scope *s) {
+        scope_refresh_psi(s);
+        if (s->gone || !s->have_psi)
+                return;
+        uint64_t now = now_usec(s);
+        s->first_look = true;
+        scope_apply(s, scope_gate_psi(s, level_from_averages(&s->psi, &s->env->config->psi), now), now);
+        s->first_look = false;
+}
+
 int scope_new_system(struct scope_env *env, struct scope **ret) {
         _cleanup_(scope_freep) struct scope *s = scope_alloc(env, SCOPE_SYSTEM);
         int r;
@@ -899,6 +916,7 @@ int scope_new_cgroup(struct scope_env *env, const char *cgroup, struct scope **r
         r = scope_watch_headroom(s);
         if (r < 0)
                 return r;
+        scope_first_look(s);
         *ret = TAKE_PTR(s);
         return 0;
 }

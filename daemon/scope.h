@@ -101,6 +101,7 @@ struct scope {
         enum level_source source; /* what raised the level last */
         enum level previous;
         uint64_t changed_usec; /* CLOCK_MONOTONIC of the last change */
+        bool first_look;       /* deciding from the kernel's averages, before samples of its own */
         char reason[256];      /* why it is at its level, in words, as of the last change ("" at ok) */
         uint64_t reclaim_target;
         bool gone;

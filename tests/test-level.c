@@ -200,12 +200,31 @@ static void test_reclaim_target(void) {
         CU_ASSERT_EQUAL(level_reclaim_target(LEVEL_CRITICAL, 16u << 20, 0, 0), (16u << 20) / 100 * 5);
 }
 
+/* A first look from the kernel's 10 s averages, against the default thresholds (5%, 15% some; 20% full). */
+static void test_from_averages(void) {
+        struct level_psi_thresholds t;
+        struct psi_stats st = { .has_full = true };
+        level_psi_thresholds_default(&t);
+        CU_ASSERT_EQUAL(level_from_averages(&st, &t), LEVEL_OK);
+        st.line[PSI_SOME].avg10 = 4.99;
+        CU_ASSERT_EQUAL(level_from_averages(&st, &t), LEVEL_OK);
+        st.line[PSI_SOME].avg10 = 5.0;
+        CU_ASSERT_EQUAL(level_from_averages(&st, &t), LEVEL_LOW);
+        st.line[PSI_SOME].avg10 = 30;
+        CU_ASSERT_EQUAL(level_from_averages(&st, &t), LEVEL_MEDIUM);
+        st.line[PSI_FULL].avg10 = 20;
+        CU_ASSERT_EQUAL(level_from_averages(&st, &t), LEVEL_CRITICAL);
+        st.has_full = false; /* no full line: critical cannot be seen */
+        CU_ASSERT_EQUAL(level_from_averages(&st, &t), LEVEL_MEDIUM);
+}
+
 int main(void) {
         static const struct test_case cases[] = {
                 { "level names", test_names },
                 { "stall fraction from samples", test_fraction },
                 { "sample ring wraps", test_ring_wraps },
                 { "raw level from samples, default thresholds", test_from_samples_defaults },
+                { "first look from the kernel's averages", test_from_averages },
                 { "threshold checks", test_thresholds_check },
                 { "hysteresis", test_hysteresis },
                 { "hysteresis steps down", test_hysteresis_steps_down },

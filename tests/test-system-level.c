@@ -255,12 +255,58 @@ static void test_starts_past_every_threshold_fixture(void) {
         CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
 }
 
+/* The some avg10 of a group's memory.pressure, or -1. */
+static double group_some10(const struct pressure_gen *g) {
+        char path[600];
+        double v = -1;
+        snprintf(path, sizeof(path), "%s/memory.pressure", g->v2_dir);
+        FILE *f = fopen(path, "re");
+        if (f && fscanf(f, "some avg10=%lf", &v) != 1)
+                v = -1;
+        if (f)
+                fclose(f);
+        return v;
+}
+
+/* A group that stalls before anyone watches it is not reported ok when someone starts to: its first
+ * level comes from the kernel's 10 s averages, and the reason says so. */
+static void test_first_look(void) {
+        struct pressure_gen g;
+        CU_ASSERT_EQUAL_FATAL(test_pressure_group(&g, 16u << 20), 0);
+        CU_ASSERT_EQUAL_FATAL(pressure_gen_start(&g), 0);
+        test_cleanup_pid(g.pid);
+        /* Until the kernel's average shows the stall past low's 5% (some 100ms per 2s by default). */
+        uint64_t end = test_now_ms() + 60000;
+        while (test_now_ms() < end && group_some10(&g) < 10.0)
+                (void) poll(NULL, 0, 200);
+        CU_ASSERT_FATAL(group_some10(&g) >= 10.0);
+        CU_ASSERT_EQUAL_FATAL(start_daemon("[pressured]\n"), 0);
+
+        char scopes[256], *text = NULL;
+        snprintf(scopes, sizeof(scopes), "{\"type\":\"cgroup\",\"cgroup\":\"%s\"}", g.cgroup);
+        int sub = test_subscribe_scopes(daemon_.socket, scopes);
+        CU_ASSERT_FATAL(sub >= 0);
+        CU_ASSERT_FATAL(test_recv_msg(sub, 10000, &text) == 1); /* the initial state */
+        CU_ASSERT_PTR_NULL(strstr(text, "\"level\":\"ok\""));
+        CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"source\":\"pressure\""));
+        CU_ASSERT_PTR_NOT_NULL(strstr(text, "over the last 10s (the kernel's average, a first look)"));
+        if (strstr(text, "\"level\":\"ok\""))
+                fprintf(stderr, "initial state: %s\n", text);
+        free(text);
+        close(sub);
+        test_cleanup_forget_pid(g.pid);
+        CU_ASSERT_EQUAL(pressure_gen_stop(&g), 0);
+        CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
+        pressure_gen_destroy(&g);
+}
+
 int main(void) {
         static const struct test_case cases[] = {
                 { "starts past every threshold (fixture /proc)", test_starts_past_every_threshold_fixture },
                 { "a limited group's stall leaves the system ok on this machine", test_limited_group_real_machine },
                 { "the system rises when the machine reclaims globally, not before", test_limited_group_then_global_reclaim },
                 { "a parent far from its limit stays ok while its limited child stalls", test_parent_above_the_binding_limit },
+                { "a group stalling before it is watched starts above ok", test_first_look },
                 {},
         };
         return test_run("system-level", cases, test_need_root_psi());

@@ -211,6 +211,11 @@ static void print_row(const struct pressure_scope *s) {
         if (scope_room(s, &limit, &room, &pct)) {
                 char b[16];
                 snprintf(room_s, sizeof(room_s), "%s %.1f%%", bytes(room, b, sizeof(b)), pct);
+                /* The system: its memory, less what is available (no swap). */
+                if (strcmp(used, "-") == 0) {
+                        bytes(limit - room, used, sizeof(used));
+                        bytes(limit, limit_s, sizeof(limit_s));
+                }
         }
         const char *source = pressure_scope_get_source(s);
         printf("%-24s %-9s %-9s %7s %7s %7s %8s %8s %14s\n", pressure_scope_get_name(s),
