@@ -248,24 +248,26 @@ static void write_csv(const char *dir, struct run *const *runs, size_t n) {
         printf("wrote %s\n", path);
 }
 
-/* Cache size over time, one line per policy. */
+/* Cache size over time, one line per policy, against the group's limit; a cross where a run was
+ * killed. The legend sits under the plot, so that no name is cut at the edge. */
 static void write_svg(const char *dir, struct run *const *runs, size_t n, double seconds) {
         static const char *const colours[] = { "#d62728", "#ff7f0e", "#2ca02c", "#1f77b4", "#9467bd" };
-        const double w = 720, h = 360, left = 60, right = 200, top = 20, bottom = 40;
-        double ymax = 8;
+        const double w = 760, left = 60, right = 30, top = 20, ph = 300, axis = 40, row = 20;
+        const double h = top + ph + axis + row * (double) (n + 1) + 10;
+        double ymax = LIMIT_MIB;
         for (size_t i = 0; i < n; i++)
                 for (size_t j = 0; j < runs[i]->n_samples; j++)
                         ymax = (double) runs[i]->bytes[j] / 1048576 > ymax ? (double) runs[i]->bytes[j] / 1048576 : ymax;
-        ymax = ((int) (ymax / 8) + 1) * 8;
+        ymax = ((int) (ymax / 16) + 1) * 16;
         char path[700];
         snprintf(path, sizeof(path), "%s/kvcache-bench.svg", dir);
         FILE *f = fopen(path, "we");
         if (!f)
                 return;
-        double pw = w - left - right, ph = h - top - bottom;
+        double pw = w - left - right;
         fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" font-size=\"12\">\n", w, h);
         fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
-        for (int y = 0; y <= (int) ymax; y += 8) {
+        for (int y = 0; y <= (int) ymax; y += 16) {
                 double py = top + ph - (double) y / ymax * ph;
                 fprintf(f, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", left, py, left + pw, py);
                 fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%d</text>\n", left - 6, py + 4, y);
@@ -274,9 +276,15 @@ static void write_svg(const char *dir, struct run *const *runs, size_t n, double
                 double px = left + (double) x / seconds * pw;
                 fprintf(f, "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%d</text>\n", px, top + ph + 16, x);
         }
-        fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">seconds</text>\n", left + pw / 2, h - 6);
+        fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">seconds</text>\n", left + pw / 2, top + ph + 32);
         fprintf(f, "<text x=\"14\" y=\"%.0f\" transform=\"rotate(-90 14 %.0f)\" text-anchor=\"middle\">cache values (MiB)</text>\n",
                 top + ph / 2, top + ph / 2);
+        /* The group's limit: cache, load generator and the neighbour's file all count against it. */
+        double ly = top + ph - (double) LIMIT_MIB / ymax * ph;
+        fprintf(f, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#000\" stroke-dasharray=\"6 4\"/>\n",
+                left, ly, left + pw, ly);
+        fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">cgroup limit %d MiB (cache, load and neighbour together)</text>\n",
+                left + pw - 4, ly - 4, LIMIT_MIB);
         for (size_t i = 0; i < n; i++) {
                 const char *c = colours[i % 5];
                 fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", c);
@@ -284,11 +292,19 @@ static void write_svg(const char *dir, struct run *const *runs, size_t n, double
                         fprintf(f, "%.1f,%.1f ", left + runs[i]->t[j] / seconds * pw,
                                 top + ph - (double) runs[i]->bytes[j] / 1048576 / ymax * ph);
                 fprintf(f, "\"/>\n");
-                double ly = top + 14 + 18 * (double) i;
+                if (!runs[i]->survived && runs[i]->n_samples > 0) {
+                        size_t k = runs[i]->n_samples - 1;
+                        double kx = left + runs[i]->t[k] / seconds * pw,
+                               ky = top + ph - (double) runs[i]->bytes[k] / 1048576 / ymax * ph;
+                        fprintf(f, "<path d=\"M%.1f %.1fl10 10m0 -10l-10 10\" stroke=\"%s\" stroke-width=\"3\"/>\n", kx - 5,
+                                ky - 5, c);
+                        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">OOM-killed at %.1f s</text>\n", kx + 8, ky + 4, runs[i]->seconds);
+                }
+                double gy = top + ph + axis + row * (double) (i + 1);
                 fprintf(f, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"%s\" stroke-width=\"2\"/>\n",
-                        left + pw + 12, ly - 4, left + pw + 32, ly - 4, c);
-                fprintf(f, "<text x=\"%.0f\" y=\"%.0f\">%s%s</text>\n", left + pw + 38, ly, runs[i]->name,
-                        runs[i]->survived ? "" : " (killed)");
+                        left, gy - 4, left + 24, gy - 4, c);
+                fprintf(f, "<text x=\"%.0f\" y=\"%.0f\">%s%s</text>\n", left + 30, gy, runs[i]->name,
+                        runs[i]->survived ? "" : " (OOM-killed)");
         }
         fprintf(f, "</svg>\n");
         fclose(f);

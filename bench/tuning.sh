@@ -2,14 +2,19 @@
 # The figures behind docs/tuning.md: one cgroup under the suite's pressure generator (a writer under a
 # 16 MiB limit, 20-50% "some" stall) watched by pressured with each profile's thresholds for a while;
 # how soon the first warning came, how many level changes were sent, and the share of the time spent at
-# each level. Usage: bench/tuning.sh [BUILD_DIR [SECONDS]]. Needs root, PSI and cgroup v2.
+# each level. With MODE=bursts the writer runs 2 s in every 10 (SIGSTOP/SIGCONT), as a desktop's
+# bursts do: how often each profile's level flaps. Usage: [MODE=steady|bursts] bench/tuning.sh
+# [BUILD_DIR [SECONDS]]. Needs root, PSI and cgroup v2.
 set -eu
 BUILD=${1:-build}
 SECONDS_PER_RUN=${2:-60}
+MODE=${MODE:-steady}
+burst_pid=
 dir=$(mktemp -d /tmp/pressured-tuning-XXXXXX)
 daemon_pid=
 gen_pid=
 cleanup() {
+        [ -n "$burst_pid" ] && kill "$burst_pid" 2>/dev/null && wait "$burst_pid" 2>/dev/null
         [ -n "$gen_pid" ] && kill "$gen_pid" 2>/dev/null && wait "$gen_pid" 2>/dev/null
         [ -n "$daemon_pid" ] && kill "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null
         rm -rf "$dir"
@@ -37,6 +42,7 @@ medium=some 6s 10s
 critical=full 6s 10s
 hold=30s"
 
+echo "mode $MODE, $SECONDS_PER_RUN s per profile"
 printf '%-16s %-34s %12s %8s %8s %8s %8s %8s\n' profile thresholds "first-warn-s" changes "ok%" "low%" "medium%" "critical%"
 for p in defaults desktop server container-host oomd-like; do
         sock=$dir/$p.sock
@@ -47,7 +53,16 @@ for p in defaults desktop server container-host oomd-like; do
         gen_pid=$!
         for _ in $(seq 1 500); do [ -s "$dir/gen.out" ] && break; sleep 0.01; done
         cg=$(head -1 "$dir/gen.out")
+        if [ "$MODE" = bursts ]; then
+                (while sleep 2; do pkill -STOP -P "$gen_pid"; sleep 8; pkill -CONT -P "$gen_pid"; done) &
+                burst_pid=$!
+        fi
         timeout "$SECONDS_PER_RUN" "$BUILD/pressurectl" --socket "$sock" --json watch "$cg" >"$dir/$p.json" || true
+        if [ -n "$burst_pid" ]; then
+                kill "$burst_pid"; wait "$burst_pid" 2>/dev/null || true
+                burst_pid=
+                pkill -CONT -P "$gen_pid" || true
+        fi
         kill "$gen_pid"; wait "$gen_pid" 2>/dev/null || true
         gen_pid=
         kill "$daemon_pid"; wait "$daemon_pid" || true
