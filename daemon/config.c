@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "frame.h"
+#include "log.h"
 #include "macro.h"
 
 void config_init(struct config *c) {
@@ -31,6 +32,7 @@ void config_init(struct config *c) {
                 .quarantine_after = 3,
                 .empty_backoff_usec = 10000000,
                 .lock_memory = true,
+                .log_level = LOG_INFO,
                 .headroom = true,
                 .low_memory_monitor = true,
                 .memory_pressure_level = LEVEL_LOW,
@@ -307,6 +309,15 @@ static int parse_bool_key(struct config *c, const struct config_key *k, const ch
         return 0;
 }
 
+static int parse_log_level_key(struct config *c, const struct config_key *k, const char *value, char **ret_error) {
+        int l = log_level_from_string(value);
+        if (l < 0)
+                return fail(ret_error, -EINVAL, "%s: expected one of emerg, alert, crit, err, warning, notice, info, debug, got \"%s\"",
+                            k->name, value);
+        *FIELD(c, k, int) = l;
+        return 0;
+}
+
 static int parse_cgroup(struct config *c, const struct config_key *k, const char *value, char **ret_error) {
         (void) k;
         if (value[0] != '/')
@@ -363,6 +374,7 @@ static const struct config_key config_keys[] = {
         { "node_medium_factor", parse_factor_key, AT(node.medium_factor) },
         { "node_critical_factor", parse_factor_key, AT(node.critical_factor) },
         { "lock_memory", parse_bool_key, AT(lock_memory) },
+        { "log_level", parse_log_level_key, AT(log_level) },
         { "headroom", parse_bool_key, AT(headroom) },
         { "headroom_low", parse_headroom_key, AT(headroom_at.f[LEVEL_LOW]) },
         { "headroom_medium", parse_headroom_key, AT(headroom_at.f[LEVEL_MEDIUM]) },

@@ -44,6 +44,7 @@ struct config {
         uint64_t empty_backoff_usec;   /* a shrinker that answered EMPTY is not asked in rounds for this long */
         struct shrink_priorities priorities;
 
+        int log_level;    /* LOG_ERR ... LOG_DEBUG: what is logged (SetLogLevel changes it until a reload) */
         bool lock_memory; /* mlockall() at start-up */
         char *metrics_directory; /* a Prometheus textfile collector's directory; NULL or "": no metrics */
         /* systemd's $MEMORY_PRESSURE_WATCH endpoint: NULL, the Varlink socket's directory; "": none */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <sys/socket.h>
 
+#include "clock.h"
 #include "macro.h"
 
 #define ACCEPTS_PER_WAKEUP 64
@@ -24,12 +25,6 @@ void connection_quota_put(struct connection_quota *q) {
                 q->n--;
 }
 
-static uint64_t now_usec(const struct listener *l) {
-        uint64_t t = 0;
-        (void) sd_event_now(l->event, CLOCK_MONOTONIC, &t);
-        return t;
-}
-
 static int on_retry(sd_event_source *src, uint64_t usec, void *userdata) {
         struct listener *l = userdata;
         (void) src;
@@ -41,7 +36,7 @@ static int on_retry(sd_event_source *src, uint64_t usec, void *userdata) {
 static void back_off(struct listener *l, int error) {
         unsigned suppressed;
         l->backoff_usec = l->backoff_usec == 0 ? BACKOFF_FIRST_USEC : MIN(l->backoff_usec * 2, BACKOFF_MAX_USEC);
-        if (ratelimit_below(&l->log, now_usec(l), &suppressed))
+        if (ratelimit_below(&l->log, event_now(l->event), &suppressed))
                 log_warning_errno(error, "Failed to accept a connection on %s, not accepting for %llu ms: %m", l->what,
                                   (unsigned long long) (l->backoff_usec / 1000));
         if (!l->retry && sd_event_add_time(l->event, &l->retry, CLOCK_MONOTONIC, 0, 10000, on_retry, l) >= 0)
@@ -49,7 +44,7 @@ static void back_off(struct listener *l, int error) {
         if (!l->retry)
                 return; /* cannot even back off: keep accepting as before */
         (void) sd_event_source_set_enabled(l->source, SD_EVENT_OFF);
-        (void) sd_event_source_set_time(l->retry, now_usec(l) + l->backoff_usec);
+        (void) sd_event_source_set_time(l->retry, event_now(l->event) + l->backoff_usec);
         (void) sd_event_source_set_enabled(l->retry, SD_EVENT_ONESHOT);
 }
 

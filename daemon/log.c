@@ -2,6 +2,7 @@
 #include "log.h"
 
 #include <stdarg.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -9,6 +10,8 @@
 #include <sys/uio.h>
 #include <time.h>
 #include <systemd/sd-journal.h>
+
+#include "time-util.h"
 
 static int max_level = LOG_INFO;
 static int prefix_priority = 0;
@@ -29,13 +32,74 @@ void log_open(void) {
         to_journal = prefix_priority && access("/run/systemd/journal/socket", W_OK) == 0;
 }
 
-int log_internal(int level, int error, const char *file, int line, const char *fmt, ...) {
+static const char *const level_names[] = { "emerg", "alert", "crit", "err", "warning", "notice", "info", "debug" };
+
+int log_level_from_string(const char *s) {
+        if (!s)
+                return -EINVAL;
+        for (size_t i = 0; i < ELEMENTSOF(level_names); i++)
+                if (streq(s, level_names[i]))
+                        return (int) i;
+        if (s[0] >= '0' && s[0] <= '7' && !s[1])
+                return s[0] - '0';
+        return -EINVAL;
+}
+
+const char *log_level_to_string(int level) {
+        return level >= 0 && level < (int) ELEMENTSOF(level_names) ? level_names[level] : NULL;
+}
+
+/* One journal entry: MESSAGE, PRIORITY, CODE_*, SYSLOG_IDENTIFIER, then the extra "KEY=value" fields
+ * (any number, any length: nothing is cut). Returns a negative errno when it could not be sent. */
+static int journal_send(int level, const char *file, int line, const char *func, const char *msg,
+                        const char *const *extra) {
+        size_t n_extra = 0;
+        while (extra && extra[n_extra])
+                n_extra++;
+        size_t n = 6 + n_extra;
+        _cleanup_free_ struct iovec *iov = calloc(n, sizeof(*iov));
+        _cleanup_free_ char *m = NULL;
+        char prio[16], code_line[32], code_file[512], code_func[256];
+        if (!iov || asprintf(&m, "MESSAGE=%s", msg) < 0)
+                return -ENOMEM;
+        snprintf(prio, sizeof(prio), "PRIORITY=%d", level);
+        /* __FILE__ and __func__ are ours and short; the message and the fields are what may be long. */
+        snprintf(code_file, sizeof(code_file), "CODE_FILE=%s", file ? file : "");
+        snprintf(code_line, sizeof(code_line), "CODE_LINE=%d", line);
+        snprintf(code_func, sizeof(code_func), "CODE_FUNC=%s", func ? func : "");
+        const char *base[] = { m, prio, code_file, code_line, code_func, "SYSLOG_IDENTIFIER=pressured" };
+        for (size_t i = 0; i < ELEMENTSOF(base); i++)
+                iov[i] = (struct iovec){ .iov_base = (void *) base[i], .iov_len = strlen(base[i]) };
+        for (size_t i = 0; i < n_extra; i++)
+                iov[6 + i] = (struct iovec){ .iov_base = (void *) extra[i], .iov_len = strlen(extra[i]) };
+        return sd_journal_sendv(iov, (int) n);
+}
+
+static void stderr_line(int level, const char *msg) {
+        if (prefix_priority) {
+                fprintf(stderr, "<%d>%s\n", level, msg);
+                return;
+        }
+        /* On a terminal or in a file there is nobody else to say when. */
+        struct timespec ts = {};
+        struct tm tm;
+        char when[32] = "";
+        if (clock_gettime(CLOCK_REALTIME, &ts) == 0 && localtime_r(&ts.tv_sec, &tm))
+                strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+        fprintf(stderr, "%s.%03ld pressured: %s\n", when, ts.tv_nsec / 1000000, msg);
+}
+
+static void emit(int level, const char *file, int line, const char *func, const char *msg,
+                 const char *const *extra) {
+        if (to_journal && journal_send(level, file, line, func, msg, extra) >= 0)
+                return;
+        stderr_line(level, msg);
+}
+
+int log_internal(int level, int error, const char *file, int line, const char *func, const char *fmt, ...) {
         int saved = errno;
         char msg[2048];
         va_list ap;
-
-        (void) file;
-        (void) line;
 
         /* Make %m print the error we were handed, not whatever errno happens to be. */
         errno = abs(error);
@@ -43,54 +107,41 @@ int log_internal(int level, int error, const char *file, int line, const char *f
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
 
-        if (prefix_priority)
-                fprintf(stderr, "<%d>%s\n", level, msg);
-        else {
-                /* On a terminal or in a file there is nobody else to say when. */
-                struct timespec ts;
-                struct tm tm;
-                char when[32] = "";
-                if (clock_gettime(CLOCK_REALTIME, &ts) == 0 && localtime_r(&ts.tv_sec, &tm))
-                        strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
-                fprintf(stderr, "%s.%03ld pressured: %s\n", when, ts.tv_nsec / 1000000, msg);
-        }
-
+        emit(level, file, line, func, msg, NULL);
         errno = saved;
         return -abs(error);
 }
 
-void log_struct(int level, const char *message_id, const char *scope, const char *const *fields,
-                const char *fmt, ...) {
-        char msg[2048];
+void log_struct_internal(int level, const char *file, int line, const char *func, const char *message_id,
+                         const char *scope, const char *const *fields, const char *fmt, ...) {
+        _cleanup_free_ char *msg = NULL, *id = NULL, *sc = NULL;
         va_list ap;
 
         if (level > max_level)
                 return;
         va_start(ap, fmt);
-        vsnprintf(msg, sizeof(msg), fmt, ap);
+        int r = vasprintf(&msg, fmt, ap);
         va_end(ap);
-
+        if (r < 0)
+                return;
         if (!to_journal) {
-                log_internal(level, 0, NULL, 0, "%s", msg);
+                stderr_line(level, msg);
                 return;
         }
 
-        struct iovec iov[16];
-        char buf[16][512], message[sizeof(msg) + 16];
-        size_t n = 0;
-        snprintf(message, sizeof(message), "MESSAGE=%s", msg);
-        snprintf(buf[n + 1], sizeof(buf[n + 1]), "PRIORITY=%d", level);
-        snprintf(buf[n + 2], sizeof(buf[n + 2]), "MESSAGE_ID=%s", message_id);
-        snprintf(buf[n + 3], sizeof(buf[n + 3]), "PRESSURED_SCOPE=%s", scope);
-        snprintf(buf[n + 4], sizeof(buf[n + 4]), "SYSLOG_IDENTIFIER=pressured");
-        n += 5;
-        for (size_t i = 0; fields && fields[i] && n < 16; i++, n++)
-                snprintf(buf[n], sizeof(buf[n]), "%s", fields[i]);
-        iov[0] = (struct iovec){ .iov_base = message, .iov_len = strlen(message) };
-        for (size_t i = 1; i < n; i++)
-                iov[i] = (struct iovec){ .iov_base = buf[i], .iov_len = strlen(buf[i]) };
-        if (sd_journal_sendv(iov, (int) n) < 0)
-                log_internal(level, 0, NULL, 0, "%s", msg);
+        size_t n_fields = 0;
+        while (fields && fields[n_fields])
+                n_fields++;
+        _cleanup_free_ const char **all = calloc(n_fields + 3, sizeof(char *));
+        if (!all || asprintf(&id, "MESSAGE_ID=%s", message_id) < 0 || asprintf(&sc, "PRESSURED_SCOPE=%s", scope) < 0) {
+                stderr_line(level, msg);
+                return;
+        }
+        all[0] = id;
+        all[1] = sc;
+        for (size_t i = 0; i < n_fields; i++)
+                all[2 + i] = fields[i];
+        emit(level, file, line, func, msg, all);
 }
 
 bool ratelimit_below(struct ratelimit *rl, uint64_t now_usec, unsigned *ret_suppressed) {
@@ -128,12 +179,10 @@ static void log_dropped(uid_t uid, unsigned n) {
 }
 
 bool log_client_may(uid_t uid) {
-        struct timespec ts;
         unsigned dropped;
         size_t slot = 0;
 
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        uint64_t now = (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000 + 1;
+        uint64_t now = clock_now_usec(CLOCK_MONOTONIC) + 1;
         for (size_t i = 0; i < LOG_CLIENT_UIDS; i++)
                 if (log_clients[i].used && log_clients[i].uid == uid) {
                         slot = i;

@@ -17,12 +17,18 @@ void log_set_max_level(int level);
 int log_get_max_level(void);
 void log_open(void);
 
-int log_internal(int level, int error, const char *file, int line, const char *fmt, ...) _printf_(5, 6);
+/* "emerg" ... "debug" (syslog's names, as systemd takes them) or 0..7; -EINVAL otherwise. */
+int log_level_from_string(const char *s);
+const char *log_level_to_string(int level);
+
+/* Under the journal every line is an entry of its own with CODE_FILE=, CODE_LINE= and CODE_FUNC=. */
+int log_internal(int level, int error, const char *file, int line, const char *func, const char *fmt, ...)
+        _printf_(6, 7);
 
 #define log_full_errno(level, error, ...)                                                                  \
         ({                                                                                                 \
                 int _l_ = (level), _e_ = (error);                                                          \
-                (log_get_max_level() >= _l_) ? log_internal(_l_, _e_, __FILE__, __LINE__, __VA_ARGS__)     \
+                (log_get_max_level() >= _l_) ? log_internal(_l_, _e_, __FILE__, __LINE__, __func__, __VA_ARGS__)     \
                                              : -abs(_e_);                                                  \
         })
 
@@ -61,7 +67,7 @@ bool log_client_may(uid_t uid);
         ({                                                                                                 \
                 int _cl_ = (level), _ce_ = (error);                                                        \
                 (log_get_max_level() >= _cl_ && log_client_may(uid))                                       \
-                        ? log_internal(_cl_, _ce_, __FILE__, __LINE__, __VA_ARGS__)                        \
+                        ? log_internal(_cl_, _ce_, __FILE__, __LINE__, __func__, __VA_ARGS__)              \
                         : -abs(_ce_);                                                                      \
         })
 #define log_client(uid, level, ...) log_client_full(uid, level, 0, __VA_ARGS__)
@@ -73,7 +79,9 @@ bool log_client_may(uid_t uid);
 #define PRESSURED_MESSAGE_RELEASE "43087693fbff4890a213c3f50cdf132e"
 
 /* A message with structured fields: under systemd straight to the journal with the fields
- * (MESSAGE_ID=, PRESSURED_SCOPE=, and any "KEY=value" strings given, NULL-terminated), otherwise the
- * plain message to stderr. */
-void log_struct(int level, const char *message_id, const char *scope, const char *const *fields,
-                const char *fmt, ...) _printf_(5, 6);
+ * (MESSAGE_ID=, PRESSURED_SCOPE=, and any "KEY=value" strings given, NULL-terminated, as many and as long
+ * as they are), otherwise the plain message to stderr. */
+void log_struct_internal(int level, const char *file, int line, const char *func, const char *message_id,
+                         const char *scope, const char *const *fields, const char *fmt, ...) _printf_(8, 9);
+#define log_struct(level, message_id, scope, fields, ...)                                                  \
+        log_struct_internal(level, __FILE__, __LINE__, __func__, message_id, scope, fields, __VA_ARGS__)

@@ -8,6 +8,7 @@
 
 #include "cgroup.h"
 
+#include "list.h"
 #include "log.h"
 #include "pidref.h"
 #include "macro.h"
@@ -117,12 +118,7 @@ static void peer_free(struct lowmem_peer *p) {
         sd_bus_slot_unref(p->query);
         if (p->scope)
                 peer_release_scope(p);
-        if (p->prev)
-                p->prev->next = p->next;
-        else
-                lm->peers = p->next;
-        if (p->next)
-                p->next->prev = p->prev;
+        LIST_REMOVE(lm->peers, p);
         lm->n_peers--;
         free(p->name);
         free(p);
@@ -182,10 +178,7 @@ static void peer_new(struct lowmem *lm, const char *name) {
                 return;
         }
         p->lm = lm;
-        p->next = lm->peers;
-        if (p->next)
-                p->next->prev = p;
-        lm->peers = p;
+        LIST_PREPEND(lm->peers, p);
         lm->n_peers++;
         if (sd_bus_call_method_async(lm->bus, &p->query, "org.freedesktop.DBus", "/org/freedesktop/DBus",
                                      "org.freedesktop.DBus", "GetConnectionCredentials", on_peer_credentials, p, "s", name) < 0)

@@ -161,7 +161,9 @@ static void manager_set_server_limits(struct manager *m) {
 int manager_reload(struct manager *m, struct config *c) {
         bool rearm = memcmp(&c->psi.t[LEVEL_LOW], &m->config.psi.t[LEVEL_LOW], sizeof(struct psi_trigger)) != 0;
 
-        /* Every module reads the configuration through m->config: replacing it in place is the reload. */
+        /* Every module reads the configuration through m->config: replacing it in place is the reload.
+         * The level first, so that the reload's own lines follow it (and a SetLogLevel ends here). */
+        log_set_max_level(c->log_level);
         config_take_reloadable(&m->config, c);
         manager_set_server_limits(m);
         (void) metrics_set_directory(m->metrics, m->config.metrics_directory);

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "log.h"
 #include "macro.h"
 #include "utf8.h"
@@ -29,12 +30,6 @@ struct metrics {
         int dir_fd;         /* the directory as it was opened: writes never follow a symlink put there later */
         struct ratelimit log_limit;
 };
-
-static uint64_t now_usec(const struct metrics *m) {
-        uint64_t t = 0;
-        (void) sd_event_now(m->event, CLOCK_MONOTONIC, &t);
-        return t;
-}
 
 void metrics_write_label(FILE *f, const char *value) {
         for (const char *p = value ? value : ""; *p; p++) {
@@ -242,7 +237,7 @@ static void schedule(struct metrics *m) {
         if (m->dir_fd < 0)
                 return (void) sd_event_source_set_enabled(m->timer, SD_EVENT_OFF);
         if (m->due)
-                next = MAX(now_usec(m), m->last_usec + m->config->sample_interval_usec);
+                next = MAX(event_now(m->event), m->last_usec + m->config->sample_interval_usec);
         else if (m->config->node_interval_usec > 0)
                 next = m->last_usec + m->config->node_interval_usec; /* the figures age; the node sample wakes then too */
         else
@@ -258,9 +253,9 @@ static int on_timer(sd_event_source *src, uint64_t usec, void *userdata) {
         (void) usec;
 
         int r = metrics_write(m);
-        if (r < 0 && ratelimit_below(&m->log_limit, now_usec(m), &suppressed))
+        if (r < 0 && ratelimit_below(&m->log_limit, event_now(m->event), &suppressed))
                 log_warning_errno(r, "Failed to write metrics to %s/%s: %m", m->path, METRICS_FILE);
-        m->last_usec = now_usec(m);
+        m->last_usec = event_now(m->event);
         m->due = false;
         schedule(m);
         return 0;

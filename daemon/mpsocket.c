@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "hashmap.h"
+#include "list.h"
 #include "log.h"
 #include "pidref.h"
 #include "macro.h"
@@ -51,13 +52,7 @@ static void client_detach(struct mp_client *c) {
         if (!c->scope)
                 return;
         struct mp_client **head = scope_clients(c->owner, c->scope);
-        if (c->scope_prev)
-                c->scope_prev->scope_next = c->scope_next;
-        else
-                *head = c->scope_next;
-        if (c->scope_next)
-                c->scope_next->scope_prev = c->scope_prev;
-        c->scope_prev = c->scope_next = NULL;
+        LIST_REMOVE_F(scope_prev, scope_next, *head, c);
         scope_registry_release_for(c->owner->scopes, c->uid, c->scope);
         c->scope = NULL;
 }
@@ -67,12 +62,7 @@ static void client_free(struct mp_client *c) {
         client_detach(c);
         sd_event_source_disable_unref(c->source);
         close(c->fd);
-        if (c->prev)
-                c->prev->next = c->next;
-        else
-                mp->clients = c->next;
-        if (c->next)
-                c->next->prev = c->prev;
+        LIST_REMOVE(mp->clients, c);
         mp->n_clients--;
         connection_quota_put(mp->quota);
         (void) hashmap_count_add_u64(mp->per_uid, c->uid, -1);
@@ -196,16 +186,10 @@ static void client_new(struct mpsocket *mp, int fd, bool fresh) {
                         log_debug_errno(r, "Memory pressure socket: cannot store a connection with the service manager, "
                                            "it will not outlive a restart: %m");
         }
-        c->next = mp->clients;
-        if (c->next)
-                c->next->prev = c;
-        mp->clients = c;
+        LIST_PREPEND(mp->clients, c);
         mp->n_clients++;
         struct mp_client **head = scope_clients(mp, s);
-        c->scope_next = *head;
-        if (*head)
-                (*head)->scope_prev = c;
-        *head = c;
+        LIST_PREPEND_F(scope_prev, scope_next, *head, c);
         log_debug("Memory pressure socket: pid %d (uid %u) watches %s.", (int) peer.pid, (unsigned) peer.uid, s->name);
 }
 

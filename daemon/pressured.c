@@ -45,8 +45,10 @@ static void help(void) {
                "     --node-interval=DURATION    Node sampling period while all is ok (0: off)\n"
                "     --max-message-size=BYTES    Largest Varlink message accepted\n"
                "     --sysfs-root=PATH      Read /proc and /sys node files below PATH (testing)\n"
-               "  -v --verbose              Log debug messages\n"
-               "  -q --quiet                Log warnings and errors only\n");
+               "     --log-level=LEVEL      Log messages up to LEVEL: err, warning, notice, info (default),\n"
+               "                            debug\n"
+               "  -v --verbose              Log debug messages (--log-level=debug)\n"
+               "  -q --quiet                Log warnings and errors only (--log-level=warning)\n");
 }
 
 enum {
@@ -61,6 +63,7 @@ enum {
         ARG_NODE_INTERVAL,
         ARG_MAX_MESSAGE_SIZE,
         ARG_SYSFS_ROOT,
+        ARG_LOG_LEVEL,
 };
 
 static const struct option options[] = {
@@ -77,6 +80,7 @@ static const struct option options[] = {
         { "node-interval", required_argument, NULL, ARG_NODE_INTERVAL },
         { "max-message-size", required_argument, NULL, ARG_MAX_MESSAGE_SIZE },
         { "sysfs-root", required_argument, NULL, ARG_SYSFS_ROOT },
+        { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
         { "verbose", no_argument, NULL, 'v' },
         { "quiet", no_argument, NULL, 'q' },
         {},
@@ -94,6 +98,9 @@ static const char *option_key(int c) {
         case ARG_NODE_INTERVAL: return "node_interval";
         case ARG_MAX_MESSAGE_SIZE: return "max_message_size";
         case ARG_SYSFS_ROOT: return "sysfs_root";
+        case ARG_LOG_LEVEL: return "log_level";
+        case 'v': return "log_level";
+        case 'q': return "log_level";
         default: return NULL;
         }
 }
@@ -139,18 +146,16 @@ static int parse_argv(int argc, char *argv[], struct config *config, const char 
                 case 'c':
                         *config_path = optarg;
                         break;
-                case 'v':
-                        log_set_max_level(LOG_DEBUG);
-                        break;
-                case 'q':
-                        log_set_max_level(LOG_WARNING);
-                        break;
                 case '?':
                         return -EINVAL;
                 default:
+                        /* The first pass already logs as asked: loading the file may have things to say. */
+                        if (!apply && (c == 'v' || c == 'q'))
+                                log_set_max_level(c == 'v' ? LOG_DEBUG : LOG_WARNING);
                         if (apply) {
                                 _cleanup_free_ char *msg = NULL;
-                                int r = config_set(config, option_key(c), optarg, &msg);
+                                const char *value = c == 'v' ? "debug" : c == 'q' ? "warning" : optarg;
+                                int r = config_set(config, option_key(c), value, &msg);
                                 if (r < 0) {
                                         log_error("%s", option_message(c, msg, r));
                                         return r;
@@ -259,6 +264,7 @@ int main(int argc, char *argv[]) {
                 return EXIT_USAGE;
         }
 
+        log_set_max_level(config.log_level);
         saved_argc = argc;
         saved_argv = argv;
         saved_config_path = config_path;

@@ -716,7 +716,7 @@ struct answer_call {
         { "empty", PARAM_BOOL, (base) + offsetof(struct shrink_answer, empty) },                          \
         { "stop", PARAM_BOOL, (base) + offsetof(struct shrink_answer, stop) }
 
-static const struct param answer_call_table[] = {
+const struct param protocol_answer_params[] = {
         { "token", PARAM_STRING, offsetof(struct answer_call, token), .mandatory = true },
         { "request", PARAM_INT, offsetof(struct answer_call, one.request) },
         { "answers", PARAM_ARRAY, offsetof(struct answer_call, answers) },
@@ -724,7 +724,7 @@ static const struct param answer_call_table[] = {
         {}
 };
 
-static const struct param answer_item_table[] = {
+const struct param protocol_answer_item_params[] = {
         { "request", PARAM_INT, offsetof(struct shrink_answer, request), .mandatory = true },
         ANSWER_FIELDS(0),
         {}
@@ -746,7 +746,7 @@ static bool answer_has_fields(const struct shrink_answer *a) {
 int protocol_decode_answer_call(struct json_object *params, const char **ret_token, struct shrink_answer **ret_items,
                                 size_t *ret_n, const char **ret_bad) {
         struct answer_call call = { .one = answer_absent };
-        int r = params_dispatch(params, answer_call_table, &call, ret_bad);
+        int r = params_dispatch(params, protocol_answer_params, &call, ret_bad);
         *ret_token = call.token;
         if (r < 0)
                 return r;
@@ -765,7 +765,7 @@ int protocol_decode_answer_call(struct json_object *params, const char **ret_tok
                 struct json_object *o = json_object_array_get_idx(call.answers, i);
                 const char *bad;
                 items[i] = answer_absent;
-                if (!json_object_is_type(o, json_type_object) || params_dispatch(o, answer_item_table, &items[i], &bad) < 0 ||
+                if (!json_object_is_type(o, json_type_object) || params_dispatch(o, protocol_answer_item_params, &items[i], &bad) < 0 ||
                     items[i].request < 0) {
                         free(items);
                         *ret_bad = "answers";

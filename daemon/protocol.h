@@ -14,6 +14,7 @@
 
 #include "json_build.h"
 #include "level.h"
+#include "params.h"
 #include "psi.h"
 #include "scope_id.h"
 #include "shrink_policy.h"
@@ -169,6 +170,8 @@ struct shrink_answer {
  * parameter in *ret_bad (*ret_token is set whenever the call had one, so that the refusal can be
  * counted against its client); -ENOMEM. */
 #define PROTOCOL_ANSWERS_MAX 4096
+/* The tables the Answer call and each item of its "answers" are parsed with (params.h). */
+extern const struct param protocol_answer_params[], protocol_answer_item_params[];
 int protocol_decode_answer_call(struct json_object *params, const char **ret_token, struct shrink_answer **ret_items,
                                 size_t *ret_n, const char **ret_bad);
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "log.h"
 #include "macro.h"
 
@@ -53,12 +54,6 @@ static void episode_set_goal(struct reclaim_episode *e, uint64_t target) {
         e->target = target;
         e->freed_bytes = 0;
         e->goal_id = ++e->rc->last_goal_id;
-}
-
-static uint64_t now_usec(const struct reclaim *rc) {
-        uint64_t t = 0;
-        (void) sd_event_now(rc->event, CLOCK_MONOTONIC, &t);
-        return t;
 }
 
 /* ---- episodes: rounds while a scope is above ok ---- */
@@ -162,7 +157,7 @@ static double episode_stall(struct reclaim_episode *e) {
         scope_refresh(s);
         if (!s->have_psi)
                 return -1;
-        uint64_t now = now_usec(e->rc), total = s->psi.line[PSI_SOME].total;
+        uint64_t now = event_now(e->rc->event), total = s->psi.line[PSI_SOME].total;
         double stall = -1;
         if (e->mark_usec > 0 && now > e->mark_usec && total >= e->mark_total)
                 stall = (double) (total - e->mark_total) / (double) (now - e->mark_usec);
@@ -218,7 +213,7 @@ static int on_episode_timer(sd_event_source *src, uint64_t usec, void *userdata)
                                 episode_start_round(e);
                                 return 0;
                         }
-                        (void) sd_event_source_set_time(e->timer, now_usec(rc) + rc->config->round_interval_usec);
+                        (void) sd_event_source_set_time(e->timer, event_now(rc->event) + rc->config->round_interval_usec);
                         (void) sd_event_source_set_enabled(e->timer, SD_EVENT_ONESHOT);
                         return 0;
                 }
@@ -271,7 +266,7 @@ static void episode_round_done(const struct round_outcome *r, void *userdata) {
         if (!scope_wants_reclaim(rc, s) || (r->n_asked == 0 && r->n_busy == 0))
                 return;
         if (r->n_asked == 0) {
-                (void) sd_event_source_set_time(e->timer, now_usec(rc) + rc->config->round_interval_usec);
+                (void) sd_event_source_set_time(e->timer, event_now(rc->event) + rc->config->round_interval_usec);
                 (void) sd_event_source_set_enabled(e->timer, SD_EVENT_ONESHOT);
                 return;
         }
@@ -299,7 +294,7 @@ static void episode_round_done(const struct round_outcome *r, void *userdata) {
                 e->paused = true;
                 next = 2 * rc->config->round_interval_usec;
         }
-        (void) sd_event_source_set_time(e->timer, now_usec(rc) + next);
+        (void) sd_event_source_set_time(e->timer, event_now(rc->event) + next);
         (void) sd_event_source_set_enabled(e->timer, SD_EVENT_ONESHOT);
 }
 
@@ -364,7 +359,7 @@ static void scope_changed(struct reclaim *rc, struct scope *s) {
                 /* A fall: the level's new goal waits until the stall says it is needed. */
                 e->paused = e->quiet = true;
                 if (!e->round) {
-                        (void) sd_event_source_set_time(e->timer, now_usec(rc) + rc->config->round_interval_usec);
+                        (void) sd_event_source_set_time(e->timer, event_now(rc->event) + rc->config->round_interval_usec);
                         (void) sd_event_source_set_enabled(e->timer, SD_EVENT_ONESHOT);
                 }
                 return;
@@ -390,7 +385,7 @@ static const struct scope_observer scope_observer = {
 /* Whether a registration by uid may start rounds now: once per round interval per uid, so that a loop
  * of connect/Serve/close makes no more work than one client. A small table of the uids seen last. */
 static bool registration_may_ask(struct reclaim *rc, uid_t uid) {
-        uint64_t now = now_usec(rc);
+        uint64_t now = event_now(rc->event);
         size_t oldest = 0;
         for (size_t i = 0; i < ELEMENTSOF(rc->recent); i++) {
                 if (rc->recent[i].usec > 0 && rc->recent[i].uid == uid) {

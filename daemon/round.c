@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "hashmap.h"
+#include "list.h"
+#include "clock.h"
 #include "log.h"
 #include "macro.h"
 #include "release.h"
@@ -109,12 +111,6 @@ struct shrink_round {
 /* libpressure gives freed memory back at most every 100 ms after its answers: measure well after that. */
 #define RELEASE_SETTLE_USEC (300 * 1000)
 
-static uint64_t now_usec(const struct round_engine *rc) {
-        uint64_t t = 0;
-        (void) sd_event_now(rc->event, CLOCK_MONOTONIC, &t);
-        return t;
-}
-
 static void job_finish(struct shrink_job *j);
 static void round_job_done(struct shrink_round *r, struct shrink_job *j);
 
@@ -126,7 +122,7 @@ static uint64_t client_round_resident(struct shrink_job *j) {
                 uint64_t resident;
                 cl->credit_round = j->round_id;
                 cl->resident = shrink_client_resident(cl, &resident) >= 0 ? resident : 0;
-                cl->resident_usec = now_usec(j->rc);
+                cl->resident_usec = event_now(j->rc->event);
                 cl->credit_left = cl->resident;
         }
         return cl->resident;
@@ -140,8 +136,7 @@ static void request_free(struct shrink_request *q) {
         struct round_engine *rc = q->rc;
         hashmap_remove_u64(rc->requests, q->id);
         /* The timer may stay set for a deadline that has gone: it then finds nothing due and moves on. */
-        *(q->prev ? &q->prev->next : &rc->first) = q->next;
-        *(q->next ? &q->next->prev : &rc->last) = q->prev;
+        LIST_REMOVE_TAIL_F(prev, next, rc->first, rc->last, q);
         if (q->job)
                 q->job->req = NULL;
         free(q);
@@ -174,7 +169,7 @@ static void request_expire(struct shrink_request *q) {
 
 static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
         struct round_engine *rc = userdata;
-        uint64_t now = now_usec(rc); /* usec is when the timer was set for, the loop's time may be later */
+        uint64_t now = event_now(rc->event); /* usec is when the timer was set for, the loop's time may be later */
         (void) s;
         (void) usec;
 
@@ -192,10 +187,7 @@ static void request_link(struct round_engine *rc, struct shrink_request *q) {
         struct shrink_request *after = rc->last;
         while (after && after->deadline_usec > q->deadline_usec)
                 after = after->prev;
-        q->prev = after;
-        q->next = after ? after->next : rc->first;
-        *(q->next ? &q->next->prev : &rc->last) = q;
-        *(after ? &after->next : &rc->first) = q;
+        LIST_INSERT_AFTER_TAIL_F(prev, next, rc->first, rc->last, after, q);
         if (rc->timer_usec == 0 || q->deadline_usec < rc->timer_usec)
                 deadline_timer_set(rc, q->deadline_usec);
 }
@@ -203,7 +195,7 @@ static void request_link(struct round_engine *rc, struct shrink_request *q) {
 static int request_send(struct shrink_job *j, enum shrink_op op, uint64_t nr_to_scan) {
         struct round_engine *rc = j->rc;
         struct shrinker *sh = j->shrinker;
-        uint64_t now = now_usec(rc);
+        uint64_t now = event_now(rc->event);
         int r;
 
         struct shrink_request *q = calloc(1, sizeof(*q));
@@ -314,9 +306,7 @@ static void job_retire(struct shrink_job *j) {
 
         assert(qu->head == j);
         request_free(j->req);
-        qu->head = j->next;
-        if (!qu->head)
-                qu->tail = NULL;
+        QUEUE_POP(qu->head, qu->tail);
         if (j->round)
                 round_job_done(j->round, j);
         job_free(j);
@@ -358,11 +348,7 @@ static struct shrinker_queue *queue_get(struct round_engine *rc, struct shrinker
 
 static void job_enqueue(struct shrink_job *j) {
         struct shrinker_queue *qu = j->queue;
-        if (qu->tail)
-                qu->tail->next = j;
-        else
-                qu->head = j;
-        qu->tail = j;
+        QUEUE_APPEND(qu->head, qu->tail, j);
 }
 
 static struct shrink_job *job_new(struct shrink_round *r, struct shrinker *sh, size_t node_index, const char *cgroup,
@@ -485,7 +471,7 @@ static void job_counted(struct shrink_job *j, const struct shrink_answer *a) {
         if (a->empty) {
                 /* As the kernel skips a memcg's shrinker with no objects, rounds skip it for a while. */
                 sh->stats.empty++;
-                sh->empty_until[slot] = now_usec(j->rc) + j->rc->config->empty_backoff_usec;
+                sh->empty_until[slot] = event_now(j->rc->event) + j->rc->config->empty_backoff_usec;
                 j->empty = true;
         }
         j->freeable = count;
@@ -590,7 +576,7 @@ int round_engine_answer(struct round_engine *rc, struct shrink_client *cl, const
                 return -EINVAL;
         }
 
-        uint64_t latency = now_usec(rc) - q->sent_usec;
+        uint64_t latency = event_now(rc->event) - q->sent_usec;
         enum shrink_op op = q->op;
         uint64_t nr_to_scan = q->nr_to_scan;
 
@@ -695,14 +681,8 @@ static void round_add_result(struct shrink_round *r, const struct shrink_job *j)
 }
 
 static void round_job_done(struct shrink_round *r, struct shrink_job *j) {
-        if (j->round_prev)
-                j->round_prev->round_next = j->round_next;
-        else
-                r->jobs = j->round_next;
-        if (j->round_next)
-                j->round_next->round_prev = j->round_prev;
+        LIST_REMOVE_F(round_prev, round_next, r->jobs, j);
         j->round = NULL;
-        j->round_prev = j->round_next = NULL;
         r->freed = sat_add(r->freed, j->freed);
         r->scanned = sat_add(r->scanned, j->scanned);
         if (r->explicit && r->caller)
@@ -740,7 +720,7 @@ static void round_add_shrinker(struct shrink_round *r, struct shrinker *sh, enum
         size_t first = type == SCOPE_NODE ? node_index : 0;
         size_t last = type == SCOPE_NODE ? node_index : all_nodes ? n_nodes - 1 : 0;
 
-        uint64_t now = now_usec(r->rc);
+        uint64_t now = event_now(r->rc->event);
         struct shrinker_queue *qu = hashmap_get_u64(r->rc->queues, sh->id);
         /* Paced on its own: a shrinker still busy with an earlier round's work is not asked again yet. Its
          * part of the goal stays its own: it weighs in the split as if it were asked. */
@@ -786,10 +766,7 @@ static void round_add_shrinker(struct shrink_round *r, struct shrinker *sh, enum
                 } else
                         r->n_unknown++;
                 j->round = r;
-                j->round_next = r->jobs;
-                if (r->jobs)
-                        r->jobs->round_prev = j;
-                r->jobs = j;
+                LIST_PREPEND_F(round_prev, round_next, r->jobs, j);
                 r->n_jobs++;
         }
         r->n_asked++;
@@ -858,7 +835,7 @@ static void round_arm_budget(struct shrink_round *r, uint64_t budget_usec) {
         struct round_engine *rc = r->rc;
         if (r->n_jobs <= 1 || budget_usec == 0)
                 return; /* done already (only the seal's count is left), or no budget */
-        if (sd_event_add_time(rc->event, &r->budget, CLOCK_MONOTONIC, now_usec(rc) + budget_usec,
+        if (sd_event_add_time(rc->event, &r->budget, CLOCK_MONOTONIC, event_now(rc->event) + budget_usec,
                               1000, on_round_budget, r) < 0)
                 log_warning("Cannot set the budget of a reclaim round: it runs until its jobs are done.");
         else

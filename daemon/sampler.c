@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "clock.h"
 #include "log.h"
 #include "macro.h"
 
@@ -14,12 +15,6 @@ struct sampler {
         struct node_monitor *nodes;
         sd_event_source *timer;
 };
-
-static uint64_t now_usec(const struct sampler *sp) {
-        uint64_t t = 0;
-        (void) sd_event_now(sp->event, CLOCK_MONOTONIC, &t);
-        return t;
-}
 
 static bool any_active(const struct sampler *sp, uint64_t now) {
         SCOPE_REGISTRY_FOREACH(s, sp->registry)
@@ -45,7 +40,7 @@ static int sample_nodes(struct sampler *sp, uint64_t now) {
 }
 
 int sampler_sample_nodes(struct sampler *sp) {
-        return sample_nodes(sp, now_usec(sp));
+        return sample_nodes(sp, event_now(sp->event));
 }
 
 /* Sampling under pressure wants its period; the idle node sample may slip by a tenth of its period so
@@ -66,12 +61,12 @@ static void arm(struct sampler *sp, uint64_t now) {
 }
 
 void sampler_arm(struct sampler *sp) {
-        arm(sp, now_usec(sp));
+        arm(sp, event_now(sp->event));
 }
 
 static int on_timer(sd_event_source *src, uint64_t usec, void *userdata) {
         struct sampler *sp = userdata;
-        uint64_t now = now_usec(sp);
+        uint64_t now = event_now(sp->event);
         (void) src;
         (void) usec;
 
@@ -88,7 +83,7 @@ static int on_timer(sd_event_source *src, uint64_t usec, void *userdata) {
 /* A trigger fired: sample within one interval, keeping an earlier wake-up that is already set. */
 static void on_became_active(struct scope *s, void *userdata) {
         struct sampler *sp = userdata;
-        uint64_t now = now_usec(sp), when = 0;
+        uint64_t now = event_now(sp->event), when = 0;
         int enabled = 0;
         (void) s;
 

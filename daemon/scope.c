@@ -14,6 +14,7 @@
 #include "fileio.h"
 #include "format.h"
 #include "kmsg.h"
+#include "clock.h"
 #include "log.h"
 #include "macro.h"
 
@@ -72,12 +73,6 @@ struct scope *scope_free(struct scope *s) {
 }
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct scope *, scope_free);
-
-static uint64_t now_usec(const struct scope *s) {
-        uint64_t t = 0;
-        (void) sd_event_now(s->env->event, CLOCK_MONOTONIC, &t);
-        return t;
-}
 
 struct scope_id scope_get_id(const struct scope *s) {
         return (struct scope_id){ .type = s->type, .node = s->type == SCOPE_NODE ? s->node : -1, .cgroup = s->cgroup };
@@ -160,7 +155,7 @@ static void scope_update_target(struct scope *s) {
 static void scope_read_growth(struct scope *s) {
         uint64_t bytes, now = 0;
 
-        (void) sd_event_now(s->env->event, CLOCK_MONOTONIC, &now);
+        now = event_now(s->env->event);
         if (s->anon_usec > 0 && now - s->anon_usec < GROWTH_MIN_USEC)
                 return;
         if (cgroup_anon(s->env->layout, s->cgroup, &bytes) < 0)
@@ -491,7 +486,7 @@ static void scope_read_headroom(struct scope *s) {
 static void scope_log_oom_kill(struct scope *s, uint64_t n) {
         static uint64_t last_lookup;
         struct oom_kill_record r;
-        uint64_t now = now_usec(s);
+        uint64_t now = event_now(s->env->event);
         int e = -EBUSY;
         char why[96];
 
@@ -609,7 +604,7 @@ static int on_headroom_timer(sd_event_source *src, uint64_t usec, void *userdata
         struct scope *s = userdata;
         (void) src;
         (void) usec;
-        scope_check_headroom(s, now_usec(s));
+        scope_check_headroom(s, event_now(s->env->event));
         return 0;
 }
 
@@ -617,7 +612,7 @@ static int on_headroom_timer(sd_event_source *src, uint64_t usec, void *userdata
  * look was just taken, then at the next quick interval (a usage hovering at a v1 threshold signals at
  * every crossing). */
 static void scope_memory_news(struct scope *s) {
-        uint64_t now = now_usec(s), due = 0;
+        uint64_t now = event_now(s->env->event), due = 0;
         int enabled = SD_EVENT_OFF;
 
         if (!s->headroom_timer) {
@@ -725,7 +720,7 @@ static int scope_watch_headroom(struct scope *s) {
         if (r < 0)
                 return r;
         (void) sd_event_source_set_description(s->headroom_timer, "headroom");
-        scope_check_headroom(s, now_usec(s));
+        scope_check_headroom(s, event_now(s->env->event));
         return 0;
 }
 
@@ -742,7 +737,7 @@ static int on_trigger(sd_event_source *src, int fd, uint32_t revents, void *user
                 return 0;
         }
         if (revents & EPOLLPRI) {
-                uint64_t now = now_usec(s);
+                uint64_t now = event_now(s->env->event);
                 log_debug("%s: PSI trigger fired.", s->name);
                 s->triggered_usec = now;
                 scope_sample(s, now);
@@ -827,7 +822,7 @@ static void scope_first_look(struct scope *s) {
         scope_refresh_psi(s);
         if (s->gone || !s->have_psi)
                 return;
-        uint64_t now = now_usec(s);
+        uint64_t now = event_now(s->env->event);
         s->first_look = true;
         scope_apply(s, scope_gate_psi(s, level_from_averages(&s->psi, &s->env->config->psi), now), now);
         s->first_look = false;

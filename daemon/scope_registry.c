@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "list.h"
 #include "log.h"
 #include "macro.h"
 
@@ -72,12 +73,7 @@ static int on_gc(sd_event_source *src, void *userdata) {
                 next = s->next;
                 if (s->n_refs > 0)
                         continue;
-                if (s->prev)
-                        s->prev->next = s->next;
-                else
-                        reg->cgroups = s->next;
-                if (s->next)
-                        s->next->prev = s->prev;
+                LIST_REMOVE(reg->cgroups, s);
                 reg->n_cgroups--;
                 if (!s->gone)
                         hashmap_remove_string(reg->by_cgroup, s->cgroup);
@@ -234,10 +230,7 @@ static int acquire_cgroup(struct scope_registry *reg, const char *path, struct s
                 return r;
         }
         s->n_refs = 1;
-        s->next = reg->cgroups;
-        if (s->next)
-                s->next->prev = s;
-        reg->cgroups = s;
+        LIST_PREPEND(reg->cgroups, s);
         reg->n_cgroups++;
         log_debug("Watching cgroup %s.", p);
         scope_announce(s);

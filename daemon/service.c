@@ -133,7 +133,41 @@ static int method_get_configuration(struct varlink_connection *c, struct json_ob
         (void) flags;
         if (parse_params(c, params, no_params, NULL) < 0)
                 return 0;
-        return varlink_reply(c, protocol_encode_configuration(svc->config));
+        struct json_object *o = protocol_encode_configuration(svc->config);
+        /* What is logged now: SetLogLevel changes it until the next reload. */
+        jb_set_string(&o, "log_level", log_level_to_string(log_get_max_level()));
+        return varlink_reply(c, o);
+}
+
+/* ---- SetLogLevel ---- */
+
+struct set_log_level_params {
+        const char *level;
+};
+
+static const struct param set_log_level_table[] = {
+        { "level", PARAM_STRING, offsetof(struct set_log_level_params, level), .mandatory = true },
+        {}
+};
+
+/* As systemd's io.systemd.service.SetLogLevel: root only, until the next reload or restart. */
+static int method_set_log_level(struct varlink_connection *c, struct json_object *params, unsigned flags,
+                                void *userdata) {
+        struct set_log_level_params p = {};
+        (void) flags;
+        (void) userdata;
+        if (parse_params(c, params, set_log_level_table, &p) < 0)
+                return 0;
+        if (varlink_connection_peer(c)->uid != 0)
+                return varlink_error(c, VARLINK_ERROR_PERMISSION_DENIED, json_object_new_object());
+        int level = log_level_from_string(p.level);
+        if (level < 0)
+                return varlink_error_invalid_parameter(c, "level");
+        if (level != log_get_max_level())
+                log_notice("Log level set to %s by pid %d.", log_level_to_string(level),
+                           (int) varlink_connection_peer(c)->pid);
+        log_set_max_level(level);
+        return varlink_reply(c, json_object_new_object());
 }
 
 /* ---- Subscribe ---- */
@@ -738,15 +772,16 @@ const struct reclaim_transport service_reclaim_transport = {
 /* ---- the interface ---- */
 
 static const struct varlink_method pressured_methods[] = {
-        { "AddShrinker", method_add_shrinker },
-        { "Answer", method_answer },
-        { "GetConfiguration", method_get_configuration },
-        { "GetStatus", method_get_status },
-        { "ListShrinkers", method_list_shrinkers },
-        { "RemoveShrinker", method_remove_shrinker },
-        { "Serve", method_serve },
-        { "Shrink", method_shrink },
-        { "Subscribe", method_subscribe },
+        { "AddShrinker", method_add_shrinker, add_shrinker_table },
+        { "Answer", method_answer, protocol_answer_params },
+        { "GetConfiguration", method_get_configuration, no_params },
+        { "GetStatus", method_get_status, no_params },
+        { "ListShrinkers", method_list_shrinkers, no_params },
+        { "RemoveShrinker", method_remove_shrinker, remove_shrinker_table },
+        { "Serve", method_serve, serve_table },
+        { "SetLogLevel", method_set_log_level, set_log_level_table },
+        { "Shrink", method_shrink, shrink_table },
+        { "Subscribe", method_subscribe, subscribe_table },
 };
 
 const struct varlink_interface service_interfaces[] = {

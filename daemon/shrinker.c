@@ -13,6 +13,7 @@
 
 #include "cgroup.h"
 #include "pidref.h"
+#include "list.h"
 #include "log.h"
 #include "macro.h"
 
@@ -240,10 +241,7 @@ int shrink_client_new(struct shrink_registry *reg, pid_t pid, int pidfd, uid_t u
         }
         watch_ancestors(cl);
 
-        cl->next = reg->clients;
-        if (cl->next)
-                cl->next->prev = cl;
-        reg->clients = cl;
+        LIST_PREPEND(reg->clients, cl);
         reg->n_clients++;
         log_client(cl->uid, LOG_INFO, "pid %d (uid %u, cgroup %s) registered %zu shrinker%s.", (int) cl->pid, (unsigned) cl->uid,
                          cl->cgroup, n, n == 1 ? "" : "s");
@@ -267,12 +265,7 @@ void shrink_client_free(struct shrink_client *cl) {
         hashmap_remove_string(reg->by_token, cl->token);
         for (size_t i = 0; i < cl->n_shrinkers; i++)
                 hashmap_remove_u64(reg->by_id, cl->shrinkers[i]->id);
-        if (cl->prev)
-                cl->prev->next = cl->next;
-        else
-                reg->clients = cl->next;
-        if (cl->next)
-                cl->next->prev = cl->prev;
+        LIST_REMOVE(reg->clients, cl);
         reg->n_clients--;
         for (size_t i = 0; i < reg->n_observers; i++)
                 if (reg->observers[i].ops->client_removed)

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "json_build.h"
+#include "list.h"
 #include "log.h"
 #include "macro.h"
 #include "protocol.h"
@@ -47,14 +48,8 @@ static void watch_detach(struct watch *w) {
         if (!s)
                 return;
         struct subscriptions *subs = w->sub->subs;
-        if (w->scope_prev)
-                w->scope_prev->scope_next = w->scope_next;
-        else
-                *scope_watches(subs, s) = w->scope_next;
-        if (w->scope_next)
-                w->scope_next->scope_prev = w->scope_prev;
+        LIST_REMOVE_F(scope_prev, scope_next, *scope_watches(subs, s), w);
         w->scope = NULL;
-        w->scope_prev = w->scope_next = NULL;
         w->sub->n_live--;
         scope_registry_release_for(subs->registry, w->sub->uid, s);
 }
@@ -261,10 +256,7 @@ int subscription_start(struct subscriptions *subs, struct varlink_connection *c,
                 w->sub = sub;
                 w->scope = s;
                 w->last_sent = s->level.level;
-                w->scope_next = *head;
-                if (*head)
-                        (*head)->scope_prev = w;
-                *head = w;
+                LIST_PREPEND_F(scope_prev, scope_next, *head, w);
                 scope_snapshot(s, &snap);
                 jb_append(&states, protocol_encode_scope_state(&snap));
         }

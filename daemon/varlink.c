@@ -18,6 +18,8 @@
 #include "frame.h"
 #include "hashmap.h"
 #include "json_build.h"
+#include "list.h"
+#include "clock.h"
 #include "log.h"
 #include "macro.h"
 #include "sockets.h"
@@ -91,12 +93,6 @@ struct varlink_server {
 /* Calls one connection may have processed per wake-up before the others get their turn. */
 #define CALLS_PER_WAKEUP 8
 
-static uint64_t server_now(const struct varlink_server *s) {
-        uint64_t t = 0;
-        (void) sd_event_now(s->event, CLOCK_MONOTONIC, &t);
-        return t;
-}
-
 static void connection_free(struct varlink_connection *c);
 static void idle_timer_arm(struct varlink_server *s, uint64_t deadline);
 static void connection_update_events(struct varlink_connection *c);
@@ -158,7 +154,7 @@ static struct varlink_connection *biggest_of(struct varlink_server *s, uid_t uid
 static void close_for_buffers(struct varlink_server *s, struct varlink_connection *big, const char *why) {
         unsigned suppressed;
         s->n_overflow_closed++;
-        if (ratelimit_below(&s->overflow_log, server_now(s), &suppressed))
+        if (ratelimit_below(&s->overflow_log, event_now(s->event), &suppressed))
                 log_warning("Closing the connection of uid %u (pid %d): it holds %zu bytes of buffers and %s "
                             "(max_buffered %zu; %llu closed so far).",
                             (unsigned) big->peer.uid, (int) big->peer.pid, big->accounted, why, s->limits.max_buffered,
@@ -327,7 +323,7 @@ static void call_end(struct varlink_connection *c) {
         if (free_fn)
                 free_fn(data);
         /* Holding nothing now: it may go idle. */
-        c->last_active_usec = server_now(c->server);
+        c->last_active_usec = event_now(c->server->event);
         if (c->server->limits.idle_timeout_usec > 0)
                 idle_timer_arm(c->server, c->last_active_usec + c->server->limits.idle_timeout_usec);
 
@@ -601,7 +597,7 @@ static int process_message(struct varlink_connection *c, const char *text, size_
         const char *bad;
         struct call call;
 
-        c->last_active_usec = server_now(c->server);
+        c->last_active_usec = event_now(c->server->event);
         struct json_object *msg = parse_object(text, len, &bad);
         if (!msg && !bad)
                 return -ENOMEM;
@@ -765,11 +761,15 @@ static int on_connections(sd_event_source *src, int fd, uint32_t revents, void *
         struct epoll_event evs[CONNECTIONS_PER_WAKEUP];
         (void) src;
         (void) revents;
-        (void) userdata;
 
         int n = epoll_wait(fd, evs, CONNECTIONS_PER_WAKEUP, 0);
+        if (n < 0 && errno == EINTR)
+                return 0;
+        /* An error returned here would make sd-event disable the source: every connection would go
+         * quiet while the daemon looked alive. Stop instead, so that the service manager restarts it. */
         if (n < 0)
-                return errno == EINTR ? 0 : log_error_errno(-errno, "epoll_wait on connections failed: %m");
+                return sd_event_exit(((struct varlink_server *) userdata)->event,
+                                     log_error_errno(-errno, "epoll_wait on connections failed, stopping: %m"));
         for (int i = 0; i < n; i++)
                 connection_io(evs[i].data.ptr, evs[i].events);
         return 0;
@@ -821,12 +821,7 @@ static void connection_free(struct varlink_connection *c) {
         if (c->fd >= 0)
                 close(c->fd);
 
-        if (c->prev)
-                c->prev->next = c->next;
-        else
-                s->connections = c->next;
-        if (c->next)
-                c->next->prev = c->prev;
+        LIST_REMOVE(s->connections, c);
         s->n_connections--;
         if (s->quota)
                 connection_quota_put(s->quota);
@@ -840,7 +835,7 @@ static int connection_refuse(struct varlink_server *s, int fd, const struct ucre
         unsigned suppressed;
         close(fd);
         s->n_refused++;
-        if (ratelimit_below(&s->refuse_log, server_now(s), &suppressed))
+        if (ratelimit_below(&s->refuse_log, event_now(s->event), &suppressed))
                 log_warning("Refused a connection of uid %u (pid %d): %s reached (%llu refused so far%s).",
                             (unsigned) peer->uid, (int) peer->pid, which, (unsigned long long) s->n_refused,
                             suppressed > 0 ? ", some not logged" : "");
@@ -874,14 +869,11 @@ static int connection_new(struct varlink_server *s, int fd) {
         c->peer = peer;
         (void) pidref_set(&c->peer_ref, peer.pid); /* gone already: start 0, nothing will match it */
 
-        c->last_active_usec = server_now(s);
+        c->last_active_usec = event_now(s->event);
         frame_reader_init(&c->in, s->max_message_size);
         frame_writer_init(&c->out);
 
-        c->next = s->connections;
-        if (c->next)
-                c->next->prev = c;
-        s->connections = c;
+        LIST_PREPEND(s->connections, c);
         s->n_connections++;
         if (s->quota)
                 (void) connection_quota_take(s->quota);
@@ -921,7 +913,7 @@ static void idle_timer_arm(struct varlink_server *s, uint64_t deadline) {
 
 static int on_idle_timer(sd_event_source *src, uint64_t usec, void *userdata) {
         struct varlink_server *s = userdata;
-        uint64_t now = server_now(s), timeout = s->limits.idle_timeout_usec, next = UINT64_MAX;
+        uint64_t now = event_now(s->event), timeout = s->limits.idle_timeout_usec, next = UINT64_MAX;
         (void) src;
         (void) usec;
 

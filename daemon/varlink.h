@@ -14,6 +14,7 @@
 #include <systemd/sd-event.h>
 
 #include "listener.h"
+#include "params.h"
 #include "pidref.h"
 
 struct varlink_server;
@@ -43,6 +44,9 @@ typedef int (*varlink_method_fn)(struct varlink_connection *c, struct json_objec
 struct varlink_method {
         const char *name; /* without the interface, e.g. "GetStatus" */
         varlink_method_fn fn;
+        /* The method's parameters as it parses them (params.h): checked against the interface's
+         * definition by the test suite (test-interface), so that the two cannot drift apart. */
+        const struct param *params;
 };
 
 struct varlink_interface {

@@ -20,6 +20,8 @@
 
 #include "internal.h"
 #include "pressure-private.h"
+#include "list.h"
+#include "time-util.h"
 #include "macro.h"
 
 #define DEFAULT_TIMEOUT_MS 5000
@@ -30,9 +32,7 @@
 #define FILL_MAX (1024u * 1024u)
 
 uint64_t now_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+        return clock_now_usec(CLOCK_MONOTONIC);
 }
 
 /* ---- connections ---- */
@@ -194,11 +194,7 @@ void work_free(struct work *w) {
 void client_add_work(struct pressure_client *c, struct work *w) {
         w->log_handler = c->log_handler; /* the handler of the moment the message was made */
         w->log_userdata = c->log_userdata;
-        if (c->work_last)
-                c->work_last->next = w;
-        else
-                c->work = w;
-        c->work_last = w;
+        QUEUE_APPEND(c->work, c->work_last, w);
 }
 
 void client_log(struct pressure_client *c, int priority, const char *format, ...) {
@@ -279,11 +275,7 @@ int client_ctl_call(struct pressure_client *c, struct json_object *call,
         }
         if (p) {
                 *p = (struct pending_call){ .done = done, .data = data };
-                if (c->pending_last)
-                        c->pending_last->next = p;
-                else
-                        c->pending = p;
-                c->pending_last = p;
+                QUEUE_APPEND(c->pending, c->pending_last, p);
         }
         return 0;
 }
@@ -292,9 +284,7 @@ int client_ctl_call(struct pressure_client *c, struct json_object *call,
 static void ctl_fail_pending(struct pressure_client *c) {
         while (c->pending) {
                 struct pending_call *p = c->pending;
-                c->pending = p->next;
-                if (!c->pending)
-                        c->pending_last = NULL;
+                QUEUE_POP(c->pending, c->pending_last);
                 p->done(c, NULL, p->data);
                 free(p);
         }
@@ -308,9 +298,7 @@ static int ctl_reply(struct json_object *msg, void *data) {
                 json_object_put(msg);
                 return -EPROTO;
         }
-        c->pending = p->next;
-        if (!c->pending)
-                c->pending_last = NULL;
+        QUEUE_POP(c->pending, c->pending_last);
         p->done(c, msg, p->data); /* takes msg */
         free(p);
         return 0;

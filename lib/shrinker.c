@@ -12,6 +12,7 @@
 #include <syslog.h>
 
 #include "internal.h"
+#include "list.h"
 #include "macro.h"
 
 #define NAME_MAX_LEN 64
@@ -40,13 +41,7 @@ static void shrinker_unlink(struct pressure_shrinker *s) {
         struct pressure_client *c = s->client;
         if (!s->linked)
                 return;
-        if (s->prev)
-                s->prev->next = s->next;
-        else
-                c->shrinkers = s->next;
-        if (s->next)
-                s->next->prev = s->prev;
-        s->prev = s->next = NULL;
+        LIST_REMOVE(c->shrinkers, s);
         s->linked = false;
 }
 
@@ -471,10 +466,7 @@ EXPORT int pressure_shrinker_register(struct pressure_shrinker *s) {
         else {
                 s->linked = true;
                 s->prev = NULL;
-                s->next = c->shrinkers;
-                if (s->next)
-                        s->next->prev = s;
-                c->shrinkers = s;
+                LIST_PREPEND(c->shrinkers, s);
                 /* Registered now if the daemon is there, after the Serve call if it is on its way, and
                  * with the others when the daemon is back if it is away. */
                 if (c->token[0] && c->serve.fd >= 0 && !c->serve_waiting)

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "internal.h"
+#include "list.h"
 #include "macro.h"
 
 static void sub_close(struct pressure_subscription *s) {
@@ -17,13 +18,8 @@ static void sub_close(struct pressure_subscription *s) {
 
 static void sub_unlink(struct pressure_subscription *s) {
         struct pressure_client *c = s->client;
-        if (s->prev)
-                s->prev->next = s->next;
-        else if (c->subs == s)
-                c->subs = s->next;
-        if (s->next)
-                s->next->prev = s->prev;
-        s->prev = s->next = NULL;
+        if (s->prev || c->subs == s) /* linked */
+                LIST_REMOVE(c->subs, s);
         if (c->legacy == s)
                 c->legacy = NULL;
 }
@@ -270,10 +266,7 @@ EXPORT int pressure_subscription_new(struct pressure_client *c, const char *cons
 
         pthread_mutex_lock(&c->lock);
         s->client = c;
-        s->next = c->subs;
-        if (s->next)
-                s->next->prev = s;
-        c->subs = s;
+        LIST_PREPEND(c->subs, s);
         if (ret) {
                 s->n_ref = 1;
                 pressure_client_ref(c); /* a handle keeps its client */

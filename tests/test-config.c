@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "log.h"
 #include "test-util.h"
 
 static void test_defaults(void) {
@@ -195,6 +196,24 @@ static void test_restart_only(void) {
         config_done(&b);
 }
 
+static void test_log_level(void) {
+        struct config c;
+        char *err = NULL;
+        config_init(&c);
+        CU_ASSERT_EQUAL(c.log_level, LOG_INFO);
+        CU_ASSERT_EQUAL(config_set(&c, "log_level", "debug", NULL), 0);
+        CU_ASSERT_EQUAL(c.log_level, LOG_DEBUG);
+        CU_ASSERT_EQUAL(config_set(&c, "log_level", "4", NULL), 0);
+        CU_ASSERT_EQUAL(c.log_level, LOG_WARNING);
+        CU_ASSERT_EQUAL(config_set(&c, "log_level", "loud", &err), -EINVAL);
+        CU_ASSERT_PTR_NOT_NULL(err && strstr(err, "expected one of emerg"));
+        CU_ASSERT_EQUAL(c.log_level, LOG_WARNING);
+        free(err);
+        CU_ASSERT_STRING_EQUAL(log_level_to_string(LOG_NOTICE), "notice");
+        CU_ASSERT_EQUAL(log_level_from_string("8"), -EINVAL);
+        config_done(&c);
+}
+
 int main(void) {
         static const struct test_case cases[] = {
                 { "defaults", test_defaults },
@@ -204,6 +223,7 @@ int main(void) {
                 { "missing file", test_missing_file },
                 { "warnings", test_warnings },
                 { "restart-only keys", test_restart_only },
+                { "log level", test_log_level },
                 {},
         };
         return test_run("config", cases, NULL);

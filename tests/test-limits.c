@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "macro.h"
 #include "pressure-gen.h"
 #include "test-util.h"
 #include "utf8.h"
@@ -1082,6 +1083,74 @@ static void test_socket_dir_removed(void) {
         CU_ASSERT(stat(dir, &st) < 0 && errno == ENOENT);
 }
 
+/* One call as root on a connection of its own: the reply, or NULL. */
+static char *call_root(const char *call) {
+        char *reply = NULL;
+        int c = test_connect(daemon_.socket);
+        if (c >= 0 && test_send_raw(c, call, strlen(call) + 1) == 0)
+                (void) test_recv_msg(c, 10000, &reply);
+        if (c >= 0)
+                close(c);
+        return reply;
+}
+
+static bool log_level_is(const char *level) {
+        char want[64];
+        snprintf(want, sizeof(want), "\"log_level\":\"%s\"", level);
+        _cleanup_free_ char *reply = call_root("{\"method\":\"io.pressured.GetConfiguration\"}");
+        return reply && strstr(reply, want);
+}
+
+/* The log level changes at run time, for root only, and a reload brings back the configured one. */
+static void test_set_log_level(void) {
+        static const char set_debug[] = "{\"method\":\"io.pressured.SetLogLevel\",\"parameters\":{\"level\":\"debug\"}}";
+        CU_ASSERT_EQUAL_FATAL(start_with("log_level = warning\n"), 0);
+        CU_ASSERT(log_level_is("warning"));
+
+        /* nobody may not */
+        int fd;
+        char buf[512] = "";
+        pid_t pid = fork_as_nobody(&fd);
+        CU_ASSERT_FATAL(pid >= 0);
+        if (pid == 0) {
+                char *msg = NULL;
+                int c = test_connect(daemon_.socket);
+                if (c < 0 || test_send_raw(c, set_debug, sizeof(set_debug)) < 0 || test_recv_msg(c, 10000, &msg) != 1)
+                        _exit(3);
+                (void) !write(fd, msg, strlen(msg));
+                _exit(0);
+        }
+        (void) !read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        waitpid(pid, NULL, 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(buf, "PermissionDenied"));
+        CU_ASSERT(log_level_is("warning"));
+
+        /* a level that is none */
+        _cleanup_free_ char *bad = call_root("{\"method\":\"io.pressured.SetLogLevel\",\"parameters\":{\"level\":\"loud\"}}");
+        CU_ASSERT_PTR_NOT_NULL(bad && strstr(bad, "InvalidParameter"));
+        CU_ASSERT(log_level_is("warning"));
+
+        /* root may: debug lines appear (a broken message is logged at debug) */
+        _cleanup_free_ char *ok = call_root(set_debug);
+        CU_ASSERT_PTR_NOT_NULL(ok && strstr(ok, "\"parameters\""));
+        CU_ASSERT(log_level_is("debug"));
+        CU_ASSERT_EQUAL(test_daemon_log_count(&daemon_, "broke the protocol"), 0);
+        _cleanup_free_ char *broken = call_root("{\"method\":42}");
+        CU_ASSERT_EQUAL(test_daemon_log_count(&daemon_, "broke the protocol"), 1);
+
+        /* a reload: the configured level again */
+        CU_ASSERT_EQUAL(kill(daemon_.pid, SIGHUP), 0);
+        bool back = false;
+        for (int i = 0; i < 500 && !back; i++) {
+                back = log_level_is("warning");
+                if (!back)
+                        usleep(20000); /* the reload is not announced to the test: look again */
+        }
+        CU_ASSERT(back);
+        CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
+}
+
 int main(void) {
         static const struct test_case cases[] = {
                 { "connections per uid", test_per_uid_cap },
@@ -1103,6 +1172,7 @@ int main(void) {
                 { "peers that pipeline calls and never read", test_pipelining_non_readers },
                 { "a oneway flood on one connection", test_oneway_flood },
                 { "descriptors kept for the daemon's own work", test_fd_reserve },
+                { "the log level at run time", test_set_log_level },
                 {},
         };
         const char *skip = test_need_root_psi();
