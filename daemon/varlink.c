@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "varlink.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,18 +29,40 @@
  * never reads cannot make the daemon buffer without bound. */
 #define OUTPUT_HIGH_WATER (256u * 1024u)
 
+/* What a connection may do next. Calls are read one at a time: none while one is open.
+ *
+ *   IDLE --call--> CALL --end--> IDLE            (a streaming call stays in CALL until its last reply)
+ *   IDLE --peer shuts down--> CLOSING           (close once the output is out)
+ *   CALL --peer shuts down--> CALL_CLOSING --end--> CLOSING --a call still buffered--> CALL_CLOSING
+ *   any --error, limit, close--> DEAD           (freed from the event loop) */
+enum connection_state {
+        CONNECTION_IDLE,
+        CONNECTION_CALL,
+        CONNECTION_CALL_CLOSING,
+        CONNECTION_CLOSING,
+        CONNECTION_DEAD,
+        _CONNECTION_STATE_MAX,
+};
+
+static const char *const connection_state_names[_CONNECTION_STATE_MAX] = {
+        [CONNECTION_IDLE] = "idle",
+        [CONNECTION_CALL] = "call",
+        [CONNECTION_CALL_CLOSING] = "call-closing",
+        [CONNECTION_CLOSING] = "closing",
+        [CONNECTION_DEAD] = "dead",
+};
+
 struct varlink_connection {
         struct varlink_server *server;
         struct varlink_connection *prev, *next;
         int fd;
         struct ucred peer;
         struct pidref peer_ref; /* the process that connected, named as it was at accept */
-        bool registered; /* in the server's epoll set */
         sd_event_source *defer_source; /* processes buffered calls and deferred close */
         struct frame_reader in;
         struct frame_writer out;
 
-        bool in_call;  /* a call is unanswered: read no further calls */
+        enum connection_state state; /* written by connection_set_state() only */
         unsigned call_flags;
         void *call_data;
         void (*call_data_free)(void *);
@@ -47,9 +70,8 @@ struct varlink_connection {
 
         uint64_t last_active_usec; /* when it connected, or a call of it began or ended */
         size_t accounted; /* its buffers' memory as last counted in the server's total */
-        bool eof;  /* the peer shut down its side */
-        bool reading; /* in on_connection_io()'s read loop, which goes on until EAGAIN by itself */
-        bool dead; /* to be freed from the event loop */
+        bool reading; /* in connection_read()'s loop, which goes on until EAGAIN by itself: not a state of
+                       * the connection but of the stack (call_end() must not re-arm under it) */
         uint32_t events; /* as registered */
 };
 
@@ -98,8 +120,43 @@ static void idle_timer_arm(struct varlink_server *s, uint64_t deadline);
 static void connection_update_events(struct varlink_connection *c);
 static void connection_set_events(struct varlink_connection *c, bool rearm);
 
+static void connection_set_state(struct varlink_connection *c, enum connection_state state) {
+        assert(state >= 0 && state < _CONNECTION_STATE_MAX);
+        /* Nothing comes back from the dead: a call that ends on a dead connection leaves it dead. */
+        if (c->state == state || c->state == CONNECTION_DEAD)
+                return;
+        log_debug("Connection of pid %d: %s -> %s.", (int) c->peer.pid, connection_state_names[c->state],
+                  connection_state_names[state]);
+        c->state = state;
+}
+
+static bool connection_dead(const struct varlink_connection *c) {
+        return c->state == CONNECTION_DEAD;
+}
+
+static bool connection_in_call(const struct varlink_connection *c) {
+        return c->state == CONNECTION_CALL || c->state == CONNECTION_CALL_CLOSING;
+}
+
+/* The peer shut down its side, nothing is open, and everything for it is out: nobody is left to talk to. */
+static bool connection_finished(const struct varlink_connection *c) {
+        return c->state == CONNECTION_CLOSING && frame_writer_queued(&c->out) == 0;
+}
+
+/* The peer shut down its side: answer what was asked (a call in progress goes on), then close. */
+static void connection_peer_closed(struct varlink_connection *c) {
+        if (c->state == CONNECTION_IDLE)
+                connection_set_state(c, CONNECTION_CLOSING);
+        else if (c->state == CONNECTION_CALL)
+                connection_set_state(c, CONNECTION_CALL_CLOSING);
+}
+
+static bool connection_peer_gone(const struct varlink_connection *c) {
+        return c->state == CONNECTION_CLOSING || c->state == CONNECTION_CALL_CLOSING;
+}
+
 static bool connection_wants_input(const struct varlink_connection *c) {
-        return !c->dead && !c->in_call && !c->eof && frame_writer_queued(&c->out) < OUTPUT_HIGH_WATER;
+        return c->state == CONNECTION_IDLE && frame_writer_queued(&c->out) < OUTPUT_HIGH_WATER;
 }
 
 static const char service_interface[] =
@@ -126,9 +183,9 @@ static const char service_interface[] =
 /* ---- output ---- */
 
 static void connection_kill(struct varlink_connection *c) {
-        if (c->dead)
+        if (connection_dead(c))
                 return;
-        c->dead = true;
+        connection_set_state(c, CONNECTION_DEAD);
         (void) sd_event_source_set_enabled(c->defer_source, SD_EVENT_ONESHOT);
 }
 
@@ -146,7 +203,7 @@ static size_t connection_buffered(const struct varlink_connection *c) {
 static struct varlink_connection *biggest_of(struct varlink_server *s, uid_t uid, bool all) {
         struct varlink_connection *big = NULL;
         for (struct varlink_connection *c = s->connections; c; c = c->next)
-                if (!c->dead && (all || c->peer.uid == uid) && (!big || c->accounted > big->accounted))
+                if (!connection_dead(c) && (all || c->peer.uid == uid) && (!big || c->accounted > big->accounted))
                         big = c;
         return big;
 }
@@ -166,7 +223,7 @@ static void close_for_buffers(struct varlink_server *s, struct varlink_connectio
 static size_t uid_live(struct varlink_server *s, uid_t uid) {
         size_t n = 0;
         for (struct varlink_connection *c = s->connections; c; c = c->next)
-                if (!c->dead && c->peer.uid == uid)
+                if (!connection_dead(c) && c->peer.uid == uid)
                         n += c->accounted;
         return n;
 }
@@ -178,14 +235,14 @@ static size_t uid_live(struct varlink_server *s, uid_t uid) {
 static void buffers_over_cap(struct varlink_server *s) {
         size_t live = 0;
         for (struct varlink_connection *c = s->connections; c; c = c->next)
-                if (!c->dead)
+                if (!connection_dead(c))
                         live += c->accounted;
         while (live > s->limits.max_buffered) {
                 struct varlink_connection *top = NULL;
                 size_t top_bytes = 0;
                 for (struct varlink_connection *c = s->connections; c; c = c->next) {
-                        size_t b = c->dead ? 0 : hashmap_count_get_u64(s->buffered_per_uid, c->peer.uid);
-                        if (!c->dead && (!top || b > top_bytes)) {
+                        size_t b = connection_dead(c) ? 0 : hashmap_count_get_u64(s->buffered_per_uid, c->peer.uid);
+                        if (!connection_dead(c) && (!top || b > top_bytes)) {
                                 top = c;
                                 top_bytes = b;
                         }
@@ -213,7 +270,7 @@ static void buffers_over_share(struct varlink_server *s, uid_t uid, size_t share
 /* c's buffers may have grown or shrunk: bring the server's total and its user's up to date. */
 static void buffers_account(struct varlink_connection *c) {
         struct varlink_server *s = c->server;
-        size_t now = c->dead ? c->accounted : connection_buffered(c);
+        size_t now = connection_dead(c) ? c->accounted : connection_buffered(c);
         if (now != c->accounted)
                 (void) hashmap_count_add_u64(s->buffered_per_uid, c->peer.uid,
                                              now > c->accounted ? (int) (now - c->accounted) : -(int) (c->accounted - now));
@@ -245,7 +302,7 @@ static int connection_send(struct varlink_connection *c, struct json_object *msg
         struct json_text *text = &c->server->scratch;
         int r;
 
-        if (c->dead)
+        if (connection_dead(c))
                 return -ECONNRESET;
         /* A message that cannot be sent is a gap in the conversation: the peer must not go on as if
          * nothing was lost. */
@@ -270,7 +327,7 @@ static int send_serialized(struct varlink_connection *c, const char *params, siz
         size_t tail_len = continues ? sizeof(more) - 1 : sizeof(end) - 1;
         char stack[4096];
 
-        if (c->dead)
+        if (connection_dead(c))
                 return -ECONNRESET;
         if (!params) {
                 connection_kill(c);
@@ -296,7 +353,7 @@ static int send_serialized(struct varlink_connection *c, const char *params, siz
 }
 
 int varlink_notify_serialized(struct varlink_connection *c, const char *params, size_t len) {
-        if (!c->in_call || !(c->call_flags & VARLINK_CALL_MORE))
+        if (!connection_in_call(c) || !(c->call_flags & VARLINK_CALL_MORE))
                 return -EPROTO;
         return send_serialized(c, params, len, true);
 }
@@ -304,7 +361,7 @@ int varlink_notify_serialized(struct varlink_connection *c, const char *params, 
 static void call_end(struct varlink_connection *c);
 
 int varlink_reply_serialized(struct varlink_connection *c, const char *params, size_t len) {
-        if (!c->in_call)
+        if (!connection_in_call(c))
                 return -EBADMSG; /* programmer error: nothing to answer */
         int r = c->call_flags & VARLINK_CALL_ONEWAY ? 0 : send_serialized(c, params, len, false);
         call_end(c);
@@ -315,7 +372,7 @@ static void call_end(struct varlink_connection *c) {
         void *data = c->call_data;
         void (*free_fn)(void *) = c->call_data_free;
 
-        c->in_call = false;
+        connection_set_state(c, c->state == CONNECTION_CALL_CLOSING ? CONNECTION_CLOSING : CONNECTION_IDLE);
         c->call_flags = 0;
         c->call_data = NULL;
         c->call_data_free = NULL;
@@ -330,7 +387,7 @@ static void call_end(struct varlink_connection *c) {
         /* Calls may be waiting in the input buffer, or still in the socket. Inside the read loop (a
          * oneway call ends there) the loop itself goes on with both: a deferred pass or a renewed
          * registration would cost a loop iteration or an epoll_ctl per call for nothing. */
-        if (!c->dead && !c->reading)
+        if (!connection_dead(c) && !c->reading)
                 (void) sd_event_source_set_enabled(c->defer_source, SD_EVENT_ONESHOT);
         connection_set_events(c, !c->reading);
 }
@@ -338,7 +395,7 @@ static void call_end(struct varlink_connection *c) {
 static int send_reply(struct varlink_connection *c, const char *error, struct json_object *params, bool continues) {
         int r = 0;
 
-        if (!c->in_call) {
+        if (!connection_in_call(c)) {
                 json_object_put(params);
                 return -EBADMSG; /* programmer error: nothing to answer */
         }
@@ -619,16 +676,17 @@ static int process_message(struct varlink_connection *c, const char *text, size_
                 }
         }
 
-        c->in_call = true;
+        /* Complete calls still buffered when the peer shut down its side are answered too. */
+        connection_set_state(c, c->state == CONNECTION_CLOSING ? CONNECTION_CALL_CLOSING : CONNECTION_CALL);
         c->call_flags = call.flags;
         int r = dispatch_method(c, call.method, call.params, call.flags, call.upgrade);
         json_object_put(empty);
         json_object_put(msg);
 
-        if (r < 0 && c->in_call)
+        if (r < 0 && connection_in_call(c))
                 return r;
         /* A oneway call is over once its method ran, whatever it did. */
-        if (c->in_call && (call.flags & VARLINK_CALL_ONEWAY) && !c->call_data)
+        if (connection_in_call(c) && (call.flags & VARLINK_CALL_ONEWAY) && !c->call_data)
                 call_end(c);
         return 0;
 }
@@ -636,7 +694,7 @@ static int process_message(struct varlink_connection *c, const char *text, size_
 /* Calls processed, at most *budget of them (each one counted off): one connection's flood of calls is
  * served a slice at a time, the others in between. */
 static int process_input(struct varlink_connection *c, unsigned *budget) {
-        while (!c->dead && !c->in_call && frame_writer_queued(&c->out) < OUTPUT_HIGH_WATER && *budget > 0) {
+        while (!connection_dead(c) && !connection_in_call(c) && frame_writer_queued(&c->out) < OUTPUT_HIGH_WATER && *budget > 0) {
                 const char *text;
                 size_t len;
                 int r = frame_reader_next(&c->in, &text, &len);
@@ -663,7 +721,7 @@ static int process_input(struct varlink_connection *c, unsigned *budget) {
 static void connection_set_events(struct varlink_connection *c, bool rearm) {
         uint32_t ev = EPOLLET;
 
-        if (c->dead || !c->registered)
+        if (connection_dead(c))
                 return;
         if (connection_wants_input(c))
                 ev |= EPOLLIN;
@@ -681,72 +739,66 @@ static void connection_update_events(struct varlink_connection *c) {
         connection_set_events(c, false);
 }
 
-static void connection_io(struct varlink_connection *c, uint32_t revents) {
-        int r;
+/* The socket takes output again. Returns false when the connection must go. */
+static bool connection_write_ready(struct varlink_connection *c) {
+        int r = frame_writer_flush(&c->out, c->fd);
+        if (r < 0 && r != -EAGAIN)
+                return false;
+        if (r == 0 && c->drain)
+                c->drain(c, c->call_data);
+        return !connection_dead(c) && !connection_finished(c);
+}
 
+/* Input is there: everything there is, as long as calls may be processed and this wake-up's slice of
+ * calls lasts. What stays in the socket is reported again when the registration is renewed, what stays
+ * in the buffer is processed from the deferred source. Returns false when the connection must go. */
+static bool connection_read_ready(struct varlink_connection *c) {
+        bool drained = false, ok = true;
+        unsigned budget = CALLS_PER_WAKEUP;
+
+        c->reading = true;
+        while (ok && connection_wants_input(c) && budget > 0) {
+                ssize_t n = frame_reader_read_fd(&c->in, c->fd);
+                if (n == -EAGAIN) {
+                        drained = true;
+                        break;
+                }
+                if (n == 0)
+                        connection_peer_closed(c);
+                ok = n >= 0 && process_input(c, &budget) >= 0;
+        }
+        c->reading = false;
+        if (!ok)
+                return false;
+        if (budget == 0 && !connection_dead(c))
+                /* Its slice is used up: the rest after the other connections had theirs. */
+                (void) sd_event_source_set_enabled(c->defer_source, SD_EVENT_ONESHOT);
+        /* Stopped before EAGAIN (a call is open, or the output is full): what stays in the socket must
+         * be reported again once input is wanted. */
+        if (!drained && !connection_peer_gone(c) && connection_wants_input(c))
+                connection_set_events(c, true);
+        frame_reader_trim(&c->in);
+        return !connection_finished(c);
+}
+
+static void connection_io(struct varlink_connection *c, uint32_t revents) {
         if (revents & EPOLLOUT) {
-                r = frame_writer_flush(&c->out, c->fd);
-                if (r < 0 && r != -EAGAIN)
-                        goto kill;
-                if (r == 0 && c->drain)
-                        c->drain(c, c->call_data);
-                if (c->dead)
-                        goto kill;
-                if (c->eof && frame_writer_queued(&c->out) == 0 && !c->in_call)
+                if (!connection_write_ready(c))
                         goto kill;
                 /* Reading may have stopped at the output's high water: go on, what waits in the socket
                  * raised no edge of its own. */
                 if (connection_wants_input(c))
                         revents |= EPOLLIN;
         }
-
         if (revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
-                /* Everything there is, as long as calls may be processed and this wake-up's slice of
-                 * calls lasts; what stays in the socket is reported again when the registration is
-                 * renewed, what stays in the buffer is processed from the deferred source. */
-                bool drained = false;
-                unsigned budget = CALLS_PER_WAKEUP;
-                c->reading = true;
-                while (connection_wants_input(c) && budget > 0) {
-                        ssize_t n = frame_reader_read_fd(&c->in, c->fd);
-                        if (n == -EAGAIN) {
-                                drained = true;
-                                break;
-                        }
-                        if (n == 0)
-                                c->eof = true; /* answer what was asked, then close */
-                        else if (n < 0) {
-                                c->reading = false;
-                                goto kill;
-                        }
-                        r = process_input(c, &budget);
-                        if (r < 0) {
-                                c->reading = false;
-                                goto kill;
-                        }
-                        if (c->eof)
-                                break;
-                }
-                c->reading = false;
-                if (budget == 0 && !c->dead)
-                        /* Its slice is used up: the rest after the other connections had theirs. */
-                        (void) sd_event_source_set_enabled(c->defer_source, SD_EVENT_ONESHOT);
-                /* Stopped before EAGAIN (a call is open, or the output is full): what stays in the
-                 * socket must be reported again once input is wanted. */
-                if (!drained && !c->eof && !c->dead && connection_wants_input(c))
-                        connection_set_events(c, true);
-                frame_reader_trim(&c->in);
-                /* The peer shut down its side: what it asked is answered (a call in progress goes on,
-                         * and the connection closes once it has ended and its output is out). */
-                if (c->eof && !c->in_call && frame_writer_queued(&c->out) == 0)
+                if (!connection_read_ready(c))
                         goto kill;
                 /* Hung up in both directions (or broken): nobody is left to answer. */
                 if (revents & (EPOLLHUP | EPOLLERR))
                         goto kill;
         }
-
         buffers_account(c);
-        if (c->dead)
+        if (connection_dead(c))
                 goto kill;
         connection_update_events(c);
         return;
@@ -780,9 +832,9 @@ static int on_connection_defer(sd_event_source *s, void *userdata) {
         (void) s;
 
         unsigned budget = CALLS_PER_WAKEUP;
-        if (!c->dead && process_input(c, &budget) < 0)
-                c->dead = true;
-        if (c->dead || (c->eof && !c->in_call && frame_writer_queued(&c->out) == 0)) {
+        if (!connection_dead(c) && process_input(c, &budget) < 0)
+                connection_kill(c);
+        if (connection_dead(c) || connection_finished(c)) {
                 connection_free(c);
                 return 0;
         }
@@ -804,7 +856,7 @@ static void connection_free(struct varlink_connection *c) {
         struct varlink_server *s = c->server;
 
         /* The call's owner (a subscription) learns through its data being freed. */
-        c->dead = true;
+        connection_kill(c);
         if (c->call_data_free)
                 c->call_data_free(c->call_data);
         c->call_data = NULL;
@@ -813,8 +865,7 @@ static void connection_free(struct varlink_connection *c) {
         s->buffered -= c->accounted;
         if (c->accounted > 0)
                 (void) hashmap_count_add_u64(s->buffered_per_uid, c->peer.uid, -(int) c->accounted);
-        if (c->registered)
-                (void) epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
+        (void) epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, c->fd, NULL); /* ENOENT if it never got there */
         sd_event_source_disable_unref(c->defer_source);
         frame_reader_done(&c->in);
         frame_writer_done(&c->out);
@@ -881,7 +932,6 @@ static int connection_new(struct varlink_server *s, int fd) {
         c->events = EPOLLIN | EPOLLET;
         struct epoll_event e = { .events = c->events, .data.ptr = c };
         r = epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, fd, &e) < 0 ? -errno : 0;
-        c->registered = r >= 0;
         if (r >= 0)
                 r = sd_event_add_defer(s->event, &c->defer_source, on_connection_defer, c);
         if (r >= 0)
@@ -919,7 +969,7 @@ static int on_idle_timer(sd_event_source *src, uint64_t usec, void *userdata) {
 
         for (struct varlink_connection *c = s->connections, *n; c; c = n) {
                 n = c->next;
-                if (c->in_call || c->dead || timeout == 0)
+                if (connection_in_call(c) || connection_dead(c) || timeout == 0)
                         continue;
                 if (now - c->last_active_usec >= timeout) {
                         log_debug("Closing connection of uid %u (pid %d): idle for %llu s.", (unsigned) c->peer.uid,
@@ -989,7 +1039,7 @@ int varlink_server_set_limits(struct varlink_server *s, const struct varlink_lim
         s->limits = *limits;
         /* A new or shorter timeout applies to the connections that hold nothing now, too. */
         for (struct varlink_connection *c = s->connections; c && limits->idle_timeout_usec > 0; c = c->next)
-                if (!c->in_call)
+                if (!connection_in_call(c))
                         idle_timer_arm(s, c->last_active_usec + limits->idle_timeout_usec);
         return 0;
 }
