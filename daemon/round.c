@@ -47,6 +47,34 @@ struct shrink_request {
         struct shrink_request *prev, *next; /* in deadline order */
 };
 
+/* What a job asks of its shrinker. The count's answer may turn one kind into another: an episode's job
+ * into a share of the goal, an explicit "everything" into a scan of what the count reported. */
+enum job_kind {
+        JOB_EPISODE,       /* count, then scan as the kernel sizes it at the round's priority */
+        JOB_EPISODE_SHARE, /* counted: scan for its share of the episode's goal (job_ask_share()) */
+        JOB_EXPLICIT_NR,   /* io.pressured.Shrink with nr_to_scan: scan exactly that, no count */
+        JOB_EXPLICIT_ALL,  /* io.pressured.Shrink without nr_to_scan: count, then scan all of it */
+        JOB_DRY_RUN,       /* a dry run's: the count is the result */
+        JOB_PROBE,         /* quarantined: a count to see whether it answers again */
+};
+
+/* Where a job is: QUEUED -> RUNNING (a request in flight or being decided) -> ENDED (retired at once). */
+enum job_state {
+        JOB_QUEUED,
+        JOB_RUNNING,
+        JOB_ENDED,
+};
+
+/* Why a job ended; DONE also for one that ran out of work or was cut. */
+enum job_end {
+        JOB_END_NONE,
+        JOB_END_DONE,
+        JOB_END_STOPPED,   /* answered stop */
+        JOB_END_TIMED_OUT, /* a request missed its deadline */
+        JOB_END_EMPTY,     /* answered empty */
+        JOB_END_REJECTED,  /* answered with impossible values */
+};
+
 /* One (shrinker, node) of a round. A job leaves its round early when the round's budget runs out (it is
  * cut: it goes on by itself, the round no longer waits for it) or never joins it (the count that probes
  * a quarantined shrinker): a round never waits for a shrinker that is slow. */
@@ -64,18 +92,16 @@ struct shrink_job {
         int priority;
         enum scope_type scope_type;
         int level;
-        bool explicit_nr;  /* io.pressured.Shrink with nr_to_scan: scan exactly that, no count */
-        bool explicit_all; /* io.pressured.Shrink without nr_to_scan: count, then scan all of it */
-        uint64_t explicit_left;
-        bool probe_only; /* quarantined: a count to see whether it answers again */
-        bool count_only; /* a dry run's: the count is the result */
+        enum job_kind kind;
+        enum job_state state;
+        enum job_end end;
+        unsigned n_answers; /* answered in time (a count or a scan) */
+        uint64_t explicit_left; /* JOB_EXPLICIT_NR: objects still to scan */
         struct shrink_plan plan;
-        bool target_mode;      /* asked for its share of the episode's target, not the kernel's sizing */
-        uint64_t share_bytes;  /* target mode: its share; plan.total_scan is what it may scan for it */
+        uint64_t share_bytes;  /* JOB_EPISODE_SHARE: its share; plan.total_scan is what it may scan for it */
         uint64_t start_weight; /* its weight from the last count, when the round began */
         uint64_t freeable, bytes_per_object_x1000;
         uint64_t freed, scanned, bytes_freed;
-        bool stopped, timed_out, empty, started, answered, rejected, cut;
         struct shrink_request *req;
 };
 
@@ -112,6 +138,12 @@ struct shrink_round {
 #define RELEASE_SETTLE_USEC (300 * 1000)
 
 static void job_finish(struct shrink_job *j);
+
+/* The first reason given is the one reported. */
+static void job_end_with(struct shrink_job *j, enum job_end end) {
+        if (j->end == JOB_END_NONE)
+                j->end = end;
+}
 static void round_job_done(struct shrink_round *r, struct shrink_job *j);
 
 /* What the kernel shows of the client's memory, read once per round, the first time the round needs it:
@@ -157,7 +189,7 @@ static void request_expire(struct shrink_request *q) {
         struct shrinker *sh = j->shrinker;
 
         sh->stats.timeouts++;
-        j->timed_out = true;
+        job_end_with(j, JOB_END_TIMED_OUT);
         if (shrink_health_timeout(&sh->health, q->rc->config->quarantine_after))
                 log_client(sh->client->uid, LOG_WARNING,
                            "Shrinker %s (id %llu) of pid %d did not answer %u requests in time: quarantined.",
@@ -267,14 +299,15 @@ static void job_next_scan(struct shrink_job *j) {
                 job_finish(j);
                 return;
         }
-        if (j->explicit_nr) {
-                /* Cut from an explicit Shrink (its caller left, or its time is up): nobody wants the rest. */
-                if (j->explicit_left == 0 || j->cut) {
+        if (j->kind == JOB_EXPLICIT_NR) {
+                /* Cut from an explicit Shrink (its caller left, or its time is up): nobody wants the rest.
+                 * Every job of an explicit Shrink is in its round until then. */
+                if (j->explicit_left == 0 || !j->round) {
                         job_finish(j);
                         return;
                 }
                 nr = MIN((uint64_t) sh->batch, j->explicit_left);
-        } else if (j->target_mode) {
+        } else if (j->kind == JOB_EPISODE_SHARE) {
                 /* What is still missing of its share, to the object; a scan that frees less than it
                  * looked at (referenced objects get a second chance) is followed by another, within
                  * the scan budget. */
@@ -293,8 +326,9 @@ static void job_next_scan(struct shrink_job *j) {
 }
 
 static void job_run(struct shrink_job *j) {
-        j->started = true;
-        if (j->explicit_nr)
+        assert(j->state == JOB_QUEUED);
+        j->state = JOB_RUNNING;
+        if (j->kind == JOB_EXPLICIT_NR)
                 job_next_scan(j);
         else if (request_send(j, SHRINK_OP_COUNT, 0) < 0)
                 job_finish(j);
@@ -317,17 +351,21 @@ static void job_finish(struct shrink_job *j) {
         struct shrinker *sh = j->shrinker;
         struct shrinker_queue *qu = j->queue;
 
-        if (!j->explicit_nr && !j->probe_only && j->freeable > 0)
+        /* Only reclaim that was sized by the kernel's rules carries work over (a dry run changes nothing). */
+        if ((j->kind == JOB_EPISODE || j->kind == JOB_EPISODE_SHARE) && j->freeable > 0)
                 sh->deferred[shrinker_node_slot(sh, j->node_index)] = shrink_plan_finish(&j->plan);
         /* Health is judged per job: one that met every deadline clears the count of misses (and a
          * quarantine); answering counts in time while every scan times out does not. */
-        if (j->answered && !j->timed_out && !j->rejected && shrink_health_answer(&sh->health))
+        job_end_with(j, JOB_END_DONE);
+        j->state = JOB_ENDED;
+        if (j->n_answers > 0 && j->end != JOB_END_TIMED_OUT && j->end != JOB_END_REJECTED &&
+            shrink_health_answer(&sh->health))
                 log_client(sh->client->uid, LOG_INFO, "Shrinker %s (id %llu) of pid %d answers again: out of quarantine.",
                            sh->name,
                          (unsigned long long) sh->id, (int) sh->client->pid);
         /* Jobs finish in queue order: this is the head. */
         job_retire(j);
-        if (qu->head && !qu->head->started)
+        if (qu->head && !qu->head->state != JOB_QUEUED)
                 job_run(qu->head);
 }
 
@@ -368,7 +406,7 @@ static struct shrink_job *job_new(struct shrink_round *r, struct shrinker *sh, s
         j->priority = priority;
         j->scope_type = r->type;
         j->level = r->level;
-        j->probe_only = sh->health.quarantined;
+        j->kind = sh->health.quarantined ? JOB_PROBE : JOB_EPISODE;
         j->cgroup = strdup(cgroup);
         if (!j->cgroup) {
                 free(j);
@@ -439,7 +477,7 @@ static void job_ask_share(struct shrink_job *j, uint64_t bytes) {
                 j->share_bytes = MIN(j->share_bytes, r->want);
                 if (j->share_bytes == 0) {
                         r->n_shares_in++;
-                        j->target_mode = true;
+                        j->kind = JOB_EPISODE_SHARE;
                         j->plan.total_scan = 0;
                         return;
                 }
@@ -448,7 +486,7 @@ static void job_ask_share(struct shrink_job *j, uint64_t bytes) {
         /* A scan budget of twice the share in objects: an LRU with a second chance frees about half of
          * what it looks at when the cache is in use. */
         uint64_t nr = sat_mul(shrink_target_objects(j->share_bytes, 1, 1, j->bytes_per_object_x1000), 2);
-        j->target_mode = true;
+        j->kind = JOB_EPISODE_SHARE;
         uint64_t deferred = sh->deferred[slot];
         for (int p = j->priority - 1; r->share_sets_priority && j->plan.total_scan < nr && p >= r->floor; p--) {
                 shrink_plan_start(&j->plan, j->plan.freeable, p, sh->seeks, deferred);
@@ -472,17 +510,17 @@ static void job_counted(struct shrink_job *j, const struct shrink_answer *a) {
                 /* As the kernel skips a memcg's shrinker with no objects, rounds skip it for a while. */
                 sh->stats.empty++;
                 sh->empty_until[slot] = event_now(j->rc->event) + j->rc->config->empty_backoff_usec;
-                j->empty = true;
+                job_end_with(j, JOB_END_EMPTY);
         }
         j->freeable = count;
         /* 0 means "skip me this time", EMPTY "nothing here": either way nothing to scan now. */
-        if (count == 0 || j->probe_only || j->count_only) {
+        if (count == 0 || j->kind == JOB_PROBE || j->kind == JOB_DRY_RUN) {
                 job_finish(j);
                 return;
         }
-        if (j->explicit_all) {
+        if (j->kind == JOB_EXPLICIT_ALL) {
                 /* io.pressured.Shrink without nr_to_scan: everything the count reported. */
-                j->explicit_nr = true;
+                j->kind = JOB_EXPLICIT_NR;
                 j->explicit_left = count;
         }
         /* (The size of its objects is its own business: only its weight is capped.) */
@@ -514,7 +552,7 @@ static void job_scanned(struct shrink_job *j, const struct shrink_answer *a, uin
 
         if (a->stop) {
                 sh->stats.stops++;
-                j->stopped = true;
+                job_end_with(j, JOB_END_STOPPED);
                 job_finish(j);
                 return;
         }
@@ -534,20 +572,20 @@ static void job_scanned(struct shrink_job *j, const struct shrink_answer *a, uin
                 size_t slot = shrinker_node_slot(sh, j->node_index);
                 sh->goal[slot].freed = sat_add(sh->goal[slot].freed, bytes);
         }
-        if (j->explicit_nr)
+        if (j->kind == JOB_EXPLICIT_NR)
                 j->explicit_left = scanned >= j->explicit_left ? 0 : j->explicit_left - scanned;
         else
                 shrink_plan_scanned(&j->plan, scanned);
         /* A shrinker that scans nothing cannot make progress: do not spin on it. Nor, when an operator
          * asked for a number, on one that frees nothing. */
-        if (scanned == 0 || (j->explicit_nr && freed == 0)) {
+        if (scanned == 0 || (j->kind == JOB_EXPLICIT_NR && freed == 0)) {
                 job_finish(j);
                 return;
         }
         /* Nor beyond what the client could hold: once it claimed all its memory, or scanned more objects
          * than it has bytes, an operator's "everything" is done. */
         struct shrink_client *cl = sh->client;
-        if (j->explicit_nr && (cl->credit_left == 0 || j->scanned >= cl->resident)) {
+        if (j->kind == JOB_EXPLICIT_NR && (cl->credit_left == 0 || j->scanned >= cl->resident)) {
                 job_finish(j);
                 return;
         }
@@ -569,7 +607,7 @@ int round_engine_answer(struct round_engine *rc, struct shrink_client *cl, const
         if (bad) {
                 /* The request is over: the shrinker said something, just nothing usable. */
                 sh->stats.rejected++;
-                j->rejected = true;
+                job_end_with(j, JOB_END_REJECTED);
                 request_free(q);
                 job_finish(j);
                 *ret_reason = bad;
@@ -582,7 +620,7 @@ int round_engine_answer(struct round_engine *rc, struct shrink_client *cl, const
 
         sh->stats.last_latency_usec = latency;
         sh->stats.worst_latency_usec = MAX(sh->stats.worst_latency_usec, latency);
-        j->answered = true;
+        j->n_answers++;
         request_free(q);
 
         if (op == SHRINK_OP_COUNT)
@@ -670,12 +708,12 @@ static void round_add_result(struct shrink_round *r, const struct shrink_job *j)
                 .scanned = j->scanned,
                 .freed = j->freed,
                 .bytes_freed = j->bytes_freed,
-                .stopped = j->stopped,
-                .timed_out = j->timed_out,
-                .empty = j->empty,
-                .quarantined = j->probe_only,
-                .rejected = j->rejected,
-                .have_count = j->count_only && j->answered,
+                .stopped = j->end == JOB_END_STOPPED,
+                .timed_out = j->end == JOB_END_TIMED_OUT,
+                .empty = j->end == JOB_END_EMPTY,
+                .quarantined = j->kind == JOB_PROBE,
+                .rejected = j->end == JOB_END_REJECTED,
+                .have_count = r->dry_run && j->n_answers > 0,
                 .count = j->freeable,
         };
 }
@@ -745,17 +783,19 @@ static void round_add_shrinker(struct shrink_round *r, struct shrinker *sh, enum
                         log_oom();
                         continue;
                 }
-                if (r->dry_run)
-                        j->count_only = true;
-                else if (r->explicit && nr_to_scan > 0 && !j->probe_only) {
-                        j->explicit_nr = true;
+                if (j->kind == JOB_PROBE)
+                        ; /* a count, whatever was asked */
+                else if (r->dry_run)
+                        j->kind = JOB_DRY_RUN;
+                else if (r->explicit && nr_to_scan > 0) {
+                        j->kind = JOB_EXPLICIT_NR;
                         j->explicit_left = nr_to_scan;
                 } else if (r->explicit)
-                        j->explicit_all = true;
+                        j->kind = JOB_EXPLICIT_ALL;
                 job_enqueue(j);
                 /* A probe of a quarantined shrinker runs beside an episode's round, not in it (its part of
                  * the goal stays its own). An explicit Shrink keeps it, to report it. */
-                if (j->probe_only && !r->explicit) {
+                if (j->kind == JOB_PROBE && !r->explicit) {
                         round_weigh_absent(r, sh, k);
                         continue;
                 }
@@ -796,7 +836,7 @@ static void round_add_jobs(struct shrink_round *r, enum scope_type type, size_t 
         for (struct shrink_client *cl = reg->clients; cl; cl = cl->next)
                 for (size_t i = 0; i < cl->n_shrinkers; i++) {
                         struct shrinker_queue *qu = hashmap_get_u64(r->rc->queues, cl->shrinkers[i]->id);
-                        if (qu && qu->head && !qu->head->started)
+                        if (qu && qu->head && !qu->head->state != JOB_QUEUED)
                                 job_run(qu->head);
                 }
 }
@@ -823,9 +863,7 @@ static void round_cut(struct shrink_round *r) {
                 return; /* complete, or completing */
         r->n_jobs++; /* hold the round until all are out */
         while (r->jobs) {
-                struct shrink_job *j = r->jobs;
-                j->cut = true;
-                round_job_done(r, j);
+                round_job_done(r, r->jobs);
         }
         if (--r->n_jobs == 0)
                 round_complete(r);

@@ -645,7 +645,21 @@ static void test_stopped_client(void) {
         CU_ASSERT_EQUAL(answer(pending_for(stopped), FREED(100)), 0);
         CU_ASSERT_FATAL(pending_for(stopped) && pending_for(stopped)->q.op == SHRINK_OP_SCAN);
         CU_ASSERT_EQUAL(answer(pending_for(stopped), STOP), 0);
-        CU_ASSERT(stopped->shrinkers[0]->deferred[1] > 0);
+        uint64_t deferred = stopped->shrinkers[0]->deferred[1];
+        CU_ASSERT(deferred > 0);
+
+        /* A dry run changes nothing: not even the work it carries over. */
+        int caller = 0;
+        struct shrink_round *r;
+        CU_ASSERT_EQUAL_FATAL(reclaim_shrink_new(f.reclaim, &caller, &r), 0);
+        reclaim_shrink_start(r, &(struct shrink_target){ .type = SCOPE_NODE, .node_index = 1, .only = stopped->shrinkers[0],
+                                                         .dry_run = true });
+        RUN_UNTIL(pending_for(stopped));
+        CU_ASSERT_FATAL(pending_for(stopped) && pending_for(stopped)->q.op == SHRINK_OP_COUNT);
+        CU_ASSERT_EQUAL(answer(pending_for(stopped), COUNT(100000)), 0);
+        CU_ASSERT_PTR_NULL(pending_for(stopped));
+        CU_ASSERT_EQUAL(stopped->shrinkers[0]->deferred[1], deferred);
+        reclaim_shrink_detach(r);
         teardown();
 }
 
