@@ -289,7 +289,7 @@ static int wire_modules(struct manager *m) {
         if (r >= 0)
                 r = sampler_new(m->event, &m->config, m->scopes, m->nodes, &m->sampler);
         if (r >= 0) {
-                const struct metrics_sources src = { .scopes = m->scopes, .nodes = m->nodes, .shrinkers = m->shrinkers,
+                const struct metrics_sources src = { .scopes = m->scopes, .nodes = m->nodes, .shrinkers = m->shrinkers, .reclaim = m->reclaim,
                                                      .n_subscriptions = count_subscriptions,
                                                      .n_connections = count_connections, .userdata = m };
                 r = metrics_new(m->event, &m->config, &src, &m->metrics);

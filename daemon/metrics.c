@@ -128,57 +128,92 @@ static void render_nodes(struct metrics *m, FILE *f) {
         }
 }
 
-static void shrinker_labels(FILE *f, const char *name, const struct shrinker *sh) {
+static void shrinker_labels(FILE *f, const char *name, const struct shrinker_info_snapshot *sh) {
         fprintf(f, "%s{shrinker=\"%" PRIu64 "\",name=\"", name, sh->id);
         metrics_write_label(f, sh->name);
-        fprintf(f, "\",pid=\"%d\"", (int) sh->client->pid);
+        fprintf(f, "\",pid=\"%d\"", (int) sh->pid);
 }
 
 /* One family over every shrinker: value() picks the number. */
-static void render_shrinker_family(struct metrics *m, FILE *f, const char *name, const char *type, const char *help,
-                                   uint64_t (*value)(const struct shrinker *sh)) {
+static void render_shrinker_family(FILE *f, const struct shrinker_info_snapshot *infos, size_t n, const char *name,
+                                   const char *type, const char *help,
+                                   uint64_t (*value)(const struct shrinker_info_snapshot *sh)) {
         header(f, name, type, help);
-        for (const struct shrink_client *cl = m->src.shrinkers->clients; cl; cl = cl->next)
-                for (size_t i = 0; i < cl->n_shrinkers; i++) {
-                        shrinker_labels(f, name, cl->shrinkers[i]);
-                        fprintf(f, "} %" PRIu64 "\n", value(cl->shrinkers[i]));
-                }
+        for (size_t i = 0; i < n; i++) {
+                shrinker_labels(f, name, &infos[i]);
+                fprintf(f, "} %" PRIu64 "\n", value(&infos[i]));
+        }
 }
 
-static uint64_t v_calls(const struct shrinker *sh) { return sh->stats.calls; }
-static uint64_t v_freed(const struct shrinker *sh) { return sh->stats.freed; }
-static uint64_t v_bytes(const struct shrinker *sh) { return sh->stats.bytes_freed; }
-static uint64_t v_timeouts(const struct shrinker *sh) { return sh->stats.timeouts; }
-static uint64_t v_quarantined(const struct shrinker *sh) { return sh->health.quarantined; }
+static uint64_t v_calls(const struct shrinker_info_snapshot *sh) { return sh->stats.calls; }
+static uint64_t v_freed(const struct shrinker_info_snapshot *sh) { return sh->stats.freed; }
+static uint64_t v_bytes(const struct shrinker_info_snapshot *sh) { return sh->stats.bytes_freed; }
+static uint64_t v_timeouts(const struct shrinker_info_snapshot *sh) { return sh->stats.timeouts; }
+static uint64_t v_quarantined(const struct shrinker_info_snapshot *sh) { return sh->quarantined; }
 
-static void render_shrinkers(struct metrics *m, FILE *f) {
-        if (!m->src.shrinkers)
-                return;
-        header(f, "pressured_shrinker_objects", "gauge", "Objects a client shrinker said it holds at its last count, per node.");
+/* Every shrinker as ListShrinkers shows it, in registry order; *ret_n of them. */
+static struct shrinker_info_snapshot *shrinker_infos(struct metrics *m, size_t *ret_n) {
+        size_t n = 0, k = 0;
         for (const struct shrink_client *cl = m->src.shrinkers->clients; cl; cl = cl->next)
-                for (size_t i = 0; i < cl->n_shrinkers; i++) {
-                        const struct shrinker *sh = cl->shrinkers[i];
-                        for (size_t k = 0; k < sh->n_nodes; k++) {
-                                shrinker_labels(f, "pressured_shrinker_objects", sh);
-                                fprintf(f, ",node_index=\"%zu\"} %" PRIu64 "\n", k, sh->last_count[k]);
-                        }
-                }
-        render_shrinker_family(m, f, "pressured_shrinker_requests_total", "counter", "Count and scan requests sent.", v_calls);
-        render_shrinker_family(m, f, "pressured_shrinker_freed_objects_total", "counter", "Objects the shrinker said it freed.",
-                               v_freed);
-        render_shrinker_family(m, f, "pressured_shrinker_freed_bytes_total", "counter",
-                               "Bytes the shrinker claimed to free (see pressured_client_released_bytes_total).", v_bytes);
-        render_shrinker_family(m, f, "pressured_shrinker_timeouts_total", "counter", "Requests not answered by their deadline.",
-                               v_timeouts);
-        render_shrinker_family(m, f, "pressured_shrinker_quarantined", "gauge", "1 while the shrinker is quarantined.",
-                               v_quarantined);
+                n += cl->n_shrinkers;
+        struct shrinker_info_snapshot *infos = calloc(MAX(n, 1u), sizeof(*infos));
+        for (const struct shrink_client *cl = m->src.shrinkers->clients; infos && cl; cl = cl->next)
+                for (size_t i = 0; i < cl->n_shrinkers; i++)
+                        if (reclaim_shrinker_info(m->src.reclaim, cl->shrinkers[i], &infos[k]) >= 0)
+                                k++;
+        *ret_n = k;
+        return infos;
+}
+
+static void render_clients(struct metrics *m, FILE *f) {
         header(f, "pressured_client_claimed_bytes_total", "counter", "Bytes a client's shrinkers claimed to free in measured rounds.");
-        for (const struct shrink_client *cl = m->src.shrinkers->clients; cl; cl = cl->next)
-                fprintf(f, "pressured_client_claimed_bytes_total{pid=\"%d\"} %" PRIu64 "\n", (int) cl->pid, cl->claimed_bytes);
+        for (const struct shrink_client *cl = m->src.shrinkers->clients; cl; cl = cl->next) {
+                struct shrinker_info_snapshot info = {};
+                if (cl->n_shrinkers > 0 && reclaim_shrinker_info(m->src.reclaim, cl->shrinkers[0], &info) >= 0) {
+                        fprintf(f, "pressured_client_claimed_bytes_total{pid=\"%d\"} %" PRIu64 "\n", (int) cl->pid,
+                                info.client_claimed_bytes);
+                        free(info.nodes);
+                }
+        }
         header(f, "pressured_client_released_bytes_total", "counter",
                "How far a client's memory fell around the measured rounds (what the kernel saw).");
-        for (const struct shrink_client *cl = m->src.shrinkers->clients; cl; cl = cl->next)
-                fprintf(f, "pressured_client_released_bytes_total{pid=\"%d\"} %" PRIu64 "\n", (int) cl->pid, cl->released_bytes);
+        for (const struct shrink_client *cl = m->src.shrinkers->clients; cl; cl = cl->next) {
+                struct shrinker_info_snapshot info = {};
+                if (cl->n_shrinkers > 0 && reclaim_shrinker_info(m->src.reclaim, cl->shrinkers[0], &info) >= 0) {
+                        fprintf(f, "pressured_client_released_bytes_total{pid=\"%d\"} %" PRIu64 "\n", (int) cl->pid,
+                                info.client_released_bytes);
+                        free(info.nodes);
+                }
+        }
+}
+
+static void render_shrinkers(struct metrics *m, FILE *f) {
+        size_t n;
+        if (!m->src.shrinkers || !m->src.reclaim)
+                return;
+        struct shrinker_info_snapshot *infos = shrinker_infos(m, &n);
+        if (!infos)
+                return;
+        header(f, "pressured_shrinker_objects", "gauge", "Objects a client shrinker said it holds at its last count, per node.");
+        for (size_t i = 0; i < n; i++)
+                for (size_t k = 0; k < infos[i].n_nodes; k++) {
+                        shrinker_labels(f, "pressured_shrinker_objects", &infos[i]);
+                        fprintf(f, ",node_index=\"%zu\"} %" PRIu64 "\n", k, infos[i].nodes[k].objects);
+                }
+        render_shrinker_family(f, infos, n, "pressured_shrinker_requests_total", "counter", "Count and scan requests sent.",
+                               v_calls);
+        render_shrinker_family(f, infos, n, "pressured_shrinker_freed_objects_total", "counter",
+                               "Objects the shrinker said it freed.", v_freed);
+        render_shrinker_family(f, infos, n, "pressured_shrinker_freed_bytes_total", "counter",
+                               "Bytes the shrinker claimed to free (see pressured_client_released_bytes_total).", v_bytes);
+        render_shrinker_family(f, infos, n, "pressured_shrinker_timeouts_total", "counter",
+                               "Requests not answered by their deadline.", v_timeouts);
+        render_shrinker_family(f, infos, n, "pressured_shrinker_quarantined", "gauge", "1 while the shrinker is quarantined.",
+                               v_quarantined);
+        for (size_t i = 0; i < n; i++)
+                free(infos[i].nodes);
+        free(infos);
+        render_clients(m, f);
 }
 
 int metrics_render(struct metrics *m, FILE *f) {

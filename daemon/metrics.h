@@ -15,6 +15,7 @@
 #include "config.h"
 #include "node_monitor.h"
 #include "scope_registry.h"
+#include "reclaim.h"
 #include "shrinker.h"
 
 struct metrics;
@@ -24,6 +25,7 @@ struct metrics_sources {
         struct scope_registry *scopes;
         const struct node_monitor *nodes; /* NULL: no node figures */
         const struct shrink_registry *shrinkers;
+        const struct reclaim *reclaim; /* what the rounds learnt of each shrinker; NULL: no shrinkers */
         size_t (*n_subscriptions)(void *userdata);
         size_t (*n_connections)(void *userdata);
         void *userdata;

@@ -118,7 +118,7 @@ static uint64_t scope_freeable_bytes(const struct reclaim *rc, const struct scop
                                 continue;
                         for (size_t k = 0; k < sh->n_nodes; k++)
                                 if (s->type != SCOPE_NODE || k == shrinker_node_slot(sh, s->node_index))
-                                        sum = sat_add(sum, sh->last_bytes[k]);
+                                        sum = sat_add(sum, round_engine_last_bytes(rc->engine, sh, k));
                 }
         return sum;
 }
@@ -532,4 +532,12 @@ struct reclaim *reclaim_free(struct reclaim *rc) {
         round_engine_free(rc->engine);
         free(rc);
         return NULL;
+}
+
+int reclaim_shrinker_info(const struct reclaim *rc, const struct shrinker *sh, struct shrinker_info_snapshot *ret) {
+        return round_engine_shrinker_info(rc->engine, sh, ret);
+}
+
+const struct round_engine *reclaim_engine(const struct reclaim *rc) {
+        return rc->engine;
 }

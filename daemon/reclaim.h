@@ -50,3 +50,8 @@ int reclaim_shrink_new(struct reclaim *rc, void *caller, struct shrink_round **r
 void reclaim_shrink_start(struct shrink_round *r, const struct shrink_target *t);
 /* The caller went away: the round finishes without telling anyone. */
 void reclaim_shrink_detach(struct shrink_round *r);
+
+/* The shrinker as ListShrinkers shows it (round_engine_shrinker_info()); ret->nodes: free() it. */
+int reclaim_shrinker_info(const struct reclaim *rc, const struct shrinker *sh, struct shrinker_info_snapshot *ret);
+/* The round engine, for what reclaim does not wrap (round.h's getters). */
+const struct round_engine *reclaim_engine(const struct reclaim *rc);

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 #include "release.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "hashmap.h"
 #include "log.h"
 #include "macro.h"
 
@@ -18,7 +20,19 @@ struct release_entry {
         bool by_cgroup; /* before is its cgroup's usage, not its RSS */
 };
 
+/* release.c's own record of a client, keyed by its token: what it claimed and what its memory showed
+ * over all measured rounds, and how far its claims are believed. */
+struct release_client {
+        char token[sizeof(((struct shrink_client *) NULL)->token)];
+        uint64_t measure_round; /* its entry in the sample of this round... */
+        size_t measure_index;   /* ...at this index */
+        uint64_t claimed_bytes, released_bytes;
+        uint64_t last_after, last_after_usec; /* the last reading after a round (for its growth rate) */
+        unsigned trust;                       /* per mille of its claims credited */
+};
+
 struct release_sample {
+        struct release_meter *owner; /* whose client records it fills */
         uint64_t round_id;
         struct release_entry *entries;
         size_t n, n_alloc;
@@ -36,12 +50,53 @@ struct release_meter {
         struct shrink_registry *shrinkers;
         uint64_t settle_usec;
         struct release_sample *pending;
+        struct hashmap *clients; /* struct release_client by token */
 };
 
-struct release_sample *release_sample_new(uint64_t round_id) {
+static struct release_client *client_find(const struct release_meter *m, const struct shrink_client *cl) {
+        return m ? hashmap_get_string(m->clients, cl->token) : NULL;
+}
+
+/* Made on its first measured round: a client never measured has its full trust. */
+static struct release_client *client_get(struct release_meter *m, const struct shrink_client *cl) {
+        struct release_client *c = client_find(m, cl);
+        if (c)
+                return c;
+        c = calloc(1, sizeof(*c));
+        if (!c)
+                return NULL;
+        memcpy(c->token, cl->token, sizeof(c->token));
+        c->trust = SHRINK_TRUST_FULL;
+        if (hashmap_put_string(m->clients, c->token, c) < 0) {
+                free(c);
+                return NULL;
+        }
+        return c;
+}
+
+void release_meter_drop_client(struct release_meter *m, const struct shrink_client *cl) {
+        free(m ? hashmap_remove_string(m->clients, cl->token) : NULL);
+}
+
+unsigned release_meter_trust(const struct release_meter *m, const struct shrink_client *cl) {
+        const struct release_client *c = client_find(m, cl);
+        return c ? c->trust : SHRINK_TRUST_FULL;
+}
+
+void release_meter_client_info(const struct release_meter *m, const struct shrink_client *cl,
+                               struct shrinker_info_snapshot *info) {
+        const struct release_client *c = client_find(m, cl);
+        info->client_claimed_bytes = c ? c->claimed_bytes : 0;
+        info->client_released_bytes = c ? c->released_bytes : 0;
+        info->client_trust = c ? c->trust : SHRINK_TRUST_FULL;
+}
+
+struct release_sample *release_sample_new(struct release_meter *m, uint64_t round_id) {
         struct release_sample *s = calloc(1, sizeof(*s));
-        if (s)
+        if (s) {
+                s->owner = m;
                 s->round_id = round_id;
+        }
         return s;
 }
 
@@ -56,15 +111,16 @@ void release_sample_free(struct release_sample *s) {
         free(s);
 }
 
-static struct release_entry *entry_of(struct release_sample *s, const struct shrink_client *cl) {
-        if (cl->measure_round != s->round_id || cl->measure_index >= s->n)
+static struct release_entry *entry_of(struct release_sample *s, const struct release_client *c) {
+        if (!c || c->measure_round != s->round_id || c->measure_index >= s->n)
                 return NULL;
-        return &s->entries[cl->measure_index];
+        return &s->entries[c->measure_index];
 }
 
-void release_sample_begin(struct release_sample *s, struct shrink_client *cl, uint64_t resident, uint64_t usec) {
-        if (!s || entry_of(s, cl))
-                return;
+void release_sample_begin(struct release_sample *s, const struct shrink_client *cl, uint64_t resident, uint64_t usec) {
+        struct release_client *c = s ? client_get(s->owner, cl) : NULL;
+        if (!c || entry_of(s, c))
+                return; /* unmeasured (out of memory), or measured already */
         if (s->n == s->n_alloc) {
                 size_t n = MAX(s->n_alloc * 2, 8u);
                 struct release_entry *a = realloc(s->entries, n * sizeof(*a));
@@ -76,29 +132,30 @@ void release_sample_begin(struct release_sample *s, struct shrink_client *cl, ui
         struct release_entry *e = &s->entries[s->n];
         *e = (struct release_entry){ .before = resident, .before_usec = usec, .by_cgroup = cl->own_cgroup };
         memcpy(e->token, cl->token, sizeof(e->token));
-        cl->measure_round = s->round_id;
-        cl->measure_index = s->n++;
+        c->measure_round = s->round_id;
+        c->measure_index = s->n++;
 }
 
-void release_sample_claim(struct release_sample *s, struct shrink_client *cl, uint64_t bytes) {
-        struct release_entry *e = s ? entry_of(s, cl) : NULL;
+void release_sample_claim(struct release_sample *s, const struct shrink_client *cl, uint64_t bytes) {
+        struct release_entry *e = s ? entry_of(s, client_find(s->owner, cl)) : NULL;
         if (e)
                 e->claimed = sat_add(e->claimed, bytes);
 }
 
 /* The client's trust after this round: its claim against what its memory showed, allowing for what it
  * grew at before the round. */
-static void client_judge(struct shrink_client *cl, const struct release_entry *e, uint64_t after, uint64_t now) {
-        uint64_t est = shrink_release_estimate(e->claimed, e->before, e->before_usec, after, now, cl->last_after,
-                                               cl->last_after_usec);
-        unsigned trust = shrink_trust_update(cl->trust, e->claimed, est);
-        if (trust < SHRINK_TRUST_FULL / 4 && cl->trust >= SHRINK_TRUST_FULL / 4)
+static void client_judge(const struct shrink_client *cl, struct release_client *c, const struct release_entry *e,
+                         uint64_t after, uint64_t now) {
+        uint64_t est = shrink_release_estimate(e->claimed, e->before, e->before_usec, after, now, c->last_after,
+                                               c->last_after_usec);
+        unsigned trust = shrink_trust_update(c->trust, e->claimed, est);
+        if (trust < SHRINK_TRUST_FULL / 4 && c->trust >= SHRINK_TRUST_FULL / 4)
                 log_client(cl->uid, LOG_NOTICE, "Client pid %d claimed to free %llu bytes, its memory showed %llu: its claims count for "
                            "%u per mille now.", (int) cl->pid, (unsigned long long) e->claimed,
                            (unsigned long long) est, trust);
-        cl->trust = trust;
-        cl->last_after = after;
-        cl->last_after_usec = now;
+        c->trust = trust;
+        c->last_after = after;
+        c->last_after_usec = now;
 }
 
 static void measure(struct release_meter *m, struct release_sample *s) {
@@ -109,18 +166,19 @@ static void measure(struct release_meter *m, struct release_sample *s) {
         for (size_t i = 0; i < s->n; i++) {
                 struct release_entry *e = &s->entries[i];
                 struct shrink_client *cl = shrink_client_by_token(m->shrinkers, e->token);
+                struct release_client *c = cl ? client_find(m, cl) : NULL;
                 uint64_t after;
-                if (!cl || shrink_client_resident(cl, &after) < 0)
+                if (!c || shrink_client_resident(cl, &after) < 0)
                         continue; /* gone: whatever it held is released, but not by shrinking */
                 if (cl->own_cgroup != e->by_cgroup) {
-                        cl->last_after_usec = 0; /* nor does its last reading */
+                        c->last_after_usec = 0; /* nor does its last reading */
                         continue;                /* no longer alone in its cgroup: the figures do not compare */
                 }
                 uint64_t r = e->before > after ? e->before - after : 0;
                 e->released = r;
-                client_judge(cl, e, after, now);
-                cl->released_bytes = sat_add(cl->released_bytes, r);
-                cl->claimed_bytes = sat_add(cl->claimed_bytes, e->claimed);
+                client_judge(cl, c, e, after, now);
+                c->released_bytes = sat_add(c->released_bytes, r);
+                c->claimed_bytes = sat_add(c->claimed_bytes, e->claimed);
                 claimed = sat_add(claimed, e->claimed);
                 released = sat_add(released, r);
                 n++;
@@ -201,6 +259,11 @@ int release_meter_new(sd_event *event, struct shrink_registry *shrinkers, uint64
         if (!m)
                 return -ENOMEM;
         *m = (struct release_meter){ .event = event, .shrinkers = shrinkers, .settle_usec = settle_usec };
+        int r = hashmap_new(HASHMAP_KEY_STRING, &m->clients);
+        if (r < 0) {
+                free(m);
+                return r;
+        }
         *ret = m;
         return 0;
 }
@@ -213,6 +276,9 @@ struct release_meter *release_meter_free(struct release_meter *m) {
                 m->pending = s->next;
                 release_sample_free(s);
         }
+        /* Every client was dropped by now (release_meter_drop_client()). */
+        assert(hashmap_size(m->clients) == 0);
+        hashmap_free(m->clients);
         free(m);
         return NULL;
 }

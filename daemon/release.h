@@ -24,14 +24,15 @@ int release_meter_new(sd_event *event, struct shrink_registry *shrinkers, uint64
                       struct release_meter **ret);
 struct release_meter *release_meter_free(struct release_meter *m);
 
-struct release_sample *release_sample_new(uint64_t round_id);
+/* A sample of round round_id, whose clients' records m keeps. */
+struct release_sample *release_sample_new(struct release_meter *m, uint64_t round_id);
 void release_sample_free(struct release_sample *s);
 
 /* The round asks cl to scan for the first time: what it has resident now. */
-void release_sample_begin(struct release_sample *s, struct shrink_client *cl, uint64_t resident, uint64_t usec);
+void release_sample_begin(struct release_sample *s, const struct shrink_client *cl, uint64_t resident, uint64_t usec);
 /* cl claims to have freed bytes in this round (up to what it had resident). After the round, the claims
  * are held against what its memory showed, and the client's trust follows (shrink_trust_update()). */
-void release_sample_claim(struct release_sample *s, struct shrink_client *cl, uint64_t bytes);
+void release_sample_claim(struct release_sample *s, const struct shrink_client *cl, uint64_t bytes);
 
 /* The round is over: measure its clients again after the settle time and report it under `what` (a
  * scope's name, "Shrink"). Takes over s; an empty sample is dropped. */
@@ -45,3 +46,11 @@ void release_meter_submit_then(struct release_meter *m, struct release_sample *s
 
 /* After measuring: how far cl's resident memory fell around the round (0 if it was not asked). */
 uint64_t release_sample_released(const struct release_sample *s, const struct shrink_client *cl);
+
+/* The meter's record of a client: how far its claims are believed (per mille; SHRINK_TRUST_FULL for one
+ * never measured), and what it claimed and released over all measured rounds (into info's client_*). */
+unsigned release_meter_trust(const struct release_meter *m, const struct shrink_client *cl);
+void release_meter_client_info(const struct release_meter *m, const struct shrink_client *cl,
+                               struct shrinker_info_snapshot *info);
+/* The client is gone: forget it. */
+void release_meter_drop_client(struct release_meter *m, const struct shrink_client *cl);

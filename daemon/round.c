@@ -26,15 +26,40 @@ struct round_engine {
         struct shrink_request *first, *last;
         sd_event_source *deadline_timer;
         uint64_t timer_usec; /* when it is set to fire; 0: off */
-        struct hashmap *queues;   /* struct shrinker_queue by shrinker id */
+        struct hashmap *states;   /* struct shrinker_state by shrinker id */
+        struct hashmap *credits;  /* struct client_credit by client (its address, while registered) */
         struct release_meter *meter;
         uint64_t last_request_id, last_round_id;
 };
 
-/* Work queued for one shrinker: one request in flight at a time, jobs run in order. */
-struct shrinker_queue {
+/* Per node: what its last count said, its EMPTY back-off, and its part in goal goal_id (an episode's
+ * goal, over its rounds). */
+struct shrinker_node_state {
+        uint64_t last_count, last_bytes;
+        uint64_t empty_until; /* answered EMPTY: not asked in rounds before this time */
+        uint64_t goal_share;  /* its share of the whole goal, from its last count */
+        uint64_t goal_freed;  /* released towards it (as credited) */
+        unsigned goal_asks;   /* rounds of the goal that asked it for its share */
+};
+
+/* round.c's state of one shrinker, beside the registry's struct shrinker as the kernel keeps a memcg's
+ * shrinker_info: keyed by shrinker id, made when a round first needs it, dropped with the shrinker. */
+struct shrinker_state {
         struct shrinker *shrinker;
-        struct shrink_job *head, *tail;
+        struct shrink_job *head, *tail; /* its queue: one request in flight at a time, jobs run in order */
+        uint64_t goal_id;
+        struct shrinker_stats stats;
+        struct shrink_health health;
+        size_t n_nodes;
+        struct shrinker_node_state node[];
+};
+
+/* round.c's state of one client: its memory as read once in round credit_round (when), the cap on what
+ * it may say it holds, and the bytes it may still claim to have freed in that round; and its answers to
+ * requests it does not have (unknown, another client's, answered already). */
+struct client_credit {
+        uint64_t credit_round, resident, resident_usec, credit_left;
+        uint64_t rejected;
 };
 
 struct shrink_request {
@@ -81,7 +106,7 @@ enum job_end {
 struct shrink_job {
         struct shrink_job *next; /* in the shrinker's queue */
         struct shrink_job *round_prev, *round_next; /* in its round, while it counts there */
-        struct shrinker_queue *queue;
+        struct shrinker_state *ss; /* its shrinker's */
         struct shrinker *shrinker;
         struct round_engine *rc;
         uint64_t round_id;
@@ -148,16 +173,37 @@ static void round_job_done(struct shrink_round *r, struct shrink_job *j);
 
 /* What the kernel shows of the client's memory, read once per round, the first time the round needs it:
  * a cache cannot hold more than that, nor free more in one round. 0 once the client is gone. */
-static uint64_t client_round_resident(struct shrink_job *j) {
-        struct shrink_client *cl = j->shrinker->client;
-        if (cl->credit_round != j->round_id) {
-                uint64_t resident;
-                cl->credit_round = j->round_id;
-                cl->resident = shrink_client_resident(cl, &resident) >= 0 ? resident : 0;
-                cl->resident_usec = event_now(j->rc->event);
-                cl->credit_left = cl->resident;
+static struct client_credit *credit_of(struct round_engine *rc, const struct shrink_client *cl) {
+        uint64_t key = (uint64_t) (uintptr_t) cl;
+        struct client_credit *c = hashmap_get_u64(rc->credits, key);
+        if (c)
+                return c;
+        c = calloc(1, sizeof(*c));
+        if (c && hashmap_put_u64(rc->credits, key, c) < 0) {
+                free(c);
+                return NULL;
         }
-        return cl->resident;
+        return c;
+}
+
+/* The client's credit in the job's round, its memory read on the round's first use. NULL when there is
+ * no memory for its record: it is then credited nothing. */
+static struct client_credit *job_credit(struct shrink_job *j) {
+        struct shrink_client *cl = j->shrinker->client;
+        struct client_credit *c = credit_of(j->rc, cl);
+        if (c && c->credit_round != j->round_id) {
+                uint64_t resident;
+                c->credit_round = j->round_id;
+                c->resident = shrink_client_resident(cl, &resident) >= 0 ? resident : 0;
+                c->resident_usec = event_now(j->rc->event);
+                c->credit_left = c->resident;
+        }
+        return c;
+}
+
+static uint64_t client_round_resident(struct shrink_job *j) {
+        const struct client_credit *c = job_credit(j);
+        return c ? c->resident : 0;
 }
 
 /* ---- requests ---- */
@@ -188,13 +234,13 @@ static void request_expire(struct shrink_request *q) {
         struct shrink_job *j = q->job;
         struct shrinker *sh = j->shrinker;
 
-        sh->stats.timeouts++;
+        j->ss->stats.timeouts++;
         job_end_with(j, JOB_END_TIMED_OUT);
-        if (shrink_health_timeout(&sh->health, q->rc->config->quarantine_after))
+        if (shrink_health_timeout(&j->ss->health, q->rc->config->quarantine_after))
                 log_client(sh->client->uid, LOG_WARNING,
                            "Shrinker %s (id %llu) of pid %d did not answer %u requests in time: quarantined.",
                             sh->name, (unsigned long long) sh->id, (int) sh->client->pid,
-                            sh->health.consecutive_timeouts);
+                            j->ss->health.consecutive_timeouts);
         request_free(q);
         job_finish(j);
 }
@@ -251,11 +297,11 @@ static int request_send(struct shrink_job *j, enum shrink_op op, uint64_t nr_to_
         j->req = q;
 
         if (op == SHRINK_OP_SCAN) {
-                sh->stats.calls++;
+                j->ss->stats.calls++;
                 /* Measured around the round from the first time it is asked to scan in it. */
-                uint64_t resident = client_round_resident(j);
-                if (j->round)
-                        release_sample_begin(j->round->sample, sh->client, resident, sh->client->resident_usec);
+                const struct client_credit *c = job_credit(j);
+                if (j->round && c)
+                        release_sample_begin(j->round->sample, sh->client, c->resident, c->resident_usec);
         }
         const struct shrink_request_snapshot snap = {
                 .id = q->id,
@@ -336,7 +382,7 @@ static void job_run(struct shrink_job *j) {
 
 /* Take the job at the head of its shrinker's queue off it, report it to its round, free it. */
 static void job_retire(struct shrink_job *j) {
-        struct shrinker_queue *qu = j->queue;
+        struct shrinker_state *qu = j->ss;
 
         assert(qu->head == j);
         request_free(j->req);
@@ -349,55 +395,59 @@ static void job_retire(struct shrink_job *j) {
 /* Done with this job: settle deferred work, retire it, start the shrinker's next one. */
 static void job_finish(struct shrink_job *j) {
         struct shrinker *sh = j->shrinker;
-        struct shrinker_queue *qu = j->queue;
+        struct shrinker_state *qu = j->ss;
 
         /* Only reclaim that was sized by the kernel's rules carries work over (a dry run changes nothing). */
         if ((j->kind == JOB_EPISODE || j->kind == JOB_EPISODE_SHARE) && j->freeable > 0)
-                sh->deferred[shrinker_node_slot(sh, j->node_index)] = shrink_plan_finish(&j->plan);
+                shrinker_set_deferred(sh, j->node_index, shrink_plan_finish(&j->plan));
         /* Health is judged per job: one that met every deadline clears the count of misses (and a
          * quarantine); answering counts in time while every scan times out does not. */
         job_end_with(j, JOB_END_DONE);
         j->state = JOB_ENDED;
         if (j->n_answers > 0 && j->end != JOB_END_TIMED_OUT && j->end != JOB_END_REJECTED &&
-            shrink_health_answer(&sh->health))
+            shrink_health_answer(&j->ss->health))
                 log_client(sh->client->uid, LOG_INFO, "Shrinker %s (id %llu) of pid %d answers again: out of quarantine.",
                            sh->name,
                          (unsigned long long) sh->id, (int) sh->client->pid);
         /* Jobs finish in queue order: this is the head. */
         job_retire(j);
-        if (qu->head && !qu->head->state != JOB_QUEUED)
+        if (qu->head && qu->head->state == JOB_QUEUED)
                 job_run(qu->head);
 }
 
-static struct shrinker_queue *queue_get(struct round_engine *rc, struct shrinker *sh) {
-        struct shrinker_queue *qu = hashmap_get_u64(rc->queues, sh->id);
-        if (qu)
-                return qu;
-        qu = calloc(1, sizeof(*qu));
-        if (!qu)
+static struct shrinker_state *state_get(struct round_engine *rc, struct shrinker *sh) {
+        struct shrinker_state *ss = hashmap_get_u64(rc->states, sh->id);
+        if (ss)
+                return ss;
+        ss = calloc(1, sizeof(*ss) + sh->n_nodes * sizeof(ss->node[0]));
+        if (!ss)
                 return NULL;
-        qu->shrinker = sh;
-        if (hashmap_put_u64(rc->queues, sh->id, qu) < 0) {
-                free(qu);
+        ss->shrinker = sh;
+        ss->n_nodes = sh->n_nodes;
+        if (hashmap_put_u64(rc->states, sh->id, ss) < 0) {
+                free(ss);
                 return NULL;
         }
-        return qu;
+        return ss;
+}
+
+static struct shrinker_node_state *node_state(struct shrinker_state *ss, size_t node_index) {
+        return &ss->node[shrinker_node_slot(ss->shrinker, node_index)];
 }
 
 static void job_enqueue(struct shrink_job *j) {
-        struct shrinker_queue *qu = j->queue;
-        QUEUE_APPEND(qu->head, qu->tail, j);
+        QUEUE_APPEND(j->ss->head, j->ss->tail, j);
 }
 
 static struct shrink_job *job_new(struct shrink_round *r, struct shrinker *sh, size_t node_index, const char *cgroup,
                                   int priority) {
-        struct shrinker_queue *qu = queue_get(r->rc, sh);
-        if (!qu)
+        struct shrinker_state *ss = state_get(r->rc, sh);
+        if (!ss)
                 return NULL;
         struct shrink_job *j = calloc(1, sizeof(*j));
         if (!j)
                 return NULL;
-        j->queue = qu;
+        j->ss = ss;
         j->shrinker = sh;
         j->rc = r->rc;
         j->round_id = r->id;
@@ -406,7 +456,7 @@ static struct shrink_job *job_new(struct shrink_round *r, struct shrinker *sh, s
         j->priority = priority;
         j->scope_type = r->type;
         j->level = r->level;
-        j->kind = sh->health.quarantined ? JOB_PROBE : JOB_EPISODE;
+        j->kind = ss->health.quarantined ? JOB_PROBE : JOB_EPISODE;
         j->cgroup = strdup(cgroup);
         if (!j->cgroup) {
                 free(j);
@@ -460,20 +510,23 @@ static void job_ask_share(struct shrink_job *j, uint64_t bytes) {
         total = total - MIN(total, j->start_weight > 0 ? j->start_weight : unknown);
         total = sat_add(total, w);
         struct shrinker *sh = j->shrinker;
-        size_t slot = shrinker_node_slot(sh, j->node_index);
-        if (r->goal_id > 0 && sh->goal_id != r->goal_id) {
-                sh->goal_id = r->goal_id;
-                memset(sh->goal, 0, sh->n_nodes * sizeof(*sh->goal));
+        struct shrinker_state *ss = j->ss;
+        if (r->goal_id > 0 && ss->goal_id != r->goal_id) {
+                ss->goal_id = r->goal_id;
+                for (size_t k = 0; k < ss->n_nodes; k++) {
+                        ss->node[k].goal_share = ss->node[k].goal_freed = 0;
+                        ss->node[k].goal_asks = 0;
+                }
         }
         if (r->goal_id > 0) {
-                struct shrinker_goal *g = &sh->goal[slot];
+                struct shrinker_node_state *g = node_state(ss, j->node_index);
                 r->n_share_jobs++;
                 /* Its share of the whole goal, less what it gave towards it in the goal's earlier rounds:
                  * what another shrinker did not deliver is nobody else's to make up. */
                 uint64_t full = mul_div(MAX(r->goal, r->want), MIN(w, total), total);
-                g->share = full;
-                g->asks++;
-                j->share_bytes = full > g->freed ? full - g->freed : 0;
+                g->goal_share = full;
+                g->goal_asks++;
+                j->share_bytes = full > g->goal_freed ? full - g->goal_freed : 0;
                 j->share_bytes = MIN(j->share_bytes, r->want);
                 if (j->share_bytes == 0) {
                         r->n_shares_in++;
@@ -487,7 +540,7 @@ static void job_ask_share(struct shrink_job *j, uint64_t bytes) {
          * what it looks at when the cache is in use. */
         uint64_t nr = sat_mul(shrink_target_objects(j->share_bytes, 1, 1, j->bytes_per_object_x1000), 2);
         j->kind = JOB_EPISODE_SHARE;
-        uint64_t deferred = sh->deferred[slot];
+        uint64_t deferred = sh->deferred[shrinker_node_slot(sh, j->node_index)];
         for (int p = j->priority - 1; r->share_sets_priority && j->plan.total_scan < nr && p >= r->floor; p--) {
                 shrink_plan_start(&j->plan, j->plan.freeable, p, sh->seeks, deferred);
                 j->priority = p;
@@ -504,12 +557,13 @@ static void job_counted(struct shrink_job *j, const struct shrink_answer *a) {
          * its memory, so that a client cannot draw a goal onto itself and then claim it. */
         uint64_t bytes = given(a->bytes) && !a->empty ? MIN((uint64_t) a->bytes, client_round_resident(j)) : 0;
 
-        sh->last_count[slot] = count;
-        sh->last_bytes[slot] = bytes;
+        struct shrinker_node_state *ns = node_state(j->ss, j->node_index);
+        ns->last_count = count;
+        ns->last_bytes = bytes;
         if (a->empty) {
                 /* As the kernel skips a memcg's shrinker with no objects, rounds skip it for a while. */
-                sh->stats.empty++;
-                sh->empty_until[slot] = event_now(j->rc->event) + j->rc->config->empty_backoff_usec;
+                j->ss->stats.empty++;
+                ns->empty_until = event_now(j->rc->event) + j->rc->config->empty_backoff_usec;
                 job_end_with(j, JOB_END_EMPTY);
         }
         j->freeable = count;
@@ -538,20 +592,20 @@ static void job_counted(struct shrink_job *j, const struct shrink_answer *a) {
  * so cannot pause anyone else's reclaim. */
 static uint64_t claim_credit(struct shrink_job *j, uint64_t bytes) {
         struct shrink_client *cl = j->shrinker->client;
-        (void) client_round_resident(j);
-        uint64_t claim = MIN(bytes, cl->credit_left);
-        cl->credit_left -= claim;
+        struct client_credit *c = job_credit(j);
+        uint64_t claim = c ? MIN(bytes, c->credit_left) : 0;
+        if (c)
+                c->credit_left -= claim;
         if (j->round)
                 release_sample_claim(j->round->sample, cl, claim);
-        return shrink_trust_credit(cl->trust, claim);
+        return shrink_trust_credit(release_meter_trust(j->rc->meter, cl), claim);
 }
 
 /* A scan: account what was freed, go on with the plan. */
 static void job_scanned(struct shrink_job *j, const struct shrink_answer *a, uint64_t nr_to_scan) {
-        struct shrinker *sh = j->shrinker;
 
         if (a->stop) {
-                sh->stats.stops++;
+                j->ss->stats.stops++;
                 job_end_with(j, JOB_END_STOPPED);
                 job_finish(j);
                 return;
@@ -562,15 +616,16 @@ static void job_scanned(struct shrink_job *j, const struct shrink_answer *a, uin
         bytes = claim_credit(j, bytes);
         if (j->round)
                 j->round->freed_bytes = sat_add(j->round->freed_bytes, bytes);
-        sh->stats.freed = sat_add(sh->stats.freed, freed);
-        sh->stats.scanned = sat_add(sh->stats.scanned, scanned);
-        sh->stats.bytes_freed = sat_add(sh->stats.bytes_freed, bytes);
+        struct shrinker_stats *st = &j->ss->stats;
+        st->freed = sat_add(st->freed, freed);
+        st->scanned = sat_add(st->scanned, scanned);
+        st->bytes_freed = sat_add(st->bytes_freed, bytes);
         j->freed = sat_add(j->freed, freed);
         j->scanned = sat_add(j->scanned, scanned);
         j->bytes_freed = sat_add(j->bytes_freed, bytes);
-        if (j->round && j->round->goal_id > 0 && sh->goal_id == j->round->goal_id) {
-                size_t slot = shrinker_node_slot(sh, j->node_index);
-                sh->goal[slot].freed = sat_add(sh->goal[slot].freed, bytes);
+        if (j->round && j->round->goal_id > 0 && j->ss->goal_id == j->round->goal_id) {
+                struct shrinker_node_state *g = node_state(j->ss, j->node_index);
+                g->goal_freed = sat_add(g->goal_freed, bytes);
         }
         if (j->kind == JOB_EXPLICIT_NR)
                 j->explicit_left = scanned >= j->explicit_left ? 0 : j->explicit_left - scanned;
@@ -584,8 +639,8 @@ static void job_scanned(struct shrink_job *j, const struct shrink_answer *a, uin
         }
         /* Nor beyond what the client could hold: once it claimed all its memory, or scanned more objects
          * than it has bytes, an operator's "everything" is done. */
-        struct shrink_client *cl = sh->client;
-        if (j->kind == JOB_EXPLICIT_NR && (cl->credit_left == 0 || j->scanned >= cl->resident)) {
+        const struct client_credit *c = job_credit(j);
+        if (j->kind == JOB_EXPLICIT_NR && (!c || c->credit_left == 0 || j->scanned >= c->resident)) {
                 job_finish(j);
                 return;
         }
@@ -598,15 +653,16 @@ int round_engine_answer(struct round_engine *rc, struct shrink_client *cl, const
 
         /* Another client's request is as unknown to this one as a request that never was. */
         if (!q || q->job->shrinker->client != cl) {
-                cl->rejected++;
+                struct client_credit *c = credit_of(rc, cl);
+                if (c)
+                        c->rejected++;
                 return -ENOENT;
         }
         struct shrink_job *j = q->job;
-        struct shrinker *sh = j->shrinker;
         const char *bad = answer_check(q, a);
         if (bad) {
                 /* The request is over: the shrinker said something, just nothing usable. */
-                sh->stats.rejected++;
+                j->ss->stats.rejected++;
                 job_end_with(j, JOB_END_REJECTED);
                 request_free(q);
                 job_finish(j);
@@ -618,8 +674,8 @@ int round_engine_answer(struct round_engine *rc, struct shrink_client *cl, const
         enum shrink_op op = q->op;
         uint64_t nr_to_scan = q->nr_to_scan;
 
-        sh->stats.last_latency_usec = latency;
-        sh->stats.worst_latency_usec = MAX(sh->stats.worst_latency_usec, latency);
+        j->ss->stats.last_latency_usec = latency;
+        j->ss->stats.worst_latency_usec = MAX(j->ss->stats.worst_latency_usec, latency);
         j->n_answers++;
         request_free(q);
 
@@ -733,18 +789,18 @@ static void round_job_done(struct shrink_round *r, struct shrink_job *j) {
  * GOAL_ASKS_MAX rounds of the goal (one that cannot or will not deliver, or whose claims its memory does
  * not bear out, holds the goal open, and with it everyone else's next goal, no longer than that). */
 #define GOAL_ASKS_MAX 3u
-static bool goal_done_for(const struct shrink_round *r, const struct shrinker *sh, size_t node_index) {
-        if (r->explicit || r->goal_id == 0 || sh->goal_id != r->goal_id)
+static bool goal_done_for(const struct shrink_round *r, struct shrinker_state *ss, size_t node_index) {
+        if (r->explicit || r->goal_id == 0 || ss->goal_id != r->goal_id)
                 return false;
-        const struct shrinker_goal *g = &sh->goal[shrinker_node_slot(sh, node_index)];
-        return (g->share > 0 && g->freed >= g->share) || g->asks >= GOAL_ASKS_MAX;
+        const struct shrinker_node_state *g = node_state(ss, node_index);
+        return (g->goal_share > 0 && g->goal_freed >= g->goal_share) || g->goal_asks >= GOAL_ASKS_MAX;
 }
 
 /* A shrinker in scope that the round does not ask (busy, quarantined) still weighs what it held at its
  * last count: the others' shares are of the goal as if it had been asked, so that what it does not
  * deliver is nobody else's to make up. */
-static void round_weigh_absent(struct shrink_round *r, const struct shrinker *sh, size_t node_index) {
-        uint64_t w = shrink_weight(sh->last_bytes[shrinker_node_slot(sh, node_index)], sh->seeks);
+static void round_weigh_absent(struct shrink_round *r, struct shrinker_state *ss, size_t node_index) {
+        uint64_t w = shrink_weight(node_state(ss, node_index)->last_bytes, ss->shrinker->seeks);
         if (w == 0)
                 return;
         r->known_weight = sat_add(r->known_weight, w);
@@ -759,19 +815,23 @@ static void round_add_shrinker(struct shrink_round *r, struct shrinker *sh, enum
         size_t last = type == SCOPE_NODE ? node_index : all_nodes ? n_nodes - 1 : 0;
 
         uint64_t now = event_now(r->rc->event);
-        struct shrinker_queue *qu = hashmap_get_u64(r->rc->queues, sh->id);
+        struct shrinker_state *qu = state_get(r->rc, sh);
+        if (!qu) {
+                log_oom();
+                return;
+        }
         /* Paced on its own: a shrinker still busy with an earlier round's work is not asked again yet. Its
          * part of the goal stays its own: it weighs in the split as if it were asked. */
-        if (!r->explicit && qu && qu->head) {
+        if (!r->explicit && qu->head) {
                 r->n_busy++;
                 for (size_t k = first; k <= last; k++)
-                        round_weigh_absent(r, sh, k);
+                        round_weigh_absent(r, qu, k);
                 return;
         }
         for (size_t k = first; k <= last; k++) {
-                if (!r->explicit && now < sh->empty_until[shrinker_node_slot(sh, k)])
+                if (!r->explicit && now < node_state(qu, k)->empty_until)
                         continue; /* said EMPTY a moment ago */
-                if (goal_done_for(r, sh, k)) {
+                if (goal_done_for(r, qu, k)) {
                         /* Not even counted: it has done its part in this goal, and others' answers (or
                          * silence) must not make it asked more often than it would be alone. */
                         r->n_share_jobs++;
@@ -796,10 +856,10 @@ static void round_add_shrinker(struct shrink_round *r, struct shrinker *sh, enum
                 /* A probe of a quarantined shrinker runs beside an episode's round, not in it (its part of
                  * the goal stays its own). An explicit Shrink keeps it, to report it. */
                 if (j->kind == JOB_PROBE && !r->explicit) {
-                        round_weigh_absent(r, sh, k);
+                        round_weigh_absent(r, qu, k);
                         continue;
                 }
-                j->start_weight = shrink_weight(sh->last_bytes[shrinker_node_slot(sh, k)], sh->seeks);
+                j->start_weight = shrink_weight(node_state(qu, k)->last_bytes, sh->seeks);
                 if (j->start_weight > 0) {
                         r->known_weight = sat_add(r->known_weight, j->start_weight);
                         r->n_known++;
@@ -835,8 +895,8 @@ static void round_add_jobs(struct shrink_round *r, enum scope_type type, size_t 
         /* Start only after everything is queued: a job may finish at once. */
         for (struct shrink_client *cl = reg->clients; cl; cl = cl->next)
                 for (size_t i = 0; i < cl->n_shrinkers; i++) {
-                        struct shrinker_queue *qu = hashmap_get_u64(r->rc->queues, cl->shrinkers[i]->id);
-                        if (qu && qu->head && !qu->head->state != JOB_QUEUED)
+                        struct shrinker_state *qu = hashmap_get_u64(r->rc->states, cl->shrinkers[i]->id);
+                        if (qu && qu->head && qu->head->state == JOB_QUEUED)
                                 job_run(qu->head);
                 }
 }
@@ -891,7 +951,7 @@ static struct shrink_round *round_alloc(struct round_engine *rc) {
                 return NULL;
         r->rc = rc;
         r->id = ++rc->last_round_id;
-        r->sample = release_sample_new(r->id);
+        r->sample = release_sample_new(rc->meter, r->id);
         return r;
 }
 
@@ -945,18 +1005,53 @@ void round_detach(struct shrink_round *r) {
 
 /* Finish every job of the shrinker: in-flight requests are dropped, rounds get their count. */
 void round_engine_drop_shrinker(struct round_engine *rc, const struct shrinker *sh) {
-        struct shrinker_queue *qu = hashmap_get_u64(rc->queues, sh->id);
+        struct shrinker_state *qu = hashmap_get_u64(rc->states, sh->id);
         if (!qu)
                 return;
         while (qu->head)
                 job_retire(qu->head);
-        hashmap_remove_u64(rc->queues, sh->id);
+        hashmap_remove_u64(rc->states, sh->id);
         free(qu);
+}
+
+int round_engine_shrinker_info(const struct round_engine *rc, const struct shrinker *sh,
+                               struct shrinker_info_snapshot *ret) {
+        int r = shrinker_info(sh, ret);
+        if (r < 0)
+                return r;
+        const struct shrinker_state *ss = hashmap_get_u64(rc->states, sh->id);
+        for (size_t k = 0; ss && k < ss->n_nodes && k < ret->n_nodes; k++) {
+                ret->nodes[k].objects = ss->node[k].last_count;
+                ret->nodes[k].bytes = ss->node[k].last_bytes;
+        }
+        if (ss) {
+                ret->stats = ss->stats;
+                ret->quarantined = ss->health.quarantined;
+        }
+        release_meter_client_info(rc->meter, sh->client, ret);
+        return 0;
+}
+
+uint64_t round_engine_client_rejected(const struct round_engine *rc, const struct shrink_client *cl) {
+        const struct client_credit *c = hashmap_get_u64(rc->credits, (uint64_t) (uintptr_t) cl);
+        return c ? c->rejected : 0;
+}
+
+unsigned round_engine_goal_asks(const struct round_engine *rc, const struct shrinker *sh, size_t node_index) {
+        const struct shrinker_state *ss = hashmap_get_u64(rc->states, sh->id);
+        return ss ? ss->node[shrinker_node_slot(sh, node_index)].goal_asks : 0;
+}
+
+uint64_t round_engine_last_bytes(const struct round_engine *rc, const struct shrinker *sh, size_t node_index) {
+        const struct shrinker_state *ss = hashmap_get_u64(rc->states, sh->id);
+        return ss ? ss->node[shrinker_node_slot(sh, node_index)].last_bytes : 0;
 }
 
 void round_engine_drop_client(struct round_engine *rc, struct shrink_client *cl) {
         for (size_t i = 0; i < cl->n_shrinkers; i++)
                 round_engine_drop_shrinker(rc, cl->shrinkers[i]);
+        free(hashmap_remove_u64(rc->credits, (uint64_t) (uintptr_t) cl));
+        release_meter_drop_client(rc->meter, cl);
 }
 
 int round_engine_new(sd_event *event, const struct config *config, struct shrink_registry *shrinkers,
@@ -975,7 +1070,9 @@ int round_engine_new(sd_event *event, const struct config *config, struct shrink
         };
         r = hashmap_new(HASHMAP_KEY_U64, &rc->requests);
         if (r >= 0)
-                r = hashmap_new(HASHMAP_KEY_U64, &rc->queues);
+                r = hashmap_new(HASHMAP_KEY_U64, &rc->states);
+        if (r >= 0)
+                r = hashmap_new(HASHMAP_KEY_U64, &rc->credits);
         if (r >= 0)
                 r = release_meter_new(event, shrinkers, RELEASE_SETTLE_USEC, &rc->meter);
         if (r >= 0)
@@ -998,7 +1095,9 @@ struct round_engine *round_engine_free(struct round_engine *rc) {
                 return NULL;
         assert(hashmap_size(rc->requests) == 0);
         hashmap_free(rc->requests);
-        hashmap_free(rc->queues);
+        assert(hashmap_size(rc->states) == 0 && hashmap_size(rc->credits) == 0);
+        hashmap_free(rc->states);
+        hashmap_free(rc->credits);
         sd_event_source_disable_unref(rc->deadline_timer);
         release_meter_free(rc->meter);
         free(rc);

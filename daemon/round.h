@@ -40,6 +40,18 @@ int round_engine_answer(struct round_engine *rc, struct shrink_client *cl, const
                         const char **ret_reason);
 
 /* The client is going: its jobs end (their rounds go on without them), its requests are dropped. */
+/* The shrinker as ListShrinkers shows it: the registry's part, then what the rounds learnt of it (its
+ * last counts, statistics, health) and what its client's memory showed. ret->nodes: free() it. */
+int round_engine_shrinker_info(const struct round_engine *rc, const struct shrinker *sh,
+                               struct shrinker_info_snapshot *ret);
+/* The bytes the shrinker said it holds on node index node_index at its last count (0: never counted). */
+uint64_t round_engine_last_bytes(const struct round_engine *rc, const struct shrinker *sh, size_t node_index);
+
+/* For tests and debugging: answers of cl to requests it does not have; rounds of the current goal that
+ * asked the shrinker for its share on a node. */
+uint64_t round_engine_client_rejected(const struct round_engine *rc, const struct shrink_client *cl);
+unsigned round_engine_goal_asks(const struct round_engine *rc, const struct shrinker *sh, size_t node_index);
+
 void round_engine_drop_client(struct round_engine *rc, struct shrink_client *cl);
 void round_engine_drop_shrinker(struct round_engine *rc, const struct shrinker *sh);
 

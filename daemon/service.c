@@ -491,10 +491,8 @@ static int method_answer(struct varlink_connection *c, struct json_object *param
         struct shrink_client *cl = answer_client(svc, c, token);
         if (!cl)
                 return varlink_error(c, VARLINK_ERROR_PERMISSION_DENIED, json_object_new_object());
-        if (r < 0) {
-                cl->rejected++;
+        if (r < 0)
                 return varlink_error_invalid_parameter(c, bad);
-        }
 
         for (size_t i = 0; i < n; i++) {
                 const struct shrink_answer *a = &items[i];
@@ -600,7 +598,7 @@ static int method_list_shrinkers(struct varlink_connection *c, struct json_objec
         for (struct shrink_client *cl = svc->shrinkers->clients; cl && r >= 0; cl = cl->next)
                 for (size_t i = 0; i < cl->n_shrinkers && r >= 0; i++) {
                         struct shrinker_info_snapshot info;
-                        r = shrinker_info(cl->shrinkers[i], &info);
+                        r = reclaim_shrinker_info(svc->reclaim, cl->shrinkers[i], &info);
                         if (r < 0)
                                 break;
                         r = text_put(&t, first ? "" : ",");

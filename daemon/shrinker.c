@@ -37,11 +37,7 @@ static void shrinker_free(struct shrinker *sh) {
         if (sh->counted)
                 (void) hashmap_count_add_u64(sh->client->registry->per_uid, sh->client->uid, -1);
         free(sh->name);
-        free(sh->last_count);
-        free(sh->last_bytes);
         free(sh->deferred);
-        free(sh->empty_until);
-        free(sh->goal);
         free(sh);
 }
 
@@ -119,12 +115,8 @@ static int shrinker_new(struct shrink_client *cl, const struct shrinker_spec *sp
         sh->batch = spec->batch;
         sh->n_nodes = (sh->flags & SHRINKER_NUMA_AWARE) ? n_nodes : 1;
         sh->name = strdup(spec->name);
-        sh->last_count = calloc(sh->n_nodes, sizeof(uint64_t));
-        sh->last_bytes = calloc(sh->n_nodes, sizeof(uint64_t));
         sh->deferred = calloc(sh->n_nodes, sizeof(uint64_t));
-        sh->empty_until = calloc(sh->n_nodes, sizeof(uint64_t));
-        sh->goal = calloc(sh->n_nodes, sizeof(struct shrinker_goal));
-        if (!sh->name || !sh->last_count || !sh->last_bytes || !sh->deferred || !sh->empty_until || !sh->goal ||
+        if (!sh->name || !sh->deferred ||
             hashmap_count_add_u64(reg->per_uid, cl->uid, +1) < 0) {
                 shrinker_free(sh);
                 return -ENOMEM;
@@ -226,7 +218,6 @@ int shrink_client_new(struct shrink_registry *reg, pid_t pid, int pidfd, uid_t u
         cl->uid = uid;
         cl->pidfd = -EBADF;
         cl->statm_fd = -EBADF;
-        cl->trust = SHRINK_TRUST_FULL;
 
         r = client_pin(cl, pidfd);
         if (r >= 0)
@@ -385,8 +376,6 @@ int shrinker_info(const struct shrinker *sh, struct shrinker_info_snapshot *ret)
         for (size_t i = 0; i < sh->n_nodes; i++)
                 nodes[i] = (struct shrinker_node_figures){
                         .node = shrink_registry_node_id(cl->registry, i),
-                        .objects = sh->last_count[i],
-                        .bytes = sh->last_bytes[i],
                         .deferred = sh->deferred[i],
                 };
         *ret = (struct shrinker_info_snapshot){
@@ -400,14 +389,14 @@ int shrinker_info(const struct shrinker *sh, struct shrinker_info_snapshot *ret)
                 .batch = sh->batch,
                 .n_nodes = sh->n_nodes,
                 .nodes = nodes,
-                .stats = sh->stats,
-                .client_claimed_bytes = cl->claimed_bytes,
-                .client_released_bytes = cl->released_bytes,
                 .client_measured_by_cgroup = cl->own_cgroup,
-                .client_trust = cl->trust,
-                .quarantined = sh->health.quarantined,
+                .client_trust = SHRINK_TRUST_FULL,
         };
         return 0;
+}
+
+void shrinker_set_deferred(struct shrinker *sh, size_t node_index, uint64_t nr) {
+        sh->deferred[shrinker_node_slot(sh, node_index)] = nr;
 }
 
 int shrink_registry_new(sd_event *event, struct scope_registry *scopes, const struct node_monitor *nodes,

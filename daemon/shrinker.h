@@ -30,22 +30,12 @@ struct shrinker {
         unsigned seeks, batch;
         bool counted; /* in the registry's per-uid count */
 
-        /* Per node (index in the node monitor; one entry for shrinkers that are not NUMA_AWARE). */
+        /* Per node (index in the node monitor; one entry for shrinkers that are not NUMA_AWARE): the
+         * work deferred to the next pass, as the kernel keeps nr_deferred in its shrinker. Written
+         * through shrinker_set_deferred() by whoever runs the passes. Everything else a pass learns
+         * (counts, goals, statistics, health) is round.c's, in its own table keyed by id. */
         size_t n_nodes;
-        uint64_t *last_count;
-        uint64_t *last_bytes;
         uint64_t *deferred;
-        uint64_t *empty_until; /* answered EMPTY: not asked in rounds before this time */
-        /* round.c's: per node, its part in goal goal_id (an episode's goal, over its rounds) */
-        uint64_t goal_id;
-        struct shrinker_goal {
-                uint64_t share; /* its share of the whole goal, from its last count */
-                uint64_t freed; /* released towards it (as credited) */
-                unsigned asks;  /* rounds of the goal that asked it for its share */
-        } *goal;
-
-        struct shrinker_stats stats;
-        struct shrink_health health;
 };
 
 struct shrink_client {
@@ -60,22 +50,10 @@ struct shrink_client {
         bool own_cgroup; /* alone in its cgroup: measured by the cgroup's memory, not its RSS */
         char *cgroup; /* v2 path */
         char token[33];
-        uint64_t rejected; /* answers refused: unknown, duplicate, impossible */
         struct shrinker **shrinkers;
         size_t n_shrinkers, max_shrinkers;
         struct scope **watched; /* its cgroup and the ancestors, watched for MEMCG_AWARE shrinkers */
         size_t n_watched;
-        /* round.c's: its memory as read once in round credit_round (when), the cap on what it may say it
-         * holds, and the bytes it may still claim to have freed in that round */
-        uint64_t credit_round, resident, resident_usec, credit_left;
-        /* release.c's: its entry in the sample of round measure_round; what it claimed to free and what
-         * its resident memory showed, over all rounds measured; the last reading after a round (for its
-         * growth rate); how much of its claims is credited, per mille, from what the readings showed */
-        uint64_t measure_round;
-        size_t measure_index;
-        uint64_t claimed_bytes, released_bytes;
-        uint64_t last_after, last_after_usec;
-        unsigned trust;
 };
 
 struct shrink_registry_observer {
@@ -148,8 +126,11 @@ struct shrinker *shrinker_by_id(const struct shrink_registry *reg, uint64_t id);
  * /proc/PID/statm); an error once it is gone. */
 int shrink_client_resident(struct shrink_client *cl, uint64_t *ret);
 
-/* The shrinker as ListShrinkers shows it; ret->nodes is allocated, free() it. */
+/* What the registry knows of the shrinker as ListShrinkers shows it (identity, spec, deferred work);
+ * ret->nodes is allocated, free() it. The rest is filled by round_engine_shrinker_info(). */
 int shrinker_info(const struct shrinker *sh, struct shrinker_info_snapshot *ret);
+
+void shrinker_set_deferred(struct shrinker *sh, size_t node_index, uint64_t nr);
 
 /* The node id of node index i (0 without node figures). */
 int shrink_registry_node_id(const struct shrink_registry *reg, size_t node_index);

@@ -41,6 +41,20 @@ static struct {
         size_t n_results;
 } f;
 
+/* What the rounds learnt of a shrinker, as ListShrinkers shows it (without the nodes). */
+static struct shrinker_info_snapshot info(const struct shrinker *sh) {
+        struct shrinker_info_snapshot i = {};
+        CU_ASSERT_EQUAL(reclaim_shrinker_info(f.reclaim, sh, &i), 0);
+        free(i.nodes);
+        i.nodes = NULL;
+        return i;
+}
+
+/* What the release meter holds of a client (through its first shrinker). */
+static struct shrinker_info_snapshot client_info(const struct shrink_client *cl) {
+        return info(cl->shrinkers[0]);
+}
+
 static int fake_send(struct shrink_client *cl, const struct shrink_request_snapshot *q, void *userdata) {
         (void) userdata;
         CU_ASSERT_FATAL(f.n_sent < MAX_SENT);
@@ -214,7 +228,7 @@ static void test_round_requests_and_priorities(void) {
         CU_ASSERT_EQUAL(scanned, 50000u);
         struct shrinker *sh = a->shrinkers[0];
         CU_ASSERT_EQUAL(sh->deferred[1], 0u);
-        CU_ASSERT_EQUAL(sh->stats.freed, 50000u);
+        CU_ASSERT_EQUAL(info(sh).stats.freed, 50000u);
 
         /* Far short of the goal, and the node's figures (a fixture) do not move: two steps lower. */
         RUN_UNTIL(n_pending() == 2);
@@ -262,7 +276,7 @@ static void test_target_zero(void) {
                 while ((s = pending_for(a)) && s->q.op == SHRINK_OP_SCAN)
                         CU_ASSERT_EQUAL(answer(s, FREED((int64_t) s->q.nr_to_scan)), 0);
         }
-        CU_ASSERT(a->shrinkers[0]->stats.freed > 0);
+        CU_ASSERT(info(a->shrinkers[0]).stats.freed > 0);
         teardown();
 }
 
@@ -335,8 +349,8 @@ static void test_undelivered_share_stays(void) {
         CU_ASSERT_EQUAL(a_counts, 1u);
         CU_ASSERT(a_scanned >= goal / 2000 - 2);
         CU_ASSERT(a_scanned <= goal / 2000 + 2);
-        CU_ASSERT_EQUAL(b->shrinkers[0]->stats.stops, 3u);
-        CU_ASSERT_EQUAL(b->shrinkers[0]->goal[1].asks, 3u);
+        CU_ASSERT_EQUAL(info(b->shrinkers[0]).stats.stops, 3u);
+        CU_ASSERT_EQUAL(round_engine_goal_asks(reclaim_engine(f.reclaim), b->shrinkers[0], 1), 3u);
         free(ballast);
         teardown();
 }
@@ -497,9 +511,9 @@ static void test_slow_client(void) {
         CU_ASSERT_PTR_NOT_NULL(pending_for(slow));
 
         struct shrinker *sh = slow->shrinkers[0];
-        RUN_UNTIL(sh->stats.timeouts >= 2);
-        CU_ASSERT_EQUAL(sh->stats.timeouts, 2u);
-        CU_ASSERT_TRUE(sh->health.quarantined);
+        RUN_UNTIL(info(sh).stats.timeouts >= 2);
+        CU_ASSERT_EQUAL(info(sh).stats.timeouts, 2u);
+        CU_ASSERT_TRUE(info(sh).quarantined);
         /* Quarantined: a count to see whether it answers again, and no scan after it. */
         forget(slow); /* expired */
         RUN_UNTIL(pending_for(slow));
@@ -507,7 +521,7 @@ static void test_slow_client(void) {
         CU_ASSERT_FATAL(probe != NULL);
         CU_ASSERT_EQUAL(probe->q.op, SHRINK_OP_COUNT);
         CU_ASSERT_EQUAL(answer(probe, COUNT(1000)), 0);
-        CU_ASSERT_FALSE(sh->health.quarantined);
+        CU_ASSERT_FALSE(info(sh).quarantined);
         CU_ASSERT_PTR_NULL(pending_for(slow));
         teardown();
 }
@@ -531,8 +545,8 @@ static void test_client_that_lies(void) {
         struct shrink_answer unknown = COUNT(5);
         unknown.request = 999999;
         CU_ASSERT_EQUAL(reclaim_answer(f.reclaim, liar, &unknown, &reason), -ENOENT);
-        CU_ASSERT_EQUAL(liar->rejected, 2u);
-        CU_ASSERT_EQUAL(b->rejected, 0u);
+        CU_ASSERT_EQUAL(round_engine_client_rejected(reclaim_engine(f.reclaim), liar), 2u);
+        CU_ASSERT_EQUAL(round_engine_client_rejected(reclaim_engine(f.reclaim), b), 0u);
         CU_ASSERT_PTR_NOT_NULL(pending_for(b)); /* untouched */
 
         /* A count answered as a scan: refused, and the job is over, without a timeout. */
@@ -540,11 +554,11 @@ static void test_client_that_lies(void) {
         wrong.request = (int64_t) q->q.id;
         CU_ASSERT_EQUAL(reclaim_answer(f.reclaim, liar, &wrong, &reason), -EINVAL);
         CU_ASSERT_STRING_EQUAL(reason, "a count request is answered with count, bytes or empty");
-        CU_ASSERT_EQUAL(sh->stats.rejected, 1u);
+        CU_ASSERT_EQUAL(info(sh).stats.rejected, 1u);
         q->answered = true;
         /* Answered once: again is unknown. */
         CU_ASSERT_EQUAL(reclaim_answer(f.reclaim, liar, &wrong, &reason), -ENOENT);
-        CU_ASSERT_EQUAL(liar->rejected, 3u);
+        CU_ASSERT_EQUAL(round_engine_client_rejected(reclaim_engine(f.reclaim), liar), 3u);
 
         /* Next round: negative numbers are impossible too. */
         CU_ASSERT_EQUAL(answer(pending_for(b), COUNT(0)), 0);
@@ -555,7 +569,7 @@ static void test_client_that_lies(void) {
         negative.request = (int64_t) q->q.id;
         CU_ASSERT_EQUAL(reclaim_answer(f.reclaim, liar, &negative, &reason), -EINVAL);
         CU_ASSERT_STRING_EQUAL(reason, "negative numbers");
-        CU_ASSERT_EQUAL(sh->stats.rejected, 2u);
+        CU_ASSERT_EQUAL(info(sh).stats.rejected, 2u);
         q->answered = true;
 
         /* A true count, then more freed than twice what was asked. */
@@ -567,10 +581,10 @@ static void test_client_that_lies(void) {
         big.request = (int64_t) scan->q.id;
         CU_ASSERT_EQUAL(reclaim_answer(f.reclaim, liar, &big, &reason), -EINVAL);
         CU_ASSERT_STRING_EQUAL(reason, "freed exceeds twice nr_to_scan");
-        CU_ASSERT_EQUAL(sh->stats.freed, 0u);
-        CU_ASSERT_EQUAL(sh->stats.rejected, 3u);
-        CU_ASSERT_EQUAL(sh->stats.timeouts, 0u);
-        CU_ASSERT_FALSE(sh->health.quarantined);
+        CU_ASSERT_EQUAL(info(sh).stats.freed, 0u);
+        CU_ASSERT_EQUAL(info(sh).stats.rejected, 3u);
+        CU_ASSERT_EQUAL(info(sh).stats.timeouts, 0u);
+        CU_ASSERT_FALSE(info(sh).quarantined);
         teardown();
 }
 
@@ -597,7 +611,7 @@ static void test_liar_numbers(void) {
         struct shrink_answer huge = { .count = 1LL << 62, .bytes = INT64_MAX, .freed = ABSENT, .scanned = ABSENT };
         CU_ASSERT_EQUAL(answer(pending_for(liar), huge), 0);
         CU_ASSERT_EQUAL(answer(pending_for(b), COUNT(1000)), 0);
-        CU_ASSERT(sh->last_bytes[1] > 0 && sh->last_bytes[1] <= own_resident() + (64u << 20));
+        CU_ASSERT(round_engine_last_bytes(reclaim_engine(f.reclaim), sh, 1) > 0 && round_engine_last_bytes(reclaim_engine(f.reclaim), sh, 1) <= own_resident() + (64u << 20));
         struct sent *s;
         for (int i = 0; i < 5 && (s = pending_for(liar)) && s->q.op == SHRINK_OP_SCAN; i++) {
                 struct shrink_answer lie = { .count = ABSENT, .bytes = INT64_MAX, .freed = 100, .scanned = ABSENT };
@@ -605,8 +619,8 @@ static void test_liar_numbers(void) {
         }
         if ((s = pending_for(liar)))
                 CU_ASSERT_EQUAL(answer(s, STOP), 0);
-        CU_ASSERT(sh->stats.bytes_freed > 0);
-        CU_ASSERT(sh->stats.bytes_freed <= own_resident() + (64u << 20));
+        CU_ASSERT(info(sh).stats.bytes_freed > 0);
+        CU_ASSERT(info(sh).stats.bytes_freed <= own_resident() + (64u << 20));
         CU_ASSERT(sh->deferred[1] > 0);
         /* b is served as usual meanwhile. */
         CU_ASSERT_FATAL(pending_for(b) && pending_for(b)->q.op == SHRINK_OP_SCAN);
@@ -639,7 +653,7 @@ static void test_stopped_client(void) {
         }
         CU_ASSERT_EQUAL(n_sent_to(b), 4u);
         CU_ASSERT_EQUAL(n_sent_to(stopped), 2u); /* the count and one scan, still in flight */
-        CU_ASSERT_EQUAL(stopped->shrinkers[0]->stats.timeouts, 0u);
+        CU_ASSERT_EQUAL(info(stopped->shrinkers[0]).stats.timeouts, 0u);
         /* Cut from its round, it goes on at its own pace: its scan is still taken, the next one follows;
          * what it leaves undone when it stops is deferred. */
         CU_ASSERT_EQUAL(answer(pending_for(stopped), FREED(100)), 0);
@@ -659,7 +673,7 @@ static void test_stopped_client(void) {
         CU_ASSERT_EQUAL(answer(pending_for(stopped), COUNT(100000)), 0);
         CU_ASSERT_PTR_NULL(pending_for(stopped));
         CU_ASSERT_EQUAL(stopped->shrinkers[0]->deferred[1], deferred);
-        reclaim_shrink_detach(r);
+        CU_ASSERT_PTR_EQUAL(f.done_caller, &caller); /* answered, and the round is gone */
         teardown();
 }
 
@@ -716,14 +730,14 @@ static void test_release_measured(void) {
         /* Measured only once the client had time to give back; a Shrink that asked for it is answered
          * then. */
         CU_ASSERT_EQUAL(f.n_done, 0u);
-        CU_ASSERT_EQUAL(a->released_bytes, 0u);
+        CU_ASSERT_EQUAL(client_info(a).client_released_bytes, 0u);
         RUN_UNTIL(f.n_done == 1);
-        CU_ASSERT_EQUAL(a->claimed_bytes, 100000u);
-        CU_ASSERT(a->released_bytes >= size / 2);
+        CU_ASSERT_EQUAL(client_info(a).client_claimed_bytes, 100000u);
+        CU_ASSERT(client_info(a).client_released_bytes >= size / 2);
         CU_ASSERT_EQUAL_FATAL(f.n_results, 1u);
         CU_ASSERT_EQUAL(f.results[0].bytes_freed, 100000u);
         CU_ASSERT_TRUE(f.results[0].have_released);
-        CU_ASSERT_EQUAL(f.results[0].released_bytes, a->released_bytes);
+        CU_ASSERT_EQUAL(f.results[0].released_bytes, client_info(a).client_released_bytes);
         teardown();
 }
 
@@ -762,16 +776,16 @@ static void test_trust_follows_release(void) {
         memset(mem, 1, size);
 
         CU_ASSERT_EQUAL(measured_shrink(a, claim, &mem, chunk), claim);
-        CU_ASSERT_EQUAL(a->trust, SHRINK_TRUST_FULL);
+        CU_ASSERT_EQUAL(client_info(a).client_trust, SHRINK_TRUST_FULL);
         for (int i = 0; i < 4; i++)
                 (void) measured_shrink(a, claim, &mem, 0);
-        unsigned t = a->trust;
+        unsigned t = client_info(a).client_trust;
         CU_ASSERT(t <= SHRINK_TRUST_FULL / 16 + 1);
         CU_ASSERT_EQUAL(measured_shrink(a, claim, &mem, 0), shrink_trust_credit(t, claim));
         /* Its memory falls by what it claims again: trusted again. */
         for (int i = 0; i < 3; i++)
                 (void) measured_shrink(a, claim, &mem, chunk);
-        CU_ASSERT(a->trust >= SHRINK_TRUST_FULL * 7 / 8);
+        CU_ASSERT(client_info(a).client_trust >= SHRINK_TRUST_FULL * 7 / 8);
         munmap(mem, size - (size_t) (mem - start));
         teardown();
 }
@@ -790,12 +804,12 @@ static void test_count_but_never_scan(void) {
                 CU_ASSERT_FATAL(q && q->q.op == SHRINK_OP_COUNT);
                 CU_ASSERT_EQUAL(answer(q, COUNT(100000)), 0);
                 CU_ASSERT_FATAL(pending_for(half) && pending_for(half)->q.op == SHRINK_OP_SCAN);
-                unsigned before = (unsigned) sh->stats.timeouts;
-                RUN_UNTIL(sh->stats.timeouts > before);
+                unsigned before = (unsigned) info(sh).stats.timeouts;
+                RUN_UNTIL(info(sh).stats.timeouts > before);
                 forget(half);
         }
-        CU_ASSERT_EQUAL(sh->stats.timeouts, 2u);
-        CU_ASSERT_TRUE(sh->health.quarantined);
+        CU_ASSERT_EQUAL(info(sh).stats.timeouts, 2u);
+        CU_ASSERT_TRUE(info(sh).quarantined);
         teardown();
 }
 
@@ -813,7 +827,7 @@ static void test_empty_backoff(void) {
                 CU_ASSERT_EQUAL(answer(pending_for(b), COUNT(0)), 0);
         }
         CU_ASSERT_PTR_NULL(pending_for(e));
-        CU_ASSERT_EQUAL(e->shrinkers[0]->stats.empty, 1u);
+        CU_ASSERT_EQUAL(info(e->shrinkers[0]).stats.empty, 1u);
         teardown();
 }
 
