@@ -89,16 +89,16 @@ static void warn_rise(struct lowmem *lm, const char *destination, uint64_t *last
 static void on_level_changed(struct scope *s, void *userdata) {
         struct lowmem *lm = userdata;
 
-        if (s->level.level <= s->previous || !lm->owner)
+        if (scope_level(s) <= scope_previous(s) || !lm->owner)
                 return;
-        if (s->type == SCOPE_SYSTEM) {
-                warn_rise(lm, NULL, lm->last_sent, s->previous, s->level.level);
+        if (scope_get_type(s) == SCOPE_SYSTEM) {
+                warn_rise(lm, NULL, lm->last_sent, scope_previous(s), scope_level(s));
                 return;
         }
         /* A cgroup: to the bus peers inside it alone, so that an application hears of its own slice. */
         for (struct lowmem_peer *p = lm->peers; p; p = p->next)
                 if (p->scope == s)
-                        warn_rise(lm, p->name, p->last_sent, s->previous, s->level.level);
+                        warn_rise(lm, p->name, p->last_sent, scope_previous(s), scope_level(s));
 }
 
 static void peer_release_scope(struct lowmem_peer *p) {

@@ -59,32 +59,32 @@ static void header(FILE *f, const char *name, const char *type, const char *help
 
 static void scope_label(FILE *f, const char *name, const struct scope *s) {
         fprintf(f, "%s{scope=\"", name);
-        metrics_write_label(f, s->name);
+        metrics_write_label(f, scope_name(s));
         fputs("\"}", f);
 }
 
 static uint64_t *changes_of(struct metrics *m, struct scope *s) {
-        return s->slots[m->slot];
+        return (*scope_slot(s, m->slot));
 }
 
 static void render_scopes(struct metrics *m, FILE *f) {
         header(f, "pressured_level", "gauge", "Memory pressure level of a scope: 0 ok, 1 low, 2 medium, 3 critical.");
         SCOPE_REGISTRY_FOREACH(s, m->src.scopes)
-                if (!s->gone) {
+                if (!scope_is_gone(s)) {
                         scope_label(f, "pressured_level", s);
-                        fprintf(f, " %d\n", (int) s->level.level);
+                        fprintf(f, " %d\n", (int) scope_level(s));
                 }
         header(f, "pressured_reclaim_target_bytes", "gauge",
                "Estimated bytes to free to bring the scope back under its threshold; 0 at ok.");
         SCOPE_REGISTRY_FOREACH(s, m->src.scopes)
-                if (!s->gone) {
+                if (!scope_is_gone(s)) {
                         scope_label(f, "pressured_reclaim_target_bytes", s);
-                        fprintf(f, " %" PRIu64 "\n", s->reclaim_target);
+                        fprintf(f, " %" PRIu64 "\n", scope_reclaim_target(s));
                 }
         header(f, "pressured_level_changes_total", "counter", "Level changes of the scope since the daemon started watching it.");
         SCOPE_REGISTRY_FOREACH(s, m->src.scopes) {
                 uint64_t *n = changes_of(m, s);
-                if (!s->gone) {
+                if (!scope_is_gone(s)) {
                         scope_label(f, "pressured_level_changes_total", s);
                         fprintf(f, " %" PRIu64 "\n", n ? *n : 0);
                 }
@@ -92,19 +92,25 @@ static void render_scopes(struct metrics *m, FILE *f) {
         header(f, "pressured_headroom_ratio", "gauge",
                "Room left under the nearest memory limit, as a share of it: what reclaim cannot free (usage minus "
                "file pages) subtracted.");
-        SCOPE_REGISTRY_FOREACH(s, m->src.scopes)
-                if (!s->gone && s->headroom_watched && s->headroom.limit != UINT64_MAX) {
-                        scope_label(f, "pressured_headroom_ratio", s);
-                        fprintf(f, " %.4f\n", s->headroom.fraction < 1 ? 1 - s->headroom.fraction : 0);
-                }
+        SCOPE_REGISTRY_FOREACH(s, m->src.scopes) {
+                struct scope_snapshot snap;
+                scope_snapshot(s, &snap);
+                if (scope_is_gone(s) || !snap.have_headroom || snap.headroom_limit == 0)
+                        continue;
+                scope_label(f, "pressured_headroom_ratio", s);
+                double used = (double) snap.headroom_unreclaimable / (double) snap.headroom_limit;
+                fprintf(f, " %.4f\n", used < 1 ? 1 - used : 0);
+        }
         header(f, "pressured_cgroup_memory_events_total", "counter",
                "The kernel's count of memory events in a watched cgroup: max (usage reached memory.max), oom_kill.");
-        SCOPE_REGISTRY_FOREACH(s, m->src.scopes)
-                for (int k = 0; !s->gone && s->have_event_counts && k < _MEMORY_EVENT_MAX; k++) {
+        SCOPE_REGISTRY_FOREACH(s, m->src.scopes) {
+                uint64_t counts[_MEMORY_EVENT_MAX];
+                for (int k = 0; !scope_is_gone(s) && scope_event_counts(s, counts) && k < _MEMORY_EVENT_MAX; k++) {
                         fputs("pressured_cgroup_memory_events_total{scope=\"", f);
-                        metrics_write_label(f, s->name);
-                        fprintf(f, "\",kind=\"%s\"} %" PRIu64 "\n", memory_event_to_string(k), s->event_counts[k]);
+                        metrics_write_label(f, scope_name(s));
+                        fprintf(f, "\",kind=\"%s\"} %" PRIu64 "\n", memory_event_to_string(k), counts[k]);
                 }
+        }
 }
 
 static void render_nodes(struct metrics *m, FILE *f) {
@@ -307,7 +313,7 @@ static void on_level_changed(struct scope *s, void *userdata) {
         struct metrics *m = userdata;
         uint64_t *n = changes_of(m, s);
         if (!n && (n = calloc(1, sizeof(*n))))
-                s->slots[m->slot] = n;
+                (*scope_slot(s, m->slot)) = n;
         if (n)
                 (*n)++;
         mark_due(m);
@@ -322,8 +328,8 @@ static void on_memory_event(struct scope *s, enum memory_event e, uint64_t count
 
 static void on_freed(struct scope *s, void *userdata) {
         struct metrics *m = userdata;
-        free(s->slots[m->slot]);
-        s->slots[m->slot] = NULL;
+        free((*scope_slot(s, m->slot)));
+        (*scope_slot(s, m->slot)) = NULL;
 }
 
 static const struct scope_observer observer = {

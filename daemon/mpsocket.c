@@ -45,7 +45,7 @@ struct mpsocket {
 };
 
 static struct mp_client **scope_clients(struct mpsocket *mp, struct scope *s) {
-        return (struct mp_client **) &s->slots[mp->slot];
+        return (struct mp_client **) scope_slot(s, mp->slot);
 }
 
 static void client_detach(struct mp_client *c) {
@@ -107,7 +107,7 @@ static void on_level_changed(struct scope *s, void *userdata) {
         enum level at = mp->config->memory_pressure_level;
         static const char line[] = "memory pressure\n";
 
-        if (!(s->previous < at && s->level.level >= at))
+        if (!(scope_previous(s) < at && scope_level(s) >= at))
                 return;
         for (struct mp_client *c = *scope_clients(mp, s); c; c = c->scope_next)
                 (void) send(c->fd, line, sizeof(line) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -190,7 +190,7 @@ static void client_new(struct mpsocket *mp, int fd, bool fresh) {
         mp->n_clients++;
         struct mp_client **head = scope_clients(mp, s);
         LIST_PREPEND_F(scope_prev, scope_next, *head, c);
-        log_debug("Memory pressure socket: pid %d (uid %u) watches %s.", (int) peer.pid, (unsigned) peer.uid, s->name);
+        log_debug("Memory pressure socket: pid %d (uid %u) watches %s.", (int) peer.pid, (unsigned) peer.uid, scope_name(s));
 }
 
 static void on_accept(int fd, void *userdata) {

@@ -17,9 +17,9 @@ struct notifier {
 };
 
 void notifier_status(struct notifier *n) {
-        size_t cgroups = n->registry->n_cgroups, clients = n->n_clients ? n->n_clients(n->userdata) : 0;
+        size_t cgroups = scope_registry_n_cgroups(n->registry), clients = n->n_clients ? n->n_clients(n->userdata) : 0;
         (void) sd_notifyf(0, "STATUS=Watching memory pressure; system level %s, %zu cgroup%s watched, %zu client%s.",
-                          level_to_string(n->registry->system->level.level), cgroups, cgroups == 1 ? "" : "s",
+                          level_to_string(scope_level(scope_registry_system(n->registry))), cgroups, cgroups == 1 ? "" : "s",
                           clients, clients == 1 ? "" : "s");
 }
 
@@ -27,23 +27,23 @@ static void on_level_changed(struct scope *s, void *userdata) {
         struct notifier *n = userdata;
         char f_level[32], f_prev[32], f_target[48], f_source[48], target[FORMAT_BYTES_MAX];
 
-        snprintf(f_level, sizeof(f_level), "PRESSURED_LEVEL=%s", level_to_string(s->level.level));
-        snprintf(f_prev, sizeof(f_prev), "PRESSURED_PREVIOUS_LEVEL=%s", level_to_string(s->previous));
-        snprintf(f_target, sizeof(f_target), "PRESSURED_RECLAIM_TARGET=%llu", (unsigned long long) s->reclaim_target);
+        snprintf(f_level, sizeof(f_level), "PRESSURED_LEVEL=%s", level_to_string(scope_level(s)));
+        snprintf(f_prev, sizeof(f_prev), "PRESSURED_PREVIOUS_LEVEL=%s", level_to_string(scope_previous(s)));
+        snprintf(f_target, sizeof(f_target), "PRESSURED_RECLAIM_TARGET=%llu", (unsigned long long) scope_reclaim_target(s));
         snprintf(f_source, sizeof(f_source), "PRESSURED_SOURCE=%s",
-                 level_source_to_string(s->type == SCOPE_NODE ? LEVEL_SOURCE_WATERMARK : s->source));
+                 level_source_to_string(scope_get_type(s) == SCOPE_NODE ? LEVEL_SOURCE_WATERMARK : scope_source(s)));
         const char *const fields[] = { f_level, f_prev, f_target, f_source, NULL };
         /* The figure and the threshold the decision used (scope_explain()), in people's units. */
-        if (s->level.level == LEVEL_OK)
-                log_struct(LOG_INFO, PRESSURED_MESSAGE_LEVEL_CHANGE, s->name, fields,
-                           "%s: memory pressure %s -> ok: below every threshold for %s", s->name,
-                           level_to_string(s->previous), format_usec(target, sizeof(target), n->registry->env.config->hold_usec));
+        if (scope_level(s) == LEVEL_OK)
+                log_struct(LOG_INFO, PRESSURED_MESSAGE_LEVEL_CHANGE, scope_name(s), fields,
+                           "%s: memory pressure %s -> ok: below every threshold for %s", scope_name(s),
+                           level_to_string(scope_previous(s)), format_usec(target, sizeof(target), scope_registry_config(n->registry)->hold_usec));
         else
-                log_struct(s->level.level > s->previous ? LOG_NOTICE : LOG_INFO, PRESSURED_MESSAGE_LEVEL_CHANGE, s->name,
-                           fields, "%s: memory pressure %s -> %s: %s; reclaim target %s", s->name,
-                           level_to_string(s->previous), level_to_string(s->level.level), s->reason,
-                           format_bytes(target, sizeof(target), s->reclaim_target));
-        if (s->type == SCOPE_SYSTEM)
+                log_struct(scope_level(s) > scope_previous(s) ? LOG_NOTICE : LOG_INFO, PRESSURED_MESSAGE_LEVEL_CHANGE, scope_name(s),
+                           fields, "%s: memory pressure %s -> %s: %s; reclaim target %s", scope_name(s),
+                           level_to_string(scope_previous(s)), level_to_string(scope_level(s)), scope_reason(s),
+                           format_bytes(target, sizeof(target), scope_reclaim_target(s)));
+        if (scope_get_type(s) == SCOPE_SYSTEM)
                 notifier_status(n);
 }
 

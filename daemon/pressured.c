@@ -283,7 +283,7 @@ int main(int argc, char *argv[]) {
         }
 
         (void) sd_notifyf(0, "READY=1\nSTATUS=Watching memory pressure; system level %s.",
-                          level_to_string(m->scopes->system->level.level));
+                          level_to_string(scope_level(scope_registry_system(m->scopes))));
 
         r = sd_event_loop(m->event);
         if (r < 0) {

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "json_build.h"
+#include "log.h"
 #include "macro.h"
 #include "params.h"
 #include "utf8.h"
@@ -698,6 +699,13 @@ int protocol_decode_shrinker_info(struct json_object *o, struct shrinker_info_sn
         return 0;
 }
 
+const char *const protocol_errors[] = {
+        PROTOCOL_ERROR_NO_SUCH_CGROUP,      PROTOCOL_ERROR_NO_SUCH_NODE,     PROTOCOL_ERROR_NO_SUCH_SHRINKER,
+        PROTOCOL_ERROR_CGROUP_NOT_WATCHABLE, PROTOCOL_ERROR_UNKNOWN_REQUEST,  PROTOCOL_ERROR_INVALID_ANSWER,
+        PROTOCOL_ERROR_SCOPE_REMOVED,       PROTOCOL_ERROR_SHUTTING_DOWN,    PROTOCOL_ERROR_PROTOCOL_VIOLATION,
+        NULL,
+};
+
 /* ---- Answer ---- */
 
 struct answer_call {
@@ -779,7 +787,7 @@ int protocol_decode_answer_call(struct json_object *params, const char **ret_tok
 
 /* ---- GetConfiguration ---- */
 
-struct json_object *protocol_encode_configuration(const struct config *c) {
+struct json_object *protocol_encode_configuration(const struct config *c, int log_level) {
         struct json_object *o = json_object_new_object(), *levels = json_object_new_array(),
                            *cgroups = json_object_new_array();
 
@@ -811,5 +819,6 @@ struct json_object *protocol_encode_configuration(const struct config *c) {
         jb_set(&o, "cgroups", cgroups);
         jb_set_string(&o, "memory_pressure_level", level_to_string(c->memory_pressure_level));
         jb_set(&o, "low_memory_monitor", json_object_new_boolean(c->low_memory_monitor));
+        jb_set_string(&o, "log_level", log_level_to_string(log_level));
         return o;
 }

@@ -170,6 +170,18 @@ struct shrink_answer {
  * parameter in *ret_bad (*ret_token is set whenever the call had one, so that the refusal can be
  * counted against its client); -ENOMEM. */
 #define PROTOCOL_ANSWERS_MAX 4096
+/* The errors of io.pressured, each declared in io.pressured.varlink (test-interface checks both ways). */
+#define PROTOCOL_ERROR_NO_SUCH_CGROUP "io.pressured.NoSuchCgroup"
+#define PROTOCOL_ERROR_NO_SUCH_NODE "io.pressured.NoSuchNode"
+#define PROTOCOL_ERROR_NO_SUCH_SHRINKER "io.pressured.NoSuchShrinker"
+#define PROTOCOL_ERROR_CGROUP_NOT_WATCHABLE "io.pressured.CgroupNotWatchable"
+#define PROTOCOL_ERROR_UNKNOWN_REQUEST "io.pressured.UnknownRequest"
+#define PROTOCOL_ERROR_INVALID_ANSWER "io.pressured.InvalidAnswer"
+#define PROTOCOL_ERROR_SCOPE_REMOVED "io.pressured.ScopeRemoved"
+#define PROTOCOL_ERROR_SHUTTING_DOWN "io.pressured.ShuttingDown"
+#define PROTOCOL_ERROR_PROTOCOL_VIOLATION "io.pressured.ProtocolViolation"
+extern const char *const protocol_errors[]; /* all of them, NULL-terminated */
+
 /* The tables the Answer call and each item of its "answers" are parsed with (params.h). */
 extern const struct param protocol_answer_params[], protocol_answer_item_params[];
 int protocol_decode_answer_call(struct json_object *params, const char **ret_token, struct shrink_answer **ret_items,
@@ -180,4 +192,5 @@ extern const char protocol_interface_description[];
 
 /* GetConfiguration: the thresholds and intervals in effect. */
 struct config;
-struct json_object *protocol_encode_configuration(const struct config *c);
+/* log_level: what is logged now (SetLogLevel may have changed it since the configuration was read). */
+struct json_object *protocol_encode_configuration(const struct config *c, int log_level);

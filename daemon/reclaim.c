@@ -56,10 +56,14 @@ static void episode_set_goal(struct reclaim_episode *e, uint64_t target) {
         e->goal_id = ++e->rc->last_goal_id;
 }
 
+static const struct config *episode_config(const struct reclaim_episode *e) {
+        return e->rc->config;
+}
+
 /* ---- episodes: rounds while a scope is above ok ---- */
 
 static struct reclaim_episode **scope_episode(const struct reclaim *rc, struct scope *s) {
-        return (struct reclaim_episode **) &s->slots[rc->slot];
+        return (struct reclaim_episode **) scope_slot(s, rc->slot);
 }
 
 static void episode_round_done(const struct round_outcome *o, void *userdata);
@@ -68,21 +72,21 @@ static void episode_round_done(const struct round_outcome *o, void *userdata);
 static struct round_spec episode_round_spec(const struct reclaim_episode *e) {
         const struct scope *s = e->scope;
         return (struct round_spec){
-                .type = s->type,
-                .node_index = s->node_index,
-                .cgroup = s->cgroup,
+                .type = scope_get_type(s),
+                .node_index = scope_node_index(s),
+                .cgroup = scope_cgroup(s),
                 .priority = e->priority,
                 .share_sets_priority = true,
-                .floor = e->rc->config->priorities.floor[s->level.level],
+                .floor = episode_config(e)->priorities.floor[scope_level(s)],
                 .budget = true,
-                .level = s->level.level,
+                .level = scope_level(s),
         };
 }
 
 static void episode_start_round(struct reclaim_episode *e) {
         struct scope *s = e->scope;
         uint64_t want = e->target > e->freed_bytes ? e->target - e->freed_bytes : 0;
-        struct shrink_round *r = round_new(e->rc->engine, s->name, episode_round_done, e);
+        struct shrink_round *r = round_new(e->rc->engine, scope_name(s), episode_round_done, e);
 
         if (!r) {
                 log_oom();
@@ -90,7 +94,7 @@ static void episode_start_round(struct reclaim_episode *e) {
         }
         e->round = r;
         e->rounds++;
-        log_debug("%s: reclaim round %u at priority %d for %llu bytes.", s->name, e->rounds, e->priority,
+        log_debug("%s: reclaim round %u at priority %d for %llu bytes.", scope_name(s), e->rounds, e->priority,
                   (unsigned long long) want);
         struct round_spec spec = episode_round_spec(e);
         spec.want = want;
@@ -103,7 +107,7 @@ static void episode_start_round(struct reclaim_episode *e) {
  * reclaim, a tight node, little available: scope.c), as in the kernel, where everyone is asked only then. */
 static bool scope_wants_reclaim(const struct reclaim *rc, const struct scope *s) {
         (void) rc;
-        return s->level.level != LEVEL_OK && !s->gone;
+        return scope_level(s) != LEVEL_OK && !scope_is_gone(s);
 }
 
 /* The bytes the shrinkers in scope said they hold, at their last counts. */
@@ -114,10 +118,10 @@ static uint64_t scope_freeable_bytes(const struct reclaim *rc, const struct scop
                         const struct shrinker *sh = cl->shrinkers[i];
                         bool all_nodes;
                         const char *cg;
-                        if (!shrink_select(s->type, s->cgroup, sh->flags, cl->cgroup, &all_nodes, &cg))
+                        if (!shrink_select(scope_get_type(s), scope_cgroup(s), sh->flags, cl->cgroup, &all_nodes, &cg))
                                 continue;
                         for (size_t k = 0; k < sh->n_nodes; k++)
-                                if (s->type != SCOPE_NODE || k == shrinker_node_slot(sh, s->node_index))
+                                if (scope_get_type(s) != SCOPE_NODE || k == shrinker_node_slot(sh, scope_node_index(s)))
                                         sum = sat_add(sum, round_engine_last_bytes(rc->engine, sh, k));
                 }
         return sum;
@@ -129,10 +133,10 @@ static uint64_t scope_freeable_bytes(const struct reclaim *rc, const struct scop
  * stall stays (the kernel reclaiming a file working set, say) must not empty them. */
 static uint64_t episode_goal(struct reclaim_episode *e) {
         scope_refresh_target(e->scope);
-        uint64_t goal = sat_mul(e->scope->reclaim_target, 1ULL << MIN(e->shortfalls, 3u));
+        uint64_t goal = sat_mul(scope_reclaim_target(e->scope), 1ULL << MIN(e->shortfalls, 3u));
         uint64_t held = scope_freeable_bytes(e->rc, e->scope);
         if (e->shortfalls > 0 && held > 0)
-                goal = MAX(MIN(goal, held / 2), e->scope->reclaim_target);
+                goal = MAX(MIN(goal, held / 2), scope_reclaim_target(e->scope));
         return goal;
 }
 
@@ -141,23 +145,20 @@ static uint64_t episode_goal(struct reclaim_episode *e) {
  * its headroom raised the bytes past the low headroom threshold. < 0: not known yet. */
 static double episode_stall(struct reclaim_episode *e) {
         struct scope *s = e->scope;
-        const struct node_monitor *nm = s->env->nodes;
 
-        if (s->source == LEVEL_SOURCE_HEADROOM) {
+        if (scope_source(s) == LEVEL_SOURCE_HEADROOM) {
                 scope_refresh_headroom(s);
-                return (double) s->headroom.over_bytes;
+                return (double) scope_headroom_over_bytes(s);
         }
 
-        if (s->type == SCOPE_NODE) {
-                if (!nm)
-                        return -1;
-                const struct node_sample *n = &nm->cur[s->node_index];
-                return n->high_pages > n->free_pages ? (double) (n->high_pages - n->free_pages) : 0;
+        if (scope_get_type(s) == SCOPE_NODE) {
+                uint64_t pages;
+                return scope_node_pages_short(s, &pages) ? (double) pages : -1;
         }
         scope_refresh(s);
-        if (!s->have_psi)
+        uint64_t now = event_now(e->rc->event), total;
+        if (!scope_some_total(s, &total))
                 return -1;
-        uint64_t now = event_now(e->rc->event), total = s->psi.line[PSI_SOME].total;
         double stall = -1;
         if (e->mark_usec > 0 && now > e->mark_usec && total >= e->mark_total)
                 stall = (double) (total - e->mark_total) / (double) (now - e->mark_usec);
@@ -173,9 +174,9 @@ static bool episode_quiet(struct reclaim_episode *e, double *ret_stall) {
         *ret_stall = stall;
         if (stall < 0)
                 return false;
-        if (e->scope->type == SCOPE_NODE || e->scope->source == LEVEL_SOURCE_HEADROOM)
+        if (scope_get_type(e->scope) == SCOPE_NODE || scope_source(e->scope) == LEVEL_SOURCE_HEADROOM)
                 return stall == 0;
-        const struct psi_trigger *low = &e->rc->config->psi.t[LEVEL_LOW];
+        const struct psi_trigger *low = &episode_config(e)->psi.t[LEVEL_LOW];
         return stall < (double) low->stall_usec / (double) low->window_usec;
 }
 
@@ -204,7 +205,7 @@ static int on_episode_timer(sd_event_source *src, uint64_t usec, void *userdata)
                          * the goal then: that holds it there. (Its growth between two readings, net of
                          * what was released in between, let it creep up by half its rate.) */
                         scope_refresh_target(e->scope);
-                        uint64_t anon = e->scope->anon_bytes;
+                        uint64_t anon = scope_anon_bytes(e->scope);
                         if (e->anchor_bytes == 0)
                                 e->anchor_bytes = anon;
                         if (anon > sat_add(e->anchor_bytes, GROWTH_MIN_BYTES)) {
@@ -242,10 +243,10 @@ static void episode_log_round(const struct reclaim_episode *e, const struct roun
         snprintf(f_priority, sizeof(f_priority), "PRESSURED_PRIORITY=%d", e->priority);
         snprintf(f_want, sizeof(f_want), "PRESSURED_WANT_BYTES=%llu", (unsigned long long) r->want);
         const char *const fields[] = { f_round, f_freed, f_bytes, f_priority, f_want, NULL };
-        log_struct(r->freed > 0 ? LOG_INFO : LOG_DEBUG, PRESSURED_MESSAGE_RECLAIM_ROUND, s->name, fields,
+        log_struct(r->freed > 0 ? LOG_INFO : LOG_DEBUG, PRESSURED_MESSAGE_RECLAIM_ROUND, scope_name(s), fields,
                    "%s: reclaim round %u at priority %d: %u shrinkers scanned %llu and freed %llu objects (%llu of "
                    "%llu bytes wanted; %llu of %llu this goal).",
-                   s->name, e->rounds, e->priority, r->n_asked, (unsigned long long) r->scanned,
+                   scope_name(s), e->rounds, e->priority, r->n_asked, (unsigned long long) r->scanned,
                    (unsigned long long) r->freed, (unsigned long long) r->freed_bytes, (unsigned long long) r->want,
                    (unsigned long long) e->freed_bytes, (unsigned long long) e->target);
 }
@@ -282,7 +283,7 @@ static void episode_round_done(const struct round_outcome *r, void *userdata) {
         bool fell = r->freed_bytes > 0 && stall >= 0 && e->stall_avg >= 0 && stall < e->stall_avg * 0.75;
         if (stall >= 0)
                 e->stall_avg = e->stall_avg < 0 ? stall : (e->stall_avg + stall) / 2;
-        e->priority = shrink_next_priority(e->priority, p->at[s->level.level], p->floor[s->level.level],
+        e->priority = shrink_next_priority(e->priority, p->at[scope_level(s)], p->floor[scope_level(s)],
                                            short_of_goal, fell);
 
         uint64_t next = rc->config->round_interval_usec;
@@ -320,7 +321,7 @@ static struct reclaim_episode *episode_get(struct reclaim *rc, struct scope *s) 
         }
         e->rc = rc;
         e->scope = s;
-        e->priority = rc->config->priorities.at[s->level.level];
+        e->priority = rc->config->priorities.at[scope_level(s)];
         e->stall_avg = e->goal_stall = -1;
         if (sd_event_add_time(rc->event, &e->timer, CLOCK_MONOTONIC, 0, 1000, on_episode_timer, e) < 0) {
                 free(e);
@@ -346,8 +347,8 @@ static void scope_changed(struct reclaim *rc, struct scope *s) {
         /* Every change while above ok sets a new goal. A fall means the last rounds were enough: start
          * again at the level's priority; a rise keeps an escalation already under way. */
         const struct shrink_priorities *p = &rc->config->priorities;
-        enum level l = s->level.level;
-        e->priority = s->level.level < s->previous ? p->at[l] : MIN(e->priority, p->at[l]);
+        enum level l = scope_level(s);
+        e->priority = scope_level(s) < scope_previous(s) ? p->at[l] : MIN(e->priority, p->at[l]);
         e->priority = MAX(e->priority, p->floor[l]);
         e->shortfalls = 0;
         e->anchor_bytes = 0;
@@ -355,7 +356,7 @@ static void scope_changed(struct reclaim *rc, struct scope *s) {
         episode_set_goal(e, episode_goal(e));
         e->paused = false;
         e->quiet = false;
-        if (s->level.level < s->previous) {
+        if (scope_level(s) < scope_previous(s)) {
                 /* A fall: the level's new goal waits until the stall says it is needed. */
                 e->paused = e->quiet = true;
                 if (!e->round) {
@@ -406,7 +407,7 @@ static bool registration_may_ask(struct reclaim *rc, uid_t uid) {
  * priority, outside its accounting, so that its target, escalation and pause stay as they were. */
 static void side_round(struct reclaim *rc, struct scope *s, const struct reclaim_episode *e,
                        const struct shrink_client *cl, const struct shrinker *only) {
-        struct shrink_round *r = round_new(rc->engine, s->name, NULL, NULL);
+        struct shrink_round *r = round_new(rc->engine, scope_name(s), NULL, NULL);
         if (!r) {
                 log_oom();
                 return;

@@ -162,6 +162,14 @@ struct shrink_round {
 /* libpressure gives freed memory back at most every 100 ms after its answers: measure well after that. */
 #define RELEASE_SETTLE_USEC (300 * 1000)
 
+static const struct config *engine_config(const struct round_engine *rc) {
+        return rc->config;
+}
+
+static const struct shrink_client *job_client(const struct shrink_job *j) {
+        return j->shrinker->client;
+}
+
 static void job_finish(struct shrink_job *j);
 
 /* The first reason given is the one reported. */
@@ -236,7 +244,7 @@ static void request_expire(struct shrink_request *q) {
 
         j->ss->stats.timeouts++;
         job_end_with(j, JOB_END_TIMED_OUT);
-        if (shrink_health_timeout(&j->ss->health, q->rc->config->quarantine_after))
+        if (shrink_health_timeout(&j->ss->health, engine_config(q->rc)->quarantine_after))
                 log_client(sh->client->uid, LOG_WARNING,
                            "Shrinker %s (id %llu) of pid %d did not answer %u requests in time: quarantined.",
                             sh->name, (unsigned long long) sh->id, (int) sh->client->pid,
@@ -563,7 +571,7 @@ static void job_counted(struct shrink_job *j, const struct shrink_answer *a) {
         if (a->empty) {
                 /* As the kernel skips a memcg's shrinker with no objects, rounds skip it for a while. */
                 j->ss->stats.empty++;
-                ns->empty_until = event_now(j->rc->event) + j->rc->config->empty_backoff_usec;
+                ns->empty_until = event_now(j->rc->event) + engine_config(j->rc)->empty_backoff_usec;
                 job_end_with(j, JOB_END_EMPTY);
         }
         j->freeable = count;
@@ -652,7 +660,7 @@ int round_engine_answer(struct round_engine *rc, struct shrink_client *cl, const
         struct shrink_request *q = a->request >= 0 ? hashmap_get_u64(rc->requests, (uint64_t) a->request) : NULL;
 
         /* Another client's request is as unknown to this one as a request that never was. */
-        if (!q || q->job->shrinker->client != cl) {
+        if (!q || job_client(q->job) != cl) {
                 struct client_credit *c = credit_of(rc, cl);
                 if (c)
                         c->rejected++;
@@ -700,6 +708,12 @@ static void round_free(struct shrink_round *r) {
         free(r);
 }
 
+/* Tell the explicit Shrink's caller its results. */
+static void round_answer_caller(struct shrink_round *r) {
+        struct round_engine *rc = r->rc;
+        rc->transport->shrink_done(r->caller, r->results, r->n_results, rc->userdata);
+}
+
 /* An explicit Shrink's clients were measured: the reply says what each released. */
 static void round_measured(const struct release_sample *s, bool measured, void *userdata) {
         struct shrink_round *r = userdata;
@@ -709,7 +723,7 @@ static void round_measured(const struct release_sample *s, bool measured, void *
                 r->results[i].have_released = true;
         }
         if (r->caller)
-                r->rc->transport->shrink_done(r->caller, r->results, r->n_results, r->rc->userdata);
+                round_answer_caller(r);
         round_free(r);
 }
 
@@ -734,7 +748,7 @@ static void round_complete(struct shrink_round *r) {
                 r->on_done(&o, r->userdata);
         }
         if (r->explicit && r->caller)
-                r->rc->transport->shrink_done(r->caller, r->results, r->n_results, r->rc->userdata);
+                round_answer_caller(r);
         round_free(r);
 }
 
@@ -991,7 +1005,7 @@ void round_run(struct shrink_round *r, const struct round_spec *s) {
         if (r->explicit)
                 round_arm_budget(r, ROUND_EXPLICIT_BUDGET_USEC);
         else if (s->budget)
-                round_arm_budget(r, r->rc->config->round_budget_usec);
+                round_arm_budget(r, engine_config(r->rc)->round_budget_usec);
         round_seal(r);
 }
 

@@ -34,7 +34,7 @@ static int sample_nodes(struct sampler *sp, uint64_t now) {
         /* Headroom far from its thresholds, where the kernel would tell of a change (v1 thresholds) or PSI
          * and the watermarks watch too (the system), rides on the node sample. */
         SCOPE_REGISTRY_FOREACH(s, sp->registry)
-                if (s->rides_node_sample)
+                if (scope_rides_node_sample(s))
                         scope_check_headroom(s, now);
         return 0;
 }
@@ -74,7 +74,7 @@ static int on_timer(sd_event_source *src, uint64_t usec, void *userdata) {
         if (r < 0)
                 log_warning_errno(r, "Failed to read node memory figures, ignoring: %m");
         SCOPE_REGISTRY_FOREACH(s, sp->registry)
-                if (s->type != SCOPE_NODE && scope_is_active(s, now))
+                if (scope_get_type(s) != SCOPE_NODE && scope_is_active(s, now))
                         scope_sample(s, now);
         arm(sp, now);
         return 0;

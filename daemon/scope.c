@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "scope.h"
+#include "scope-private.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -73,6 +73,99 @@ struct scope *scope_free(struct scope *s) {
 }
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct scope *, scope_free);
+
+/* What the registry gave every scope. */
+static const struct config *config_of(const struct scope *s) {
+        return s->env->config;
+}
+
+static const struct scope_events *events_of(const struct scope *s) {
+        return s->env->events;
+}
+
+static const struct node_monitor *nodes_of(const struct scope *s) {
+        return s->env->nodes;
+}
+
+enum level scope_level(const struct scope *s) {
+        return s->level.level;
+}
+
+enum level scope_previous(const struct scope *s) {
+        return s->previous;
+}
+
+enum level_source scope_source(const struct scope *s) {
+        return s->source;
+}
+
+enum scope_type scope_get_type(const struct scope *s) {
+        return s->type;
+}
+
+const char *scope_name(const struct scope *s) {
+        return s->name;
+}
+
+const char *scope_cgroup(const struct scope *s) {
+        return s->cgroup;
+}
+
+size_t scope_node_index(const struct scope *s) {
+        return s->node_index;
+}
+
+uint64_t scope_reclaim_target(const struct scope *s) {
+        return s->reclaim_target;
+}
+
+const char *scope_reason(const struct scope *s) {
+        return s->reason;
+}
+
+bool scope_is_gone(const struct scope *s) {
+        return s->gone;
+}
+
+uint64_t scope_headroom_over_bytes(const struct scope *s) {
+        return s->headroom.over_bytes;
+}
+
+bool scope_some_total(const struct scope *s, uint64_t *ret) {
+        if (s->type == SCOPE_NODE || !s->have_psi)
+                return false;
+        *ret = s->psi.line[PSI_SOME].total;
+        return true;
+}
+
+bool scope_node_pages_short(const struct scope *s, uint64_t *ret) {
+        const struct node_monitor *nm = nodes_of(s);
+        if (s->type != SCOPE_NODE || !nm)
+                return false;
+        const struct node_sample *n = &nm->cur[s->node_index];
+        *ret = n->high_pages > n->free_pages ? n->high_pages - n->free_pages : 0;
+        return true;
+}
+
+bool scope_rides_node_sample(const struct scope *s) {
+        return s->rides_node_sample;
+}
+
+uint64_t scope_anon_bytes(const struct scope *s) {
+        return s->anon_bytes;
+}
+
+bool scope_event_counts(const struct scope *s, uint64_t ret[_MEMORY_EVENT_MAX]) {
+        if (!s->have_event_counts)
+                return false;
+        memcpy(ret, s->event_counts, sizeof(s->event_counts));
+        return true;
+}
+
+void **scope_slot(struct scope *s, int k) {
+        assert(k >= 0 && k < SCOPE_SLOTS_MAX);
+        return &s->slots[k];
+}
 
 struct scope_id scope_get_id(const struct scope *s) {
         return (struct scope_id){ .type = s->type, .node = s->type == SCOPE_NODE ? s->node : -1, .cgroup = s->cgroup };
@@ -195,7 +288,7 @@ static void scope_explain(const struct scope *s, enum level l, char *buf, size_t
         }
         if (s->type == SCOPE_NODE && s->env->nodes) {
                 struct node_figures f;
-                uint64_t page = (uint64_t) s->env->nodes->page_size;
+                uint64_t page = (uint64_t) nodes_of(s)->page_size;
                 node_monitor_figures(s->env->nodes, s->node_index, &f);
                 const struct {
                         const char *name;
@@ -244,7 +337,7 @@ static void scope_apply(struct scope *s, enum level psi_raw, uint64_t now) {
         s->psi_raw = psi_raw;
         enum level raw = MAX(psi_raw, s->headroom_raw);
 
-        if (!level_update(&s->level, raw, now, s->env->config->hold_usec)) {
+        if (!level_update(&s->level, raw, now, config_of(s)->hold_usec)) {
                 if (s->level.level != LEVEL_OK)
                         scope_update_target(s);
                 return;
@@ -258,8 +351,8 @@ static void scope_apply(struct scope *s, enum level psi_raw, uint64_t now) {
         scope_explain(s, s->level.level, s->reason, sizeof(s->reason));
         scope_update_target(s);
 
-        if (s->announced && s->env->events && s->env->events->level_changed)
-                s->env->events->level_changed(s, s->env->userdata);
+        if (s->announced && s->env->events && events_of(s)->level_changed)
+                events_of(s)->level_changed(s, s->env->userdata);
 }
 
 void scope_announce(struct scope *s) {
@@ -269,10 +362,10 @@ void scope_announce(struct scope *s) {
         if (s->level.level == LEVEL_OK || !s->env->events)
                 return;
         s->previous = LEVEL_OK;
-        if (s->env->events->level_changed)
-                s->env->events->level_changed(s, s->env->userdata);
-        if (s->env->events->triggered)
-                s->env->events->triggered(s, s->env->userdata);
+        if (events_of(s)->level_changed)
+                events_of(s)->level_changed(s, s->env->userdata);
+        if (events_of(s)->triggered)
+                events_of(s)->triggered(s, s->env->userdata);
 }
 
 /* How long global reclaim counts as news for the stall: the longest window a threshold looks at, and
@@ -369,7 +462,7 @@ void scope_sample(struct scope *s, uint64_t now) {
                 return;
 
         level_samples_push(&s->samples, now, &s->psi);
-        enum level raw = level_from_samples(&s->samples, &s->env->config->psi);
+        enum level raw = level_from_samples(&s->samples, &config_of(s)->psi);
         /* The kernel said the low threshold was crossed within the last window; trust it until the
          * samples cover a window of their own. */
         if (raw < LEVEL_LOW && s->triggered_usec > 0 && now - s->triggered_usec <= s->trigger.window_usec)
@@ -388,7 +481,7 @@ void scope_update_node(struct scope *s, uint64_t now) {
         if (!s->env->nodes)
                 return;
         node_monitor_figures(s->env->nodes, s->node_index, &f);
-        scope_apply(s, level_from_node(&f, &s->env->config->node), now);
+        scope_apply(s, level_from_node(&f, &config_of(s)->node), now);
 }
 
 void scope_feed_level(struct scope *s, enum level raw, uint64_t now) {
@@ -407,8 +500,8 @@ void scope_mark_gone(struct scope *s) {
                 s->trigger_fd = -EBADF;
         }
         scope_unwatch_headroom(s);
-        if (s->env->events && s->env->events->gone)
-                s->env->events->gone(s, s->env->userdata);
+        if (s->env->events && events_of(s)->gone)
+                events_of(s)->gone(s, s->env->userdata);
 }
 
 /* ---- headroom and memory events ---- */
@@ -423,7 +516,7 @@ static int system_headroom(struct scope *s, struct headroom_group *ret, size_t *
         char buf[8192];
         uint64_t total, avail, swap = 0;
 
-        if (asprintf(&path, "%s/proc/meminfo", s->env->config->sysfs_root) < 0)
+        if (asprintf(&path, "%s/proc/meminfo", config_of(s)->sysfs_root) < 0)
                 return -ENOMEM;
         int r = read_file_start(path, buf, sizeof(buf));
         if (r < 0)
@@ -451,10 +544,10 @@ static void scope_read_headroom(struct scope *s) {
                 r = system_headroom(s, groups, &n);
         if (r < 0)
                 return; /* keep what was seen last; a group removed is found by its trigger */
-        headroom_evaluate(groups, n, &s->env->config->headroom_at, &s->headroom);
+        headroom_evaluate(groups, n, &config_of(s)->headroom_at, &s->headroom);
         s->below_thresholds = true;
         for (size_t i = 0; i < n; i++)
-                if ((double) groups[i].usage >= (double) groups[i].limit * s->env->config->headroom_at.f[LEVEL_LOW])
+                if ((double) groups[i].usage >= (double) groups[i].limit * config_of(s)->headroom_at.f[LEVEL_LOW])
                         s->below_thresholds = false;
         /* v1: thresholds set for limits that changed since (or for a tree that changed) tell nothing. */
         if (s->v1_eventfd >= 0) {
@@ -472,7 +565,7 @@ static void scope_read_headroom(struct scope *s) {
                 s->headroom_binding = TAKE_PTR(paths[s->headroom.binding]);
         for (size_t i = 0; i < n; i++)
                 free(paths[i]);
-        s->headroom_raw = s->env->config->headroom ? s->headroom.level : LEVEL_OK;
+        s->headroom_raw = config_of(s)->headroom ? s->headroom.level : LEVEL_OK;
 }
 
 /* The kernel's counters of the group's memory events: every increment since the last reading is
@@ -539,8 +632,8 @@ static void scope_read_event_counts(struct scope *s) {
                         continue;
                 if (k == MEMORY_EVENT_OOM_KILL)
                         scope_log_oom_kill(s, now[k] - before);
-                if (s->env->events && s->env->events->memory_event)
-                        s->env->events->memory_event(s, k, now[k] - before, s->env->userdata);
+                if (s->env->events && events_of(s)->memory_event)
+                        events_of(s)->memory_event(s, k, now[k] - before, s->env->userdata);
         }
 }
 
@@ -595,8 +688,8 @@ void scope_check_headroom(struct scope *s, uint64_t now) {
                 scope_read_memory(s); /* the growth that sets the next look, and the reclaim target */
         scope_apply(s, s->psi_raw, now);
         /* Headroom left ok: the scope is active now, and whoever samples active scopes must know. */
-        if (before == LEVEL_OK && s->headroom_raw > LEVEL_OK && s->env->events && s->env->events->triggered)
-                s->env->events->triggered(s, s->env->userdata);
+        if (before == LEVEL_OK && s->headroom_raw > LEVEL_OK && s->env->events && events_of(s)->triggered)
+                events_of(s)->triggered(s, s->env->userdata);
         scope_schedule_headroom(s, now);
 }
 
@@ -621,7 +714,7 @@ static void scope_memory_news(struct scope *s) {
         }
         (void) sd_event_source_get_enabled(s->headroom_timer, &enabled);
         if (enabled == SD_EVENT_OFF || (sd_event_source_get_time(s->headroom_timer, &due) >= 0 &&
-                                        due > now + s->env->config->headroom_interval_usec))
+                                        due > now + config_of(s)->headroom_interval_usec))
                 scope_check_headroom(s, now);
 }
 
@@ -666,7 +759,7 @@ static void scope_watch_v1(struct scope *s) {
                 s->v1_watched[s->n_v1_watched++] = fd;
         bool all = cgroup_headroom_groups(l, s->cgroup, groups, paths, ELEMENTSOF(groups), &n) >= 0;
         for (size_t i = 0; all && i < n; i++) {
-                uint64_t at = (uint64_t) ((double) groups[i].limit * s->env->config->headroom_at.f[LEVEL_LOW]);
+                uint64_t at = (uint64_t) ((double) groups[i].limit * config_of(s)->headroom_at.f[LEVEL_LOW]);
                 fd = cgroup_v1_notify(l, paths[i], s->v1_eventfd, at);
                 if (fd >= 0)
                         s->v1_watched[s->n_v1_watched++] = fd;
@@ -713,7 +806,7 @@ static int scope_watch_headroom(struct scope *s) {
         } else
                 return 0;
 
-        if (!s->env->config->headroom)
+        if (!config_of(s)->headroom)
                 return 0;
         s->headroom_watched = true;
         r = sd_event_add_time(s->env->event, &s->headroom_timer, CLOCK_MONOTONIC, 0, 0, on_headroom_timer, s);
@@ -741,8 +834,8 @@ static int on_trigger(sd_event_source *src, int fd, uint32_t revents, void *user
                 log_debug("%s: PSI trigger fired.", s->name);
                 s->triggered_usec = now;
                 scope_sample(s, now);
-                if (!s->gone && s->env->events && s->env->events->triggered)
-                        s->env->events->triggered(s, s->env->userdata);
+                if (!s->gone && s->env->events && events_of(s)->triggered)
+                        events_of(s)->triggered(s, s->env->userdata);
         }
         return 0;
 }
@@ -824,7 +917,7 @@ static void scope_first_look(struct scope *s) {
                 return;
         uint64_t now = event_now(s->env->event);
         s->first_look = true;
-        scope_apply(s, scope_gate_psi(s, level_from_averages(&s->psi, &s->env->config->psi), now), now);
+        scope_apply(s, scope_gate_psi(s, level_from_averages(&s->psi, &config_of(s)->psi), now), now);
         s->first_look = false;
 }
 

@@ -47,68 +47,33 @@ struct scope_env {
 /* Per-observer data hung on a scope (subscriptions' watch list, reclaim's episode...). */
 #define SCOPE_SLOTS_MAX 8
 
-struct scope {
-        struct scope_env *env;
-        struct scope *prev, *next; /* the registry's cgroup scopes */
-        enum scope_type type;
-        int node;          /* SCOPE_NODE: the node's id */
-        size_t node_index; /* SCOPE_NODE: index in the node monitor */
-        char *cgroup;      /* SCOPE_CGROUP: the v2 path */
-        uint64_t cgroup_ino; /* SCOPE_CGROUP: its directory's inode, the cgroup's id: a group made anew
-                              * under the same path has another */
-        char *name;        /* "system", "node:N" or the cgroup path: for logs */
-        uid_t owner_uid;   /* SCOPE_CGROUP: who owns its directory (a delegated subtree's user), whose log
-                            * lines its removals and kills count as (log_client()) */
-        unsigned n_refs;
-
-        /* PSI scopes */
-        char *pressure_path;
-        int trigger_fd;
-        sd_event_source *trigger_source;
-        struct psi_trigger trigger; /* as armed */
-        struct psi_stats psi;
-        bool have_psi;
-        struct level_samples samples;
-        uint64_t triggered_usec; /* last POLLPRI */
-
-        /* memory figures behind the reclaim target */
-        uint64_t usage_bytes, limit_bytes; /* SCOPE_CGROUP; limit UINT64_MAX when none */
-        uint64_t anon_bytes, anon_usec; /* SCOPE_CGROUP: the last reading of its anonymous memory, and when */
-        uint64_t demand_bytes;          /* its growth per second between the last two readings */
-        uint64_t growth_bytes;          /* its growth between the last two readings (0: it shrank) */
-
-        /* headroom (cgroup and system scopes): the second source of the level */
-        bool headroom_watched;      /* the daemon looks at it: a cgroup, or the system without swap */
-        struct headroom headroom;   /* as last evaluated */
-        char *headroom_binding;     /* the cgroup whose limit decides; NULL for the system or none */
-        enum level psi_raw, headroom_raw;
-        sd_event_source *headroom_timer;
-        int events_fd;              /* v2 memory.events, v1 memory.oom_control */
-        sd_event_source *events_source;
-        int v1_eventfd;             /* v1: signalled by the kernel on OOM and usage thresholds */
-        int v1_watched[4];          /* v1: the files those notifications watch (open as long as wanted) */
-        size_t n_v1_watched;
-        uint64_t v1_limits[3];      /* v1: the limits the usage thresholds were set for, nearest first */
-        size_t n_v1_limits;
-        bool v1_thresholds;         /* v1: every limited group up the tree has its threshold */
-        bool below_thresholds;      /* every limited group's whole usage is below its low threshold */
-        bool rides_node_sample;     /* far, and told by the kernel when that changes: looked at only with
-                                     * the node sample, no timer of its own */
-        uint64_t event_counts[_MEMORY_EVENT_MAX];
-        bool have_event_counts;
-
-        struct level_state level;
-        enum level_source source; /* what raised the level last */
-        enum level previous;
-        uint64_t changed_usec; /* CLOCK_MONOTONIC of the last change */
-        bool first_look;       /* deciding from the kernel's averages, before samples of its own */
-        char reason[256];      /* why it is at its level, in words, as of the last change ("" at ok) */
-        uint64_t reclaim_target;
-        bool gone;
-        bool announced; /* its owner has it: level changes are reported from now on */
-
-        void *slots[SCOPE_SLOTS_MAX];
-};
+/* struct scope is scope.c's and its registry's (scope-private.h); everyone else reads it through these. */
+enum level scope_level(const struct scope *s);
+enum level scope_previous(const struct scope *s); /* before the last change */
+enum level_source scope_source(const struct scope *s);
+enum scope_type scope_get_type(const struct scope *s);
+const char *scope_name(const struct scope *s);     /* "system", "node:N" or the cgroup path: for logs */
+const char *scope_cgroup(const struct scope *s);   /* SCOPE_CGROUP: its v2 path; NULL otherwise */
+size_t scope_node_index(const struct scope *s);    /* SCOPE_NODE: its index in the node monitor */
+uint64_t scope_reclaim_target(const struct scope *s);
+const char *scope_reason(const struct scope *s);   /* why it is at its level ("" at ok) */
+bool scope_is_gone(const struct scope *s);
+/* How far the scope is past its low headroom threshold, as last read (scope_refresh_headroom()). */
+uint64_t scope_headroom_over_bytes(const struct scope *s);
+/* The cumulative "some" stall in µs as last read (scope_refresh()); false for a scope without PSI. */
+bool scope_some_total(const struct scope *s, uint64_t *ret);
+/* A node scope's free pages short of its high watermarks (0: none), as last sampled; false without node
+ * figures. */
+bool scope_node_pages_short(const struct scope *s, uint64_t *ret);
+/* Far from its headroom thresholds: looked at only with the node sample (scope_check_headroom()). */
+bool scope_rides_node_sample(const struct scope *s);
+/* What its memory grew by between the last two readings of its anonymous memory (0: it shrank), and
+ * that memory as last read. */
+uint64_t scope_anon_bytes(const struct scope *s);
+/* The kernel's counts of memory events (memory.events) as last read; false when there are none. */
+bool scope_event_counts(const struct scope *s, uint64_t ret[_MEMORY_EVENT_MAX]);
+/* Observer slot k (scope_registry_add_observer()): its pointer, to read or set. */
+void **scope_slot(struct scope *s, int k);
 
 /* The system scope, with its trigger armed. */
 int scope_new_system(struct scope_env *env, struct scope **ret);

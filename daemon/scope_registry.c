@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "scope_registry.h"
 
+#include "scope-private.h"
+
 #include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -332,10 +334,30 @@ struct scope *scope_registry_next(const struct scope_registry *reg, const struct
         return i < reg->n_nodes ? reg->nodes[i] : reg->cgroups;
 }
 
+struct scope *scope_registry_next_cgroup(const struct scope_registry *reg, const struct scope *prev) {
+        return prev ? prev->next : reg->cgroups;
+}
+
 void scope_registry_rearm(struct scope_registry *reg) {
         SCOPE_REGISTRY_FOREACH(s, reg) {
                 int r = scope_rearm(s);
                 if (r < 0)
                         log_warning_errno(r, "Failed to re-arm the trigger of %s: %m", s->name);
         }
+}
+
+struct scope *scope_registry_system(const struct scope_registry *reg) {
+        return reg->system;
+}
+
+const struct config *scope_registry_config(const struct scope_registry *reg) {
+        return reg->env.config;
+}
+
+const struct cgroup_layout *scope_registry_layout(const struct scope_registry *reg) {
+        return reg->env.layout;
+}
+
+size_t scope_registry_n_cgroups(const struct scope_registry *reg) {
+        return reg->n_cgroups;
 }

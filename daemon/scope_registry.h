@@ -49,6 +49,13 @@ int scope_registry_new(sd_event *event, const struct config *config, const struc
                        const struct node_monitor *nodes, struct scope_registry **ret);
 struct scope_registry *scope_registry_free(struct scope_registry *reg);
 
+struct scope *scope_registry_system(const struct scope_registry *reg);
+/* The cgroup scopes, from prev (NULL: the first); gone ones included. */
+struct scope *scope_registry_next_cgroup(const struct scope_registry *reg, const struct scope *prev);
+const struct config *scope_registry_config(const struct scope_registry *reg);
+const struct cgroup_layout *scope_registry_layout(const struct scope_registry *reg); /* NULL: no cgroup v2 */
+size_t scope_registry_n_cgroups(const struct scope_registry *reg);
+
 /* Returns the observer's slot index on every scope, or -ENOSPC. */
 int scope_registry_add_observer(struct scope_registry *reg, const struct scope_observer *ops, void *userdata);
 

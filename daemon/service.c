@@ -11,12 +11,6 @@
 #include "params.h"
 #include "protocol.h"
 
-#define ERROR_NO_SUCH_CGROUP "io.pressured.NoSuchCgroup"
-#define ERROR_NO_SUCH_NODE "io.pressured.NoSuchNode"
-#define ERROR_NO_SUCH_SHRINKER "io.pressured.NoSuchShrinker"
-#define ERROR_CGROUP_NOT_WATCHABLE "io.pressured.CgroupNotWatchable"
-#define ERROR_UNKNOWN_REQUEST "io.pressured.UnknownRequest"
-#define ERROR_INVALID_ANSWER "io.pressured.InvalidAnswer"
 
 /* Scopes named in one Subscribe call. */
 #define SUBSCRIBE_MAX_SCOPES 256
@@ -111,9 +105,9 @@ static int method_get_status(struct varlink_connection *c, struct json_object *p
         if (r >= 0)
                 r = text_put(&t, "],\"cgroups\":[");
         bool first = true;
-        for (struct scope *s = reg->cgroups; s && r >= 0; s = s->next) {
+        for (struct scope *s = scope_registry_next_cgroup(reg, NULL); s && r >= 0; s = scope_registry_next_cgroup(reg, s)) {
                 scope_refresh(s);
-                if (s->gone)
+                if (scope_is_gone(s))
                         continue;
                 r = text_put(&t, first ? "" : ",");
                 if (r >= 0)
@@ -133,10 +127,7 @@ static int method_get_configuration(struct varlink_connection *c, struct json_ob
         (void) flags;
         if (parse_params(c, params, no_params, NULL) < 0)
                 return 0;
-        struct json_object *o = protocol_encode_configuration(svc->config);
-        /* What is logged now: SetLogLevel changes it until the next reload. */
-        jb_set_string(&o, "log_level", log_level_to_string(log_get_max_level()));
-        return varlink_reply(c, o);
+        return varlink_reply(c, protocol_encode_configuration(svc->config, log_get_max_level()));
 }
 
 /* ---- SetLogLevel ---- */
@@ -173,11 +164,11 @@ static int method_set_log_level(struct varlink_connection *c, struct json_object
 /* ---- Subscribe ---- */
 
 static int reply_no_such_cgroup(struct varlink_connection *c, const char *path) {
-        return reply_error_with(c, ERROR_NO_SUCH_CGROUP, "cgroup", jb_new_string(path));
+        return reply_error_with(c, PROTOCOL_ERROR_NO_SUCH_CGROUP, "cgroup", jb_new_string(path));
 }
 
 static int reply_no_such_node(struct varlink_connection *c, int node) {
-        return reply_error_with(c, ERROR_NO_SUCH_NODE, "node", json_object_new_int(node));
+        return reply_error_with(c, PROTOCOL_ERROR_NO_SUCH_NODE, "node", json_object_new_int(node));
 }
 
 /* The reply for a scope that cannot be acquired. */
@@ -196,7 +187,7 @@ static int reply_acquire_error(struct varlink_connection *c, const struct scope_
         struct json_object *p = json_object_new_object();
         jb_set_string(&p, "cgroup", id->cgroup);
         jb_set_int(&p, "errno", -r);
-        return varlink_error(c, ERROR_CGROUP_NOT_WATCHABLE, p);
+        return varlink_error(c, PROTOCOL_ERROR_CGROUP_NOT_WATCHABLE, p);
 }
 
 /* Watching a cgroup means arming a PSI trigger on its memory.pressure, with the daemon's privileges
@@ -325,7 +316,7 @@ struct spec_params {
         int64_t seeks, batch;
 };
 
-static const struct param spec_table[] = {
+const struct param service_shrinker_spec_params[] = {
         { "name", PARAM_STRING, offsetof(struct spec_params, name), .mandatory = true },
         { "numa_aware", PARAM_BOOL, offsetof(struct spec_params, numa_aware) },
         { "memcg_aware", PARAM_BOOL, offsetof(struct spec_params, memcg_aware) },
@@ -363,7 +354,7 @@ static int parse_spec(struct varlink_connection *c, struct json_object *o, struc
                 (void) varlink_error_invalid_parameter(c, "shrinkers");
                 return -EINVAL;
         }
-        if (parse_params(c, o, spec_table, &p) < 0)
+        if (parse_params(c, o, service_shrinker_spec_params, &p) < 0)
                 return -EINVAL;
         if (!name_ok(p.name)) {
                 (void) varlink_error_invalid_parameter(c, "name");
@@ -508,10 +499,10 @@ static int method_answer(struct varlink_connection *c, struct json_object *param
                 struct json_object *e = json_object_new_object();
                 jb_set_string(&e, "reason", first_reason);
                 jb_set(&e, "request", json_object_new_int64(first_invalid));
-                return varlink_error(c, ERROR_INVALID_ANSWER, e);
+                return varlink_error(c, PROTOCOL_ERROR_INVALID_ANSWER, e);
         }
         if (first_unknown >= 0)
-                return reply_error_with(c, ERROR_UNKNOWN_REQUEST, "request", json_object_new_int64(first_unknown));
+                return reply_error_with(c, PROTOCOL_ERROR_UNKNOWN_REQUEST, "request", json_object_new_int64(first_unknown));
         return varlink_reply(c, json_object_new_object());
 }
 
@@ -577,7 +568,7 @@ static int method_remove_shrinker(struct varlink_connection *c, struct json_obje
         struct shrinker *sh = shrinker_by_id(svc->shrinkers, (uint64_t) p.shrinker);
         /* Another client's shrinker is as unknown to this one as a removed one. */
         if (!sh || sh->client != cl)
-                return reply_error_with(c, ERROR_NO_SUCH_SHRINKER, "shrinker", json_object_new_int64(p.shrinker));
+                return reply_error_with(c, PROTOCOL_ERROR_NO_SUCH_SHRINKER, "shrinker", json_object_new_int64(p.shrinker));
         shrink_client_remove_shrinker(cl, sh);
         return varlink_reply(c, json_object_new_object());
 }
@@ -639,7 +630,7 @@ static int shrink_resolve_scope(struct service *svc, struct varlink_connection *
                         (void) reply_no_such_node(c, id->node);
                         return -ENXIO;
                 }
-                t->node_index = s->node_index;
+                t->node_index = scope_node_index(s);
         } else if (id->type == SCOPE_CGROUP) {
                 if (cgroup_path_normalize(id->cgroup, ret_cgroup) < 0) {
                         (void) varlink_error_invalid_parameter(c, "cgroup");
@@ -676,7 +667,7 @@ static int method_shrink(struct varlink_connection *c, struct json_object *param
         if (p.shrinker >= 0) {
                 t.only = shrinker_by_id(svc->shrinkers, (uint64_t) p.shrinker);
                 if (!t.only)
-                        return reply_error_with(c, ERROR_NO_SUCH_SHRINKER, "shrinker", json_object_new_int64(p.shrinker));
+                        return reply_error_with(c, PROTOCOL_ERROR_NO_SUCH_SHRINKER, "shrinker", json_object_new_int64(p.shrinker));
         }
         /* Like writing to shrinker debugfs: root, or the owner of the one shrinker named. */
         uid_t uid = varlink_connection_peer(c)->uid;

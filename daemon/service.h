@@ -29,3 +29,5 @@ extern const struct reclaim_transport service_reclaim_transport;
 /* The interfaces to serve, with the service as the server's userdata. */
 extern const struct varlink_interface service_interfaces[];
 extern const size_t service_n_interfaces;
+/* How each ShrinkerSpec of Serve and AddShrinker is parsed (checked against the IDL by test-interface). */
+extern const struct param service_shrinker_spec_params[];

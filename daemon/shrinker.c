@@ -31,11 +31,15 @@ static int make_token(char token[static 33]) {
         return 0;
 }
 
+static struct shrink_registry *shrinker_registry(const struct shrinker *sh) {
+        return sh->client->registry;
+}
+
 static void shrinker_free(struct shrinker *sh) {
         if (!sh)
                 return;
         if (sh->counted)
-                (void) hashmap_count_add_u64(sh->client->registry->per_uid, sh->client->uid, -1);
+                (void) hashmap_count_add_u64(shrinker_registry(sh)->per_uid, sh->client->uid, -1);
         free(sh->name);
         free(sh->deferred);
         free(sh);
@@ -88,7 +92,7 @@ static int client_pin(struct shrink_client *cl, int pidfd) {
         cl->statm_fd = open(path, O_RDONLY | O_CLOEXEC);
         if (cl->statm_fd < 0)
                 return -errno;
-        const struct cgroup_layout *layout = cl->registry->scopes->env.layout;
+        const struct cgroup_layout *layout = scope_registry_layout(cl->registry->scopes);
         cl->own_cgroup = layout && cgroup_only_process(layout, cl->cgroup, cl->pid) > 0;
         if (!pidfd_alive(cl->pidfd))
                 return -ESRCH;
@@ -332,7 +336,7 @@ struct shrinker *shrinker_by_id(const struct shrink_registry *reg, uint64_t id) 
 
 int shrink_client_resident(struct shrink_client *cl, uint64_t *ret) {
         char buf[128];
-        const struct cgroup_layout *layout = cl->registry->scopes->env.layout;
+        const struct cgroup_layout *layout = scope_registry_layout(cl->registry->scopes);
 
         /* Its own cgroup sees what the RSS does not: memory it freed but the heap kept, page cache it
          * dropped. Checked again each time (cgroup.procs of a group of one is a few bytes): a child or

@@ -6,12 +6,12 @@
 
 #include "json_build.h"
 #include "list.h"
+#include "time-util.h"
 #include "log.h"
 #include "macro.h"
 #include "protocol.h"
 #include "varlink.h"
 
-#define ERROR_SCOPE_REMOVED "io.pressured.ScopeRemoved"
 
 struct subscriptions {
         struct scope_registry *registry;
@@ -40,7 +40,7 @@ struct subscription {
 };
 
 static struct watch **scope_watches(const struct subscriptions *subs, struct scope *s) {
-        return (struct watch **) &s->slots[subs->slot];
+        return (struct watch **) scope_slot(s, subs->slot);
 }
 
 static void watch_detach(struct watch *w) {
@@ -72,7 +72,7 @@ static struct json_object *level_change_params(const struct scope *s, enum level
 
 static int watch_send(struct watch *w) {
         struct json_object *p = level_change_params(w->scope, w->last_sent, w->coalesced);
-        w->last_sent = w->scope->level.level;
+        w->last_sent = scope_level(w->scope);
         w->pending = false;
         w->coalesced = 0;
         return varlink_notify(w->sub->conn, p);
@@ -84,9 +84,9 @@ static int watch_send(struct watch *w) {
  * the ok too. */
 static bool watch_wants(const struct watch *w) {
         const struct scope *s = w->scope;
-        if (s->level.level >= w->sub->min_level || s->previous >= w->sub->min_level)
+        if (scope_level(s) >= w->sub->min_level || scope_previous(s) >= w->sub->min_level)
                 return true;
-        return s->level.level == LEVEL_OK && w->last_sent < _LEVEL_MAX && w->last_sent != LEVEL_OK;
+        return scope_level(s) == LEVEL_OK && w->last_sent < _LEVEL_MAX && w->last_sent != LEVEL_OK;
 }
 
 static bool watch_backlogged(const struct watch *w) {
@@ -162,7 +162,7 @@ static void on_level_changed(struct scope *s, void *userdata) {
                 }
                 size_t len;
                 const char *text = event_cache_get(&cache, s, w->last_sent, &len);
-                w->last_sent = s->level.level;
+                w->last_sent = scope_level(s);
                 (void) varlink_notify_serialized(w->sub->conn, text, len);
         }
         event_cache_done(&cache);
@@ -182,7 +182,7 @@ static void on_gone(struct scope *s, void *userdata) {
                 } else {
                         /* Nothing left to watch: end the call; this frees the subscription. */
                         struct scope_id id = scope_get_id(s);
-                        (void) varlink_error(sub->conn, ERROR_SCOPE_REMOVED, jb_object_with("scope", protocol_encode_scope_ref(&id)));
+                        (void) varlink_error(sub->conn, PROTOCOL_ERROR_SCOPE_REMOVED, jb_object_with("scope", protocol_encode_scope_ref(&id)));
                 }
         }
 }
@@ -192,8 +192,9 @@ static void on_gone(struct scope *s, void *userdata) {
  * level change's coalesced changes rather than queued without bound. */
 static void on_memory_event(struct scope *s, enum memory_event e, uint64_t count, void *userdata) {
         struct subscriptions *subs = userdata;
-        struct memory_event_snapshot snap = { .id = scope_get_id(s), .kind = e, .count = count };
-        (void) sd_event_now(s->env->event, CLOCK_MONOTONIC, &snap.timestamp);
+        struct memory_event_snapshot snap = {
+                .id = scope_get_id(s), .kind = e, .count = count, .timestamp = clock_now_usec(CLOCK_MONOTONIC)
+        };
 
         for (struct watch *w = *scope_watches(subs, s), *next; w; w = next) {
                 next = w->scope_next;
@@ -255,7 +256,7 @@ int subscription_start(struct subscriptions *subs, struct varlink_connection *c,
 
                 w->sub = sub;
                 w->scope = s;
-                w->last_sent = s->level.level;
+                w->last_sent = scope_level(s);
                 LIST_PREPEND_F(scope_prev, scope_next, *head, w);
                 scope_snapshot(s, &snap);
                 jb_append(&states, protocol_encode_scope_state(&snap));
@@ -275,6 +276,6 @@ void subscriptions_shutdown(struct subscriptions *subs) {
                 struct watch **head = scope_watches(subs, s);
                 /* Ending a call frees its subscription and detaches its watches: always take the first. */
                 while (*head)
-                        (void) varlink_error((*head)->sub->conn, "io.pressured.ShuttingDown", json_object_new_object());
+                        (void) varlink_error((*head)->sub->conn, PROTOCOL_ERROR_SHUTTING_DOWN, json_object_new_object());
         }
 }

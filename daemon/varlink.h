@@ -32,7 +32,7 @@ enum {
 #define VARLINK_ERROR_PERMISSION_DENIED "org.varlink.service.PermissionDenied"
 #define VARLINK_ERROR_EXPECTED_MORE "org.varlink.service.ExpectedMore"
 /* Sent just before a connection is closed for breaking the protocol. */
-#define VARLINK_ERROR_PROTOCOL "io.pressured.ProtocolViolation"
+#define VARLINK_ERROR_PROTOCOL "io.pressured.ProtocolViolation" /* = PROTOCOL_ERROR_PROTOCOL_VIOLATION */
 
 /* A method gets its parameters (never NULL: absent and null arrive as an empty object) and must answer
  * with varlink_reply()/varlink_error() now or later; with VARLINK_CALL_MORE it may first send any number

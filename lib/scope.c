@@ -220,7 +220,9 @@ int status_from_reply(struct json_object *reply, struct pressure_status **ret) {
         s->n_ref = 1;
         s->reply = reply;
         struct json_object *p = get(reply, "parameters");
-        int r = scope_parse(get(p, "system"), &s->system);
+        int r = reply_check(NULL, reply, "GetStatus");
+        if (r >= 0)
+                r = scope_parse(get(p, "system"), &s->system);
         if (r >= 0)
                 r = scope_array_parse(get(p, "nodes"), &s->nodes, &s->n_nodes);
         if (r >= 0)

@@ -157,6 +157,8 @@ static int serve_registered(struct pressure_client *c, struct json_object *msg) 
         struct json_object *ids = json_get(reg, "shrinkers");
         const char *token = json_object_get_string(json_get(reg, "token"));
         int r = reply_to_errno(msg);
+        if (r >= 0)
+                r = reply_check(c, msg, "Serve");
 
         if (r >= 0 && (!token || strlen(token) >= sizeof(c->token) || !json_object_is_type(ids, json_type_array) ||
                        json_object_array_length(ids) != c->n_serve_members))
@@ -345,6 +347,9 @@ void shrinkers_run(struct pressure_client *c, struct work *w) {
         struct json_object *reqs = json_get(params, "requests");
         struct answers answers = {};
 
+        /* Requests that break the interface are not run: they run into their deadlines. */
+        if (reply_check(c, w->msg, "Serve") < 0)
+                return;
         if (req)
                 run_request(c, req, &answers);
         if (json_object_is_type(reqs, json_type_array))

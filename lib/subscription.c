@@ -119,6 +119,11 @@ static void sub_message(struct pressure_subscription *s, struct json_object *msg
                 sub_end(s, r == -ECONNRESET ? -ENOENT : r); /* ScopeRemoved: its scopes are gone */
                 return;
         }
+        if (reply_check(s->client, msg, "Subscribe") < 0) {
+                json_object_put(msg);
+                sub_end(s, -EPROTO);
+                return;
+        }
         struct json_object *state = json_get(p, "state");
         if (s->state == SUB_STARTING) {
                 if (!json_object_is_type(state, json_type_array)) {

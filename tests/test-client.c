@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "macro.h"
 #include "pressure-private.h"
 #include "test-util.h"
 
@@ -300,6 +301,77 @@ static void test_silent_daemon(void) {
         unlink(path);
 }
 
+/* A daemon that answers GetStatus with what it is told to: a reply without a mandatory field, then one
+ * with a field this library does not know. Anything else gets empty parameters. */
+static const char *const status_replies[] = {
+        "{\"parameters\":{\"system\":{\"scope\":{\"type\":\"system\"},\"level\":\"ok\",\"since\":0},"
+        "\"nodes\":[],\"cgroups\":[]}}",
+        "{\"parameters\":{\"system\":{\"scope\":{\"type\":\"system\"},\"level\":\"low\",\"reclaim_target\":5,"
+        "\"since\":0,\"from_the_future\":1},\"nodes\":[],\"cgroups\":[]}}",
+};
+
+static void *scripted_daemon(void *arg) {
+        int lfd = *(int *) arg;
+        size_t next = 0;
+        while (next < ELEMENTSOF(status_replies)) {
+                int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+                if (fd < 0)
+                        return NULL;
+                char buf[4096];
+                size_t len = 0;
+                ssize_t n;
+                while (next < ELEMENTSOF(status_replies) && (n = read(fd, buf + len, sizeof(buf) - 1 - len)) > 0) {
+                        len += (size_t) n;
+                        char *end;
+                        while ((end = memchr(buf, 0, len))) {
+                                const char *reply = strstr(buf, "GetStatus") ? status_replies[next++] : "{\"parameters\":{}}";
+                                (void) !write(fd, reply, strlen(reply) + 1);
+                                size_t used = (size_t) (end - buf) + 1;
+                                memmove(buf, end + 1, len - used);
+                                len -= used;
+                        }
+                }
+                close(fd);
+        }
+        return NULL;
+}
+
+/* A reply that breaks the interface is refused, not read as zeros; one with more than this library
+ * knows is taken. */
+static void test_reply_held_to_interface(void) {
+        char path[108];
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        struct pressure_client *c;
+        struct pressure_status *st = NULL;
+        pthread_t t;
+
+        snprintf(path, sizeof(path), "/tmp/pressured-scripted-%d", (int) getpid());
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        CU_ASSERT_FATAL(fd >= 0);
+        unlink(path);
+        CU_ASSERT_EQUAL_FATAL(bind(fd, (struct sockaddr *) &sa, sizeof(sa)), 0);
+        test_cleanup_path(path, false);
+        CU_ASSERT_EQUAL_FATAL(listen(fd, 64), 0);
+        CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, scripted_daemon, &fd), 0);
+
+        CU_ASSERT_EQUAL_FATAL(pressure_client_new(path, &c), 0);
+        pressure_client_set_timeout(c, 10000);
+        CU_ASSERT_EQUAL(pressure_client_get_status(c, &st), -EPROTO);
+        CU_ASSERT_EQUAL(pressure_client_get_status(c, &st), 0);
+        if (st) {
+                const struct pressure_scope *sys = pressure_status_get_system(st);
+                CU_ASSERT_EQUAL(pressure_scope_get_level(sys), PRESSURE_LEVEL_LOW);
+                CU_ASSERT_EQUAL(pressure_scope_get_reclaim_target(sys), 5u);
+                pressure_status_unref(st);
+        }
+        pressure_client_unref(c);
+        shutdown(fd, SHUT_RDWR);
+        pthread_join(t, NULL);
+        close(fd);
+        unlink(path);
+}
+
 /* A count callback takes the application's lock; another thread holds that lock and calls the library.
  * With callbacks under the client's lock this deadlocked. */
 static pthread_mutex_t app_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -521,6 +593,7 @@ int main(void) {
                 { "shrinkers added and freed one at a time", test_one_shrinker_one_registration },
                 { "AddShrinker and RemoveShrinker refuse what is not the caller's", test_add_remove_refusals },
                 { "a daemon that accepts and never answers", test_silent_daemon },
+                { "replies are held to the interface", test_reply_held_to_interface },
                 { "callbacks run without the library's lock", test_callbacks_without_library_lock },
                 { "made before the daemon, through its restarts", test_before_and_through_restarts },
                 { "the last reference dropped during a callback of the library's thread", test_last_unref_during_callback },

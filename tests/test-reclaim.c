@@ -199,7 +199,7 @@ static void test_round_requests_and_priorities(void) {
         int start = f.config.priorities.at[LEVEL_MEDIUM];
 
         scope_feed_level(node1(), LEVEL_MEDIUM, now());
-        CU_ASSERT_TRUE(node1()->reclaim_target > 0);
+        CU_ASSERT_TRUE(scope_reclaim_target(node1()) > 0);
         /* Both counts are out before anyone answered: nobody waits on a client. */
         CU_ASSERT_EQUAL(f.n_sent, 2u);
         struct sent *qa = pending_for(a), *qb = pending_for(b);
@@ -267,7 +267,7 @@ static void test_target_zero(void) {
         struct shrink_client *a = client("a", 0, 100);
 
         scope_feed_level(f.scopes->system, LEVEL_MEDIUM, now());
-        CU_ASSERT_EQUAL(f.scopes->system->reclaim_target, 0u);
+        CU_ASSERT_EQUAL(scope_reclaim_target(f.scopes->system), 0u);
         for (int round = 0; round < 3; round++) {
                 RUN_UNTIL(pending_for(a));
                 CU_ASSERT_FATAL(pending_for(a) != NULL);
@@ -303,7 +303,7 @@ static void test_no_goal_while_quiet(void) {
         uint64_t end = test_now_ms() + 100 * f.config.round_interval_usec / 1000;
         while (test_now_ms() < end)
                 (void) sd_event_run(f.event, 1000);
-        CU_ASSERT_EQUAL(node1()->level.level, LEVEL_LOW);
+        CU_ASSERT_EQUAL(scope_level(node1()), LEVEL_LOW);
         CU_ASSERT_EQUAL(f.n_sent, sent);
 
         /* Short again: a new goal, counted first. */
@@ -326,7 +326,7 @@ static void test_undelivered_share_stays(void) {
         struct shrink_client *a = client("a", SHRINKER_NUMA_AWARE, batch), *b = client("b", SHRINKER_NUMA_AWARE, batch);
 
         scope_feed_level(node1(), LEVEL_MEDIUM, now());
-        uint64_t goal = node1()->reclaim_target, a_scanned = 0;
+        uint64_t goal = scope_reclaim_target(node1()), a_scanned = 0;
         CU_ASSERT_FATAL(goal > 0 && goal < BALLAST_SIZE / 2);
         unsigned a_counts = 0;
         for (int round = 0; round < 3; round++) {
@@ -414,7 +414,7 @@ static void test_proportional_split(void) {
         CU_ASSERT(b2 > 0);
         CU_ASSERT(a2 >= 3 * b2 - 3 && a2 <= 3 * b2 + 3);
         /* Together, about what is still to release: the goal less the two objects. */
-        uint64_t goal_objects = node1()->reclaim_target / 1000;
+        uint64_t goal_objects = scope_reclaim_target(node1()) / 1000;
         CU_ASSERT(a2 + b2 <= goal_objects + 2);
         CU_ASSERT(a2 + b2 + 10 >= goal_objects);
         free(ballast);
@@ -433,7 +433,7 @@ static void test_busy_share_stays(void) {
         struct shrink_client *a = client("a", SHRINKER_NUMA_AWARE, batch), *s = client("s", SHRINKER_NUMA_AWARE, batch);
 
         scope_feed_level(node1(), LEVEL_MEDIUM, now());
-        uint64_t goal = node1()->reclaim_target;
+        uint64_t goal = scope_reclaim_target(node1());
         CU_ASSERT_FATAL(goal > 0 && goal < BALLAST_SIZE / 2);
         CU_ASSERT_EQUAL(answer(pending_for(a), COUNT(100000)), 0);
         CU_ASSERT_EQUAL(answer(pending_for(s), COUNT(100000)), 0);
@@ -461,7 +461,7 @@ static void test_stop_at_goal(void) {
         struct shrink_client *a = client("a", SHRINKER_NUMA_AWARE, 1000), *b = client("b", SHRINKER_NUMA_AWARE, 1000);
 
         scope_feed_level(node1(), LEVEL_LOW, now());
-        uint64_t goal = node1()->reclaim_target;
+        uint64_t goal = scope_reclaim_target(node1());
         CU_ASSERT_FATAL(goal > 4000000 && goal < BALLAST_SIZE / 2);
         CU_ASSERT_EQUAL(answer(pending_for(a), COUNT(1000000)), 0);
         CU_ASSERT_EQUAL(answer(pending_for(b), COUNT(1000000)), 0);

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* struct scope, for its owners only: scope.c, which writes it, and scope_registry.c, which keeps the
+ * list. Every other module reads a scope through scope.h's getters and scope_snapshot()
+ * (build-aux/check-owners checks that nobody else includes this). */
+
+#include "scope.h"
+
+struct scope {
+        struct scope_env *env;
+        struct scope *prev, *next; /* the registry's cgroup scopes */
+        enum scope_type type;
+        int node;          /* SCOPE_NODE: the node's id */
+        size_t node_index; /* SCOPE_NODE: index in the node monitor */
+        char *cgroup;      /* SCOPE_CGROUP: the v2 path */
+        uint64_t cgroup_ino; /* SCOPE_CGROUP: its directory's inode, the cgroup's id: a group made anew
+                              * under the same path has another */
+        char *name;        /* "system", "node:N" or the cgroup path: for logs */
+        uid_t owner_uid;   /* SCOPE_CGROUP: who owns its directory (a delegated subtree's user), whose log
+                            * lines its removals and kills count as (log_client()) */
+        unsigned n_refs;
+
+        /* PSI scopes */
+        char *pressure_path;
+        int trigger_fd;
+        sd_event_source *trigger_source;
+        struct psi_trigger trigger; /* as armed */
+        struct psi_stats psi;
+        bool have_psi;
+        struct level_samples samples;
+        uint64_t triggered_usec; /* last POLLPRI */
+
+        /* memory figures behind the reclaim target */
+        uint64_t usage_bytes, limit_bytes; /* SCOPE_CGROUP; limit UINT64_MAX when none */
+        uint64_t anon_bytes, anon_usec; /* SCOPE_CGROUP: the last reading of its anonymous memory, and when */
+        uint64_t demand_bytes;          /* its growth per second between the last two readings */
+        uint64_t growth_bytes;          /* its growth between the last two readings (0: it shrank) */
+
+        /* headroom (cgroup and system scopes): the second source of the level */
+        bool headroom_watched;      /* the daemon looks at it: a cgroup, or the system without swap */
+        struct headroom headroom;   /* as last evaluated */
+        char *headroom_binding;     /* the cgroup whose limit decides; NULL for the system or none */
+        enum level psi_raw, headroom_raw;
+        sd_event_source *headroom_timer;
+        int events_fd;              /* v2 memory.events, v1 memory.oom_control */
+        sd_event_source *events_source;
+        int v1_eventfd;             /* v1: signalled by the kernel on OOM and usage thresholds */
+        int v1_watched[4];          /* v1: the files those notifications watch (open as long as wanted) */
+        size_t n_v1_watched;
+        uint64_t v1_limits[3];      /* v1: the limits the usage thresholds were set for, nearest first */
+        size_t n_v1_limits;
+        bool v1_thresholds;         /* v1: every limited group up the tree has its threshold */
+        bool below_thresholds;      /* every limited group's whole usage is below its low threshold */
+        bool rides_node_sample;     /* far, and told by the kernel when that changes: looked at only with
+                                     * the node sample, no timer of its own */
+        uint64_t event_counts[_MEMORY_EVENT_MAX];
+        bool have_event_counts;
+
+        struct level_state level;
+        enum level_source source; /* what raised the level last */
+        enum level previous;
+        uint64_t changed_usec; /* CLOCK_MONOTONIC of the last change */
+        bool first_look;       /* deciding from the kernel's averages, before samples of its own */
+        char reason[256];      /* why it is at its level, in words, as of the last change ("" at ok) */
+        uint64_t reclaim_target;
+        bool gone;
+        bool announced; /* its owner has it: level changes are reported from now on */
+
+        void *slots[SCOPE_SLOTS_MAX];
+};
+

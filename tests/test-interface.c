@@ -1,0 +1,407 @@
+/* SPDX-License-Identifier: MIT */
+/* One definition of the interface: io.pressured.varlink. The daemon's parameter tables, its errors, what
+ * its codec writes and the replies recorded in docs/protocol.md are all held to it, both ways: a field
+ * the IDL has and the code does not (or the other way round) fails here. */
+#include <CUnit/CUnit.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "log.h"
+#include "macro.h"
+#include "protocol.h"
+#include "service.h"
+#include "test-util.h"
+#include "varlink_idl.h"
+
+extern const char protocol_interface_description[];
+
+static struct idl_interface *idl;
+
+static void test_parses(void) {
+        char *err = NULL;
+        CU_ASSERT_EQUAL_FATAL(idl_parse(protocol_interface_description, &idl, &err), 0);
+        if (err)
+                printf("\n    %s\n", err);
+        free(err);
+        CU_ASSERT_STRING_EQUAL(idl->name, "io.pressured");
+        CU_ASSERT_PTR_NOT_NULL(idl_method(idl, "GetStatus"));
+        CU_ASSERT_TRUE(idl_type(idl, "Level")->is_enum);
+
+        /* and refuses what is not a definition */
+        struct idl_interface *bad = NULL;
+        CU_ASSERT_EQUAL(idl_parse("interface x\ntype T (a: int,\nb: ?[]nope\n", &bad, &err), -EINVAL);
+        CU_ASSERT_PTR_NOT_NULL(err && strstr(err, "line 4"));
+        if (err && !strstr(err, "line 4"))
+                printf("\n    %s", err);
+        free(err);
+}
+
+/* ---- parameter tables ---- */
+
+static const char *param_type_name(enum param_type t) {
+        static const char *const names[] = { [PARAM_INT] = "int", [PARAM_BOOL] = "bool", [PARAM_STRING] = "string",
+                                             [PARAM_ARRAY] = "array", [PARAM_OBJECT] = "object", [PARAM_LEVEL] = "Level" };
+        return names[t];
+}
+
+/* What the IDL says the field is, in the table's terms. */
+static const char *idl_field_as_param(const struct idl_field *f) {
+        if (f->array)
+                return "array";
+        switch (f->kind) {
+        case IDL_INT: return "int";
+        case IDL_BOOL: return "bool";
+        case IDL_STRING: return "string";
+        case IDL_OBJECT: return "object";
+        case IDL_FLOAT: return "float";
+        case IDL_NAMED: break;
+        }
+        const struct idl_struct *t = idl_type(idl, f->type_name);
+        if (t && t->is_enum)
+                return streq(f->type_name, "Level") ? "Level" : "string";
+        return "object";
+}
+
+/* The table and the IDL's struct name the same fields, with the same types and optionality. */
+static unsigned table_disagreements(const char *what, const struct param *table, const struct idl_struct *s) {
+        unsigned n = 0;
+        for (const struct param *p = table; p->name; p++) {
+                const struct idl_field *f = idl_field(s, p->name);
+                if (!f) {
+                        printf("\n    %s: parameter %s is not in the IDL", what, p->name);
+                        n++;
+                        continue;
+                }
+                if (!streq(param_type_name(p->type), idl_field_as_param(f))) {
+                        printf("\n    %s.%s: parsed as %s, the IDL says %s", what, p->name, param_type_name(p->type),
+                               idl_field_as_param(f));
+                        n++;
+                }
+                if (p->mandatory == f->optional) {
+                        printf("\n    %s.%s: %s in the table, %s in the IDL", what, p->name,
+                               p->mandatory ? "mandatory" : "optional", f->optional ? "optional" : "mandatory");
+                        n++;
+                }
+        }
+        for (size_t i = 0; i < s->n_fields; i++) {
+                bool found = false;
+                for (const struct param *p = table; p->name; p++)
+                        found = found || streq(p->name, s->fields[i].name);
+                if (!found) {
+                        printf("\n    %s: the IDL's %s is not parsed", what, s->fields[i].name);
+                        n++;
+                }
+        }
+        return n;
+}
+
+static void test_method_tables(void) {
+        CU_ASSERT_FATAL(idl != NULL);
+        const struct varlink_interface *iface = &service_interfaces[0];
+        CU_ASSERT_STRING_EQUAL(iface->name, idl->name);
+        unsigned bad = 0;
+        for (size_t i = 0; i < iface->n_methods; i++) {
+                const struct varlink_method *m = &iface->methods[i];
+                const struct idl_method *im = idl_method(idl, m->name);
+                if (!im) {
+                        printf("\n    method %s is served but not in the IDL", m->name);
+                        bad++;
+                        continue;
+                }
+                CU_ASSERT_PTR_NOT_NULL_FATAL(m->params);
+                bad += table_disagreements(m->name, m->params, &im->in);
+        }
+        for (size_t i = 0; i < idl->n_methods; i++) {
+                bool served = false;
+                for (size_t k = 0; k < iface->n_methods; k++)
+                        served = served || streq(iface->methods[k].name, idl->methods[i].in.name);
+                if (!served) {
+                        printf("\n    method %s is in the IDL but not served", idl->methods[i].in.name);
+                        bad++;
+                }
+        }
+        bad += table_disagreements("ShrinkerSpec", service_shrinker_spec_params, idl_type(idl, "ShrinkerSpec"));
+        bad += table_disagreements("ShrinkAnswer", protocol_answer_item_params, idl_type(idl, "ShrinkAnswer"));
+        CU_ASSERT_EQUAL(bad, 0u);
+}
+
+static void test_errors(void) {
+        CU_ASSERT_FATAL(idl != NULL);
+        unsigned bad = 0;
+        for (const char *const *e = protocol_errors; *e; e++) {
+                const char *dot = strrchr(*e, '.');
+                if (!idl_error(idl, dot + 1) || strncmp(*e, "io.pressured.", 13) != 0) {
+                        printf("\n    error %s is sent but not in the IDL", *e);
+                        bad++;
+                }
+        }
+        for (size_t i = 0; i < idl->n_errors; i++) {
+                bool sent = false;
+                for (const char *const *e = protocol_errors; *e; e++)
+                        sent = sent || streq(strrchr(*e, '.') + 1, idl->errors[i].name);
+                if (!sent) {
+                        printf("\n    error %s is in the IDL but the daemon has no name for it", idl->errors[i].name);
+                        bad++;
+                }
+        }
+        CU_ASSERT_EQUAL(bad, 0u);
+}
+
+/* ---- the codec ---- */
+
+/* Every field seen in samples of each type, to find fields the codec never writes. */
+#define SEEN_MAX 512
+static char *seen[SEEN_MAX];
+static size_t n_seen;
+
+static void see(const char *type, const char *field) {
+        char key[256];
+        snprintf(key, sizeof(key), "%s.%s", type, field);
+        for (size_t i = 0; i < n_seen; i++)
+                if (streq(seen[i], key))
+                        return;
+        if (n_seen < SEEN_MAX)
+                seen[n_seen++] = strdup(key);
+}
+
+static bool was_seen(const char *type, const char *field) {
+        char key[256];
+        snprintf(key, sizeof(key), "%s.%s", type, field);
+        for (size_t i = 0; i < n_seen; i++)
+                if (streq(seen[i], key))
+                        return true;
+        return false;
+}
+
+static void mark(const struct idl_struct *s, struct json_object *o) {
+        if (!s || s->is_enum || !json_object_is_type(o, json_type_object))
+                return;
+        json_object_object_foreach(o, key, val) {
+                const struct idl_field *f = idl_field(s, key);
+                if (!f)
+                        continue;
+                see(s->name, key);
+                const struct idl_struct *t = f->kind == IDL_NAMED ? idl_type(idl, f->type_name) : NULL;
+                if (f->array)
+                        for (size_t k = 0; val && k < json_object_array_length(val); k++)
+                                mark(t, json_object_array_get_idx(val, k));
+                else
+                        mark(t, val);
+        }
+}
+
+/* o must be valid for the type; its fields count as written. Takes o. */
+static void sample(const char *type, struct json_object *o) {
+        const struct idl_struct *s = idl_type(idl, type);
+        char *err = NULL;
+        CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+        int r = idl_validate(idl, s, o, 0, &err);
+        if (r < 0)
+                printf("\n    %s as the codec writes it: %s", type, err);
+        CU_ASSERT_EQUAL(r, 0);
+        free(err);
+        mark(s, o);
+        json_object_put(o);
+}
+
+static struct scope_snapshot full_scope(struct scope_id id) {
+        struct scope_snapshot s = {
+                .id = id,
+                .level = LEVEL_MEDIUM,
+                .have_psi = true,
+                .have_node_memory = id.type == SCOPE_NODE,
+                .node = { .total = 1 << 30, .free = 1 << 20, .watermark_high = 3 },
+                .have_cgroup_memory = id.type == SCOPE_CGROUP,
+                .usage = 100,
+                .limit = 200,
+                .reclaim_target = 5,
+                .since = 7,
+                .removed = true,
+                .source = LEVEL_SOURCE_HEADROOM,
+                .have_headroom = true,
+                .headroom_limit = 200,
+                .headroom_unreclaimable = 50,
+                .headroom_cgroup = "/a",
+                .reason = "why",
+        };
+        s.psi.has_full = true;
+        return s;
+}
+
+static void test_codec_against_idl(void) {
+        CU_ASSERT_FATAL(idl != NULL);
+        const struct scope_id ids[] = { { .type = SCOPE_SYSTEM }, { .type = SCOPE_NODE, .node = 1 },
+                                        { .type = SCOPE_CGROUP, .cgroup = "/a" } };
+        for (size_t i = 0; i < ELEMENTSOF(ids); i++) {
+                struct scope_snapshot s = full_scope(ids[i]);
+                sample("ScopeState", protocol_encode_scope_state(&s));
+                sample("LevelChange", protocol_encode_level_change(&s, LEVEL_LOW, 3));
+        }
+        sample("MemoryEvent", protocol_encode_memory_event(&(struct memory_event_snapshot){
+                                      .id = ids[2], .kind = MEMORY_EVENT_OOM_KILL, .count = 1, .timestamp = 9 }));
+        sample("Request", protocol_encode_shrink_request(&(struct shrink_request_snapshot){
+                                  .id = 1, .shrinker = 2, .op = SHRINK_OP_SCAN, .cgroup = "/", .nr_to_scan = 128,
+                                  .priority = 12, .deadline = 5, .scope_type = SCOPE_CGROUP, .level = LEVEL_LOW }));
+        sample("ShrinkResult", protocol_encode_shrink_result(&(struct shrink_result){
+                                       .shrinker = 1, .name = "n", .cgroup = "/", .have_released = true,
+                                       .have_count = true, .stopped = true, .timed_out = true, .empty = true,
+                                       .quarantined = true, .rejected = true }));
+        struct shrinker_ref refs[] = { { .id = 1, .name = "n" } };
+        sample("Registration", protocol_encode_registration(&(struct shrink_registration){
+                                       .token = "t", .n_shrinkers = 1, .shrinkers = refs }));
+        struct shrinker_node_figures nodes[] = { { .node = 0, .objects = 1, .bytes = 2, .deferred = 3 } };
+        sample("ShrinkerInfo", protocol_encode_shrinker_info(&(struct shrinker_info_snapshot){
+                                       .id = 1, .name = "n", .cgroup = "/", .flags = SHRINKER_NUMA_AWARE | SHRINKER_MEMCG_AWARE,
+                                       .n_nodes = 1, .nodes = nodes, .client_trust = 900 }));
+
+        /* GetConfiguration's reply is the codec's whole: held to the method's output. */
+        struct config c;
+        config_init(&c);
+        CU_ASSERT_EQUAL(config_set(&c, "cgroup", "/a", NULL), 0);
+        struct json_object *conf = protocol_encode_configuration(&c, LOG_INFO);
+        const struct idl_method *m = idl_method(idl, "GetConfiguration");
+        char *err = NULL;
+        int r = idl_validate(idl, &m->out, conf, 0, &err);
+        if (r < 0)
+                printf("\n    GetConfiguration as the codec writes it: %s", err);
+        CU_ASSERT_EQUAL(r, 0);
+        free(err);
+        for (size_t i = 0; i < m->out.n_fields; i++)
+                CU_ASSERT_TRUE(json_object_object_get_ex(conf, m->out.fields[i].name, NULL));
+        mark(idl_type(idl, "LevelThresholds"), json_object_array_get_idx(json_object_object_get(conf, "levels"), 0));
+        json_object_put(conf);
+        config_done(&c);
+
+        /* Every field of every type the codec writes appears in some sample: a field added to the IDL
+         * and not to the codec fails here. */
+        static const char *const written[] = { "ScopeState", "LevelChange", "MemoryEvent", "Request", "ShrinkResult",
+                                               "Registration", "ShrinkerInfo", "ScopeRef", "Pressure", "Stall",
+                                               "NodeMemory", "CgroupMemory", "Headroom", "ShrinkerNode",
+                                               "RegisteredShrinker", "LevelThresholds", "PsiThreshold" };
+        unsigned missing = 0;
+        for (size_t i = 0; i < ELEMENTSOF(written); i++) {
+                const struct idl_struct *s = idl_type(idl, written[i]);
+                CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+                for (size_t k = 0; k < s->n_fields; k++)
+                        if (!was_seen(s->name, s->fields[k].name)) {
+                                printf("\n    %s.%s is in the IDL but the codec never writes it", s->name,
+                                       s->fields[k].name);
+                                missing++;
+                        }
+        }
+        CU_ASSERT_EQUAL(missing, 0u);
+}
+
+/* The codec's decoders take what its encoders write (the daemon's own tests and tools read replies so). */
+static void test_codec_round_trip(void) {
+        struct scope_snapshot s = full_scope((struct scope_id){ .type = SCOPE_CGROUP, .cgroup = "/a" }), back;
+        enum level previous;
+        unsigned coalesced;
+        struct json_object *o = protocol_encode_level_change(&s, LEVEL_LOW, 3);
+        CU_ASSERT_EQUAL(protocol_decode_level_change(o, &back, &previous, &coalesced), 0);
+        CU_ASSERT_EQUAL(back.level, LEVEL_MEDIUM);
+        CU_ASSERT_EQUAL(previous, LEVEL_LOW);
+        CU_ASSERT_EQUAL(coalesced, 3u);
+        CU_ASSERT_EQUAL(back.headroom_limit, 200u);
+        json_object_put(o);
+
+        /* a mandatory field missing is refused, not read as 0 */
+        o = protocol_encode_scope_state(&s);
+        json_object_object_del(o, "reclaim_target");
+        CU_ASSERT(protocol_decode_scope_state(o, &back) < 0);
+        char *err = NULL;
+        CU_ASSERT_EQUAL(idl_validate(idl, idl_type(idl, "ScopeState"), o, 0, &err), -EPROTO);
+        CU_ASSERT_PTR_NOT_NULL(err && strstr(err, "reclaim_target: missing"));
+        free(err);
+        json_object_put(o);
+}
+
+/* ---- docs/protocol.md ---- */
+
+/* Each reply recorded there ("<- {...}") is valid for the call before it ("-> {...}"). */
+static void test_recorded_replies(void) {
+        const char *root = getenv("PRESSURED_SOURCE_ROOT");
+        char path[PATH_MAX], line[16384], method[128] = "";
+        snprintf(path, sizeof(path), "%s/docs/protocol.md", root ? root : ".");
+        FILE *f = fopen(path, "re");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        unsigned n = 0, bad = 0, lineno = 0;
+        while (fgets(line, sizeof(line), f)) {
+                lineno++;
+                if (strncmp(line, "```", 3) == 0)
+                        method[0] = 0; /* a new transcript */
+                if (strncmp(line, "-> {", 4) == 0) {
+                        struct json_object *call = json_tokener_parse(line + 3), *m;
+                        method[0] = 0;
+                        if (call && json_object_object_get_ex(call, "method", &m))
+                                snprintf(method, sizeof(method), "%s", json_object_get_string(m));
+                        json_object_put(call);
+                        continue;
+                }
+                if (strncmp(line, "<- {", 4) != 0)
+                        continue;
+                struct json_object *reply = json_tokener_parse(line + 3), *params = NULL, *error = NULL;
+                if (!reply) {
+                        printf("\n    protocol.md:%u: not JSON", lineno);
+                        bad++;
+                        continue;
+                }
+                (void) json_object_object_get_ex(reply, "parameters", &params);
+                const struct idl_struct *s = NULL;
+                if (json_object_object_get_ex(reply, "error", &error)) {
+                        const char *name = json_object_get_string(error);
+                        if (strncmp(name, "io.pressured.", 13) == 0 && !(s = idl_error(idl, name + 13))) {
+                                printf("\n    protocol.md:%u: error %s is not in the IDL", lineno, name);
+                                bad++;
+                        }
+                } else if (!method[0]) {
+                        /* An excerpt without its call: a reply of some method. */
+                        for (size_t k = 0; !s && params && k < idl->n_methods; k++)
+                                if (idl_validate(idl, &idl->methods[k].out, params, 0, NULL) == 0)
+                                        s = &idl->methods[k].out;
+                        if (!s) {
+                                printf("\n    protocol.md:%u: a reply of no method", lineno);
+                                bad++;
+                        }
+                } else if (strncmp(method, "io.pressured.", 13) == 0) {
+                        const struct idl_method *m = idl_method(idl, method + 13);
+                        s = m ? &m->out : NULL;
+                        if (!s) {
+                                printf("\n    protocol.md:%u: method %s is not in the IDL", lineno, method);
+                                bad++;
+                        }
+                }
+                char *err = NULL;
+                if (s && idl_validate(idl, s, params, 0, &err) < 0) {
+                        printf("\n    protocol.md:%u: reply to %s: %s", lineno, method, err);
+                        bad++;
+                }
+                free(err);
+                n += s != NULL;
+                json_object_put(reply);
+        }
+        fclose(f);
+        CU_ASSERT(n >= 8); /* every io.pressured reply the page records */
+        CU_ASSERT_EQUAL(bad, 0u);
+}
+
+int main(void) {
+        static const struct test_case cases[] = {
+                { "the IDL parses", test_parses },
+                { "method tables match the IDL", test_method_tables },
+                { "errors match the IDL", test_errors },
+                { "the codec writes what the IDL says", test_codec_against_idl },
+                { "the codec reads what it writes, and refuses what is missing", test_codec_round_trip },
+                { "replies recorded in docs/protocol.md", test_recorded_replies },
+                {},
+        };
+        int r = test_run("interface", cases, NULL);
+        idl_free(idl);
+        for (size_t i = 0; i < n_seen; i++)
+                free(seen[i]);
+        return r;
+}
