@@ -10,6 +10,7 @@
 #include "macro.h"
 #include "params.h"
 #include "protocol.h"
+#include "varlink_service.h"
 
 
 /* Scopes named in one Subscribe call. */
@@ -774,6 +775,7 @@ static const struct varlink_method pressured_methods[] = {
 };
 
 const struct varlink_interface service_interfaces[] = {
+        VARLINK_SERVICE_INTERFACE,
         {
                 .name = "io.pressured",
                 .description = protocol_interface_description,

@@ -24,6 +24,7 @@
 #include "log.h"
 #include "macro.h"
 #include "sockets.h"
+#include "varlink_call.h"
 
 /* Stop reading calls from a peer while this much output waits for it: a client that pipelines calls and
  * never reads cannot make the daemon buffer without bound. */
@@ -159,26 +160,6 @@ static bool connection_wants_input(const struct varlink_connection *c) {
         return c->state == CONNECTION_IDLE && frame_writer_queued(&c->out) < OUTPUT_HIGH_WATER;
 }
 
-static const char service_interface[] =
-        "# The Varlink service interface\n"
-        "interface org.varlink.service\n"
-        "\n"
-        "method GetInfo() -> (\n"
-        "  vendor: string,\n"
-        "  product: string,\n"
-        "  version: string,\n"
-        "  url: string,\n"
-        "  interfaces: []string\n"
-        ")\n"
-        "\n"
-        "method GetInterfaceDescription(interface: string) -> (description: string)\n"
-        "\n"
-        "error InterfaceNotFound (interface: string)\n"
-        "error MethodNotFound (method: string)\n"
-        "error MethodNotImplemented (method: string)\n"
-        "error InvalidParameter (parameter: string)\n"
-        "error PermissionDenied ()\n"
-        "error ExpectedMore ()\n";
 
 /* ---- output ---- */
 
@@ -195,76 +176,39 @@ static size_t connection_buffered(const struct varlink_connection *c) {
         return c->in.alloc + c->out.alloc;
 }
 
-/* A user other than root may hold at most this share of max_buffered: one user's connections cannot
- * take the memory every other client's replies need. */
-#define BUFFERED_SHARE_DIVISOR 4
-
-/* The biggest live connection of uid (any uid when all is set). */
-static struct varlink_connection *biggest_of(struct varlink_server *s, uid_t uid, bool all) {
-        struct varlink_connection *big = NULL;
-        for (struct varlink_connection *c = s->connections; c; c = c->next)
-                if (!connection_dead(c) && (all || c->peer.uid == uid) && (!big || c->accounted > big->accounted))
-                        big = c;
-        return big;
-}
-
-static void close_for_buffers(struct varlink_server *s, struct varlink_connection *big, const char *why) {
+static void close_for_buffers(struct varlink_server *s, struct varlink_connection *big, enum varlink_overflow why) {
         unsigned suppressed;
         s->n_overflow_closed++;
         if (ratelimit_below(&s->overflow_log, event_now(s->event), &suppressed))
                 log_warning("Closing the connection of uid %u (pid %d): it holds %zu bytes of buffers and %s "
                             "(max_buffered %zu; %llu closed so far).",
-                            (unsigned) big->peer.uid, (int) big->peer.pid, big->accounted, why, s->limits.max_buffered,
-                            (unsigned long long) s->n_overflow_closed);
+                            (unsigned) big->peer.uid, (int) big->peer.pid, big->accounted,
+                            why == VARLINK_OVER_SHARE ? "its user's connections hold more than their share"
+                                                      : "all together hold more than max_buffered",
+                            s->limits.max_buffered, (unsigned long long) s->n_overflow_closed);
         connection_kill(big);
 }
 
-/* Live bytes per uid: the dead still count in the totals until they are freed, not in the choice. */
-static size_t uid_live(struct varlink_server *s, uid_t uid) {
-        size_t n = 0;
+/* Over a share or the cap: varlink_policy_overflow() says whose connections go. Closed from the event
+ * loop; what they hold counts until then, so the ones already condemned are left out of the choice. */
+static void buffers_enforce(struct varlink_server *s, uid_t uid) {
+        size_t n = 0, k = 0;
         for (struct varlink_connection *c = s->connections; c; c = c->next)
-                if (!connection_dead(c) && c->peer.uid == uid)
-                        n += c->accounted;
-        return n;
-}
-
-/* Over the cap of all buffers together, connections are closed until the rest fits: the biggest of the
- * user whose connections hold the most, so that one user's pile of unread replies costs that user, not
- * the one with the single largest reply (root's ListShrinkers, say). Closed from the event loop; what they
- * hold counts until then, so the ones already condemned are left out of the choice. */
-static void buffers_over_cap(struct varlink_server *s) {
-        size_t live = 0;
+                n += !connection_dead(c);
+        _cleanup_free_ struct varlink_holder *h = calloc(MAX(n, 1u), sizeof(*h));
+        _cleanup_free_ struct varlink_connection **conns = calloc(MAX(n, 1u), sizeof(*conns));
+        _cleanup_free_ size_t *victims = calloc(MAX(n, 1u), sizeof(size_t));
+        _cleanup_free_ enum varlink_overflow *why = calloc(MAX(n, 1u), sizeof(*why));
+        if (!h || !conns || !victims || !why)
+                return; /* the next count tries again */
         for (struct varlink_connection *c = s->connections; c; c = c->next)
-                if (!connection_dead(c))
-                        live += c->accounted;
-        while (live > s->limits.max_buffered) {
-                struct varlink_connection *top = NULL;
-                size_t top_bytes = 0;
-                for (struct varlink_connection *c = s->connections; c; c = c->next) {
-                        size_t b = connection_dead(c) ? 0 : hashmap_count_get_u64(s->buffered_per_uid, c->peer.uid);
-                        if (!connection_dead(c) && (!top || b > top_bytes)) {
-                                top = c;
-                                top_bytes = b;
-                        }
+                if (!connection_dead(c)) {
+                        h[k] = (struct varlink_holder){ .uid = c->peer.uid, .bytes = c->accounted };
+                        conns[k++] = c;
                 }
-                struct varlink_connection *big = top ? biggest_of(s, top->peer.uid, false) : NULL;
-                if (!big)
-                        return;
-                live -= big->accounted;
-                close_for_buffers(s, big, "all together hold more than max_buffered");
-        }
-}
-
-/* A user past its share: its own biggest connections go until it fits. */
-static void buffers_over_share(struct varlink_server *s, uid_t uid, size_t share) {
-        size_t held = uid_live(s, uid);
-        while (held > share) {
-                struct varlink_connection *big = biggest_of(s, uid, false);
-                if (!big)
-                        return;
-                held -= big->accounted;
-                close_for_buffers(s, big, "its user's connections hold more than their share");
-        }
+        size_t n_victims = varlink_policy_overflow(&s->limits, h, n, uid, victims, why);
+        for (size_t i = 0; i < n_victims; i++)
+                close_for_buffers(s, conns[victims[i]], why[i]);
 }
 
 /* c's buffers may have grown or shrunk: bring the server's total and its user's up to date. */
@@ -278,11 +222,10 @@ static void buffers_account(struct varlink_connection *c) {
         c->accounted = now;
         if (s->limits.max_buffered == 0 || now == 0)
                 return;
-        size_t share = s->limits.max_buffered / BUFFERED_SHARE_DIVISOR;
-        if (c->peer.uid != 0 && hashmap_count_get_u64(s->buffered_per_uid, c->peer.uid) > share)
-                buffers_over_share(s, c->peer.uid, share);
-        if (s->buffered > s->limits.max_buffered)
-                buffers_over_cap(s);
+        size_t share = s->limits.max_buffered / VARLINK_BUFFERED_SHARE_DIVISOR;
+        if ((c->peer.uid != 0 && hashmap_count_get_u64(s->buffered_per_uid, c->peer.uid) > share) ||
+            s->buffered > s->limits.max_buffered)
+                buffers_enforce(s, c->peer.uid);
 }
 
 /* Write what is queued now; whatever the socket does not take waits for EPOLLOUT. */
@@ -480,54 +423,24 @@ int varlink_check_fields(struct varlink_connection *c, struct json_object *param
         return 0;
 }
 
-static const struct varlink_interface *find_interface(struct varlink_server *s, const char *name) {
+const struct varlink_interface *varlink_server_find_interface(const struct varlink_server *s, const char *name) {
         for (size_t i = 0; i < s->n_interfaces; i++)
                 if (streq(s->interfaces[i].name, name))
                         return &s->interfaces[i];
         return NULL;
 }
 
-static int service_get_info(struct varlink_connection *c, struct json_object *params) {
-        struct varlink_server *s = c->server;
-        static const char *const known[] = { NULL };
-
-        if (varlink_check_fields(c, params, known) < 0)
-                return 0;
-
-        struct json_object *p = json_object_new_object(), *ifaces = json_object_new_array();
-        jb_set_string(&p, "vendor", s->info.vendor);
-        jb_set_string(&p, "product", s->info.product);
-        jb_set_string(&p, "version", s->info.version);
-        jb_set_string(&p, "url", s->info.url);
-        jb_append(&ifaces, json_object_new_string("org.varlink.service"));
-        for (size_t i = 0; i < s->n_interfaces; i++)
-                jb_append(&ifaces, json_object_new_string(s->interfaces[i].name));
-        jb_set(&p, "interfaces", ifaces);
-        return varlink_reply(c, p);
+const struct varlink_info *varlink_server_info(const struct varlink_server *s) {
+        return &s->info;
 }
 
-static int service_get_interface_description(struct varlink_connection *c, struct json_object *params) {
-        static const char *const known[] = { "interface", NULL };
-        struct json_object *v;
+const struct varlink_interface *varlink_server_interfaces(const struct varlink_server *s, size_t *ret_n) {
+        *ret_n = s->n_interfaces;
+        return s->interfaces;
+}
 
-        if (varlink_check_fields(c, params, known) < 0)
-                return 0;
-        if (!json_object_object_get_ex(params, "interface", &v) || !json_object_is_type(v, json_type_string))
-                return varlink_error_invalid_parameter(c, "interface");
-
-        const char *name = json_object_get_string(v), *text = NULL;
-        if (streq(name, "org.varlink.service"))
-                text = service_interface;
-        else {
-                const struct varlink_interface *i = find_interface(c->server, name);
-                if (i)
-                        text = i->description;
-        }
-        if (!text)
-                return varlink_error(c, VARLINK_ERROR_INTERFACE_NOT_FOUND,
-                                     jb_object_with("interface", json_object_new_string(name)));
-
-        return varlink_reply(c, jb_object_with("description", json_object_new_string(text)));
+struct varlink_server *varlink_connection_server(const struct varlink_connection *c) {
+        return c->server;
 }
 
 static int error_with_method(struct varlink_connection *c, const char *error, const char *key, const char *value) {
@@ -545,17 +458,7 @@ static int dispatch_method(struct varlink_connection *c, const char *method, str
                 return -ENOMEM;
         const char *name = dot + 1;
 
-        if (streq(iface, "org.varlink.service")) {
-                if (upgrade)
-                        return error_with_method(c, VARLINK_ERROR_METHOD_NOT_IMPLEMENTED, "method", method);
-                if (streq(name, "GetInfo"))
-                        return service_get_info(c, params);
-                if (streq(name, "GetInterfaceDescription"))
-                        return service_get_interface_description(c, params);
-                return error_with_method(c, VARLINK_ERROR_METHOD_NOT_FOUND, "method", method);
-        }
-
-        const struct varlink_interface *i = find_interface(c->server, iface);
+        const struct varlink_interface *i = varlink_server_find_interface(c->server, iface);
         if (!i)
                 return error_with_method(c, VARLINK_ERROR_INTERFACE_NOT_FOUND, "interface", iface);
         for (size_t k = 0; k < i->n_methods; k++)
@@ -568,98 +471,16 @@ static int dispatch_method(struct varlink_connection *c, const char *method, str
         return error_with_method(c, VARLINK_ERROR_METHOD_NOT_FOUND, "method", method);
 }
 
-/* Parse one message and run it. Returns 0, or a negative errno when the connection must go. */
-/* One whole JSON object, nothing after it; NULL otherwise. */
-static struct json_object *parse_object(const char *text, size_t len, const char **ret_bad) {
-        struct json_tokener *tok = json_tokener_new_ex(64);
-        if (!tok) {
-                *ret_bad = NULL;
-                return NULL;
-        }
-        errno = 0;
-        struct json_object *msg = json_tokener_parse_ex(tok, text, (int) len);
-        enum json_tokener_error jerr = json_tokener_get_error(tok);
-        size_t end = json_tokener_get_parse_end(tok);
-        int saved_errno = errno;
-        json_tokener_free(tok);
-
-        /* A failed allocation is not the peer's fault. json-c 0.17 says so; before it, malloc's errno
-         * tells it from bad JSON. */
-        bool out_of_memory = !msg && saved_errno == ENOMEM;
-#if JSON_C_VERSION_NUM >= ((0 << 16) | (17 << 8))
-        out_of_memory = out_of_memory || jerr == json_tokener_error_memory;
-#endif
-        *ret_bad = out_of_memory ? NULL : "message is not valid JSON";
-        if (!*ret_bad)
-                return NULL;
-        if (msg && jerr == json_tokener_success && end == len) {
-                if (json_object_is_type(msg, json_type_object))
-                        return msg;
-                *ret_bad = "message is not a JSON object";
-        }
-        json_object_put(msg);
-        return NULL;
-}
-
-struct call {
-        const char *method;
-        struct json_object *params;
-        unsigned flags;
-        bool upgrade;
-};
-
-/* The call's envelope: method, parameters and at most one flag. Returns what is wrong, or NULL. */
-static const char *parse_call(struct json_object *msg, struct call *ret) {
-        struct call call = {};
-        unsigned n_flags = 0;
-        const char *bad = NULL;
-
-        json_object_object_foreach(msg, key, val) {
-                if (streq(key, "method")) {
-                        if (!json_object_is_type(val, json_type_string))
-                                bad = "\"method\" is not a string";
-                        else
-                                call.method = json_object_get_string(val);
-                } else if (streq(key, "parameters")) {
-                        if (val && !json_object_is_type(val, json_type_object))
-                                bad = "\"parameters\" is not an object";
-                        else
-                                call.params = val;
-                } else if (streq(key, "more") || streq(key, "oneway") || streq(key, "upgrade")) {
-                        if (!json_object_is_type(val, json_type_boolean)) {
-                                bad = "a call flag is not a boolean";
-                                continue;
-                        }
-                        if (!json_object_get_boolean(val))
-                                continue;
-                        n_flags++;
-                        if (streq(key, "more"))
-                                call.flags |= VARLINK_CALL_MORE;
-                        else if (streq(key, "oneway"))
-                                call.flags |= VARLINK_CALL_ONEWAY;
-                        else
-                                call.upgrade = true;
-                } else
-                        bad = "unknown field in call";
-        }
-        if (!bad && !call.method)
-                bad = "call has no method";
-        if (!bad && n_flags > 1)
-                bad = "more than one of more, oneway and upgrade";
-        *ret = call;
-        return bad;
-}
-
 static int process_message(struct varlink_connection *c, const char *text, size_t len) {
         const char *bad;
-        struct call call;
+        struct varlink_call call;
 
         c->last_active_usec = event_now(c->server->event);
-        struct json_object *msg = parse_object(text, len, &bad);
+        struct json_object *msg = varlink_call_parse_object(text, len, &bad);
         if (!msg && !bad)
                 return -ENOMEM;
         if (msg)
-                bad = parse_call(msg, &call);
+                bad = varlink_call_parse(msg, &call);
         if (bad) {
                 json_object_put(msg);
                 protocol_violation(c, bad);
@@ -899,15 +720,10 @@ static int connection_new(struct varlink_server *s, int fd) {
         int r;
 
         (void) getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len);
-        if (s->limits.max_connections > 0 && s->n_connections >= s->limits.max_connections)
-                return connection_refuse(s, fd, &peer, "max_connections");
-        if (s->quota && s->quota->max > 0 && s->quota->n >= s->quota->max)
-                return connection_refuse(s, fd, &peer, "the connections both sockets may have");
-        /* Root is the machine's administrator, bound by the cap of all connections only: a service
-         * running many shrinker clients as root is no attack. */
-        if (s->limits.max_connections_per_uid > 0 && peer.uid != 0 &&
-            hashmap_count_get_u64(s->per_uid, peer.uid) >= s->limits.max_connections_per_uid)
-                return connection_refuse(s, fd, &peer, "max_connections_per_uid");
+        const char *which = varlink_policy_admit(&s->limits, s->n_connections, hashmap_count_get_u64(s->per_uid, peer.uid),
+                                                 peer.uid, s->quota ? s->quota->n : 0, s->quota ? s->quota->max : 0);
+        if (which)
+                return connection_refuse(s, fd, &peer, which);
 
         struct varlink_connection *c = calloc(1, sizeof(*c));
         if (!c || hashmap_count_add_u64(s->per_uid, peer.uid, +1) < 0) {
@@ -971,7 +787,7 @@ static int on_idle_timer(sd_event_source *src, uint64_t usec, void *userdata) {
                 n = c->next;
                 if (connection_in_call(c) || connection_dead(c) || timeout == 0)
                         continue;
-                if (now - c->last_active_usec >= timeout) {
+                if (varlink_policy_idle(&s->limits, c->last_active_usec, now)) {
                         log_debug("Closing connection of uid %u (pid %d): idle for %llu s.", (unsigned) c->peer.uid,
                                   (int) c->peer.pid, (unsigned long long) ((now - c->last_active_usec) / 1000000));
                         connection_free(c);

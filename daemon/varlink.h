@@ -16,14 +16,11 @@
 #include "listener.h"
 #include "params.h"
 #include "pidref.h"
+#include "varlink_call.h"
+#include "varlink_policy.h"
 
 struct varlink_server;
 struct varlink_connection;
-
-enum {
-        VARLINK_CALL_MORE = 1 << 0,
-        VARLINK_CALL_ONEWAY = 1 << 1,
-};
 
 #define VARLINK_ERROR_INTERFACE_NOT_FOUND "org.varlink.service.InterfaceNotFound"
 #define VARLINK_ERROR_METHOD_NOT_FOUND "org.varlink.service.MethodNotFound"
@@ -72,16 +69,14 @@ void varlink_server_set_max_message_size(struct varlink_server *s, size_t size);
  * before anything of it is read, and counted. A connection with no call in progress whose last call began
  * or ended (or which connected) idle_timeout_usec ago is closed (0: never): a peer that opened a
  * connection and went quiet, or sends half a message a byte at a time, holds nothing for long. */
-struct varlink_limits {
-        size_t max_connections;
-        size_t max_connections_per_uid;
-        uint64_t idle_timeout_usec;
-        /* All connections' read and write buffers together; over it, the connections holding the most
-         * are closed until the rest fits (0: no cap). */
-        size_t max_buffered;
-};
 /* None by default (0 everywhere). Applies to connections made from now on; existing ones over a lowered
  * limit stay. */
+/* The interface of that name: one of the server's, or org.varlink.service (varlink_service.h). */
+const struct varlink_interface *varlink_server_find_interface(const struct varlink_server *s, const char *name);
+const struct varlink_info *varlink_server_info(const struct varlink_server *s);
+const struct varlink_interface *varlink_server_interfaces(const struct varlink_server *s, size_t *ret_n);
+struct varlink_server *varlink_connection_server(const struct varlink_connection *c);
+
 int varlink_server_set_limits(struct varlink_server *s, const struct varlink_limits *limits);
 
 /* Serve on an already listening socket (socket activation). The server takes the fd. */
