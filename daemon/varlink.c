@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "varlink.h"
+#include "varlink-private.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -26,25 +27,6 @@
 #include "sockets.h"
 #include "varlink_call.h"
 
-/* Stop reading calls from a peer while this much output waits for it: a client that pipelines calls and
- * never reads cannot make the daemon buffer without bound. */
-#define OUTPUT_HIGH_WATER (256u * 1024u)
-
-/* What a connection may do next. Calls are read one at a time: none while one is open.
- *
- *   IDLE --call--> CALL --end--> IDLE            (a streaming call stays in CALL until its last reply)
- *   IDLE --peer shuts down--> CLOSING           (close once the output is out)
- *   CALL --peer shuts down--> CALL_CLOSING --end--> CLOSING --a call still buffered--> CALL_CLOSING
- *   any --error, limit, close--> DEAD           (freed from the event loop) */
-enum connection_state {
-        CONNECTION_IDLE,
-        CONNECTION_CALL,
-        CONNECTION_CALL_CLOSING,
-        CONNECTION_CLOSING,
-        CONNECTION_DEAD,
-        _CONNECTION_STATE_MAX,
-};
-
 static const char *const connection_state_names[_CONNECTION_STATE_MAX] = {
         [CONNECTION_IDLE] = "idle",
         [CONNECTION_CALL] = "call",
@@ -53,72 +35,13 @@ static const char *const connection_state_names[_CONNECTION_STATE_MAX] = {
         [CONNECTION_DEAD] = "dead",
 };
 
-struct varlink_connection {
-        struct varlink_server *server;
-        struct varlink_connection *prev, *next;
-        int fd;
-        struct ucred peer;
-        struct pidref peer_ref; /* the process that connected, named as it was at accept */
-        sd_event_source *defer_source; /* processes buffered calls and deferred close */
-        struct frame_reader in;
-        struct frame_writer out;
-
-        enum connection_state state; /* written by connection_set_state() only */
-        unsigned call_flags;
-        void *call_data;
-        void (*call_data_free)(void *);
-        void (*drain)(struct varlink_connection *c, void *data);
-
-        uint64_t last_active_usec; /* when it connected, or a call of it began or ended */
-        size_t accounted; /* its buffers' memory as last counted in the server's total */
-        bool reading; /* in connection_read()'s loop, which goes on until EAGAIN by itself: not a state of
-                       * the connection but of the stack (call_end() must not re-arm under it) */
-        uint32_t events; /* as registered */
-};
-
-struct varlink_server {
-        sd_event *event;
-        const struct varlink_interface *interfaces;
-        size_t n_interfaces;
-        struct varlink_info info;
-        void *userdata;
-        size_t max_message_size;
-        struct json_text scratch; /* each message is written here, then framed */
-
-        int listen_fd;
-        char *socket_path; /* unlinked on free, if we created it */
-        struct listener *listener;
-        struct connection_quota *quota; /* shared with the other sockets; NULL: none */
-
-        /* Connections are watched by an epoll set of the server's own, one source in the event loop:
-         * one loop iteration serves up to CONNECTIONS_PER_WAKEUP ready connections, where a source per
-         * connection costs an iteration (and its system calls) each. */
-        int epoll_fd;
-        sd_event_source *epoll_source;
-
-        struct varlink_connection *connections;
-        size_t n_connections;
-
-        struct varlink_limits limits;
-        size_t buffered; /* memory of every connection's buffers, as last counted */
-        uint64_t n_overflow_closed;
-        struct ratelimit overflow_log;
-        struct hashmap *per_uid; /* uid -> connections open (as a pointer-sized count) */
-        struct hashmap *buffered_per_uid; /* uid -> bytes its connections' buffers hold, as last counted */
-        uint64_t n_refused; /* for the log line */
-        struct ratelimit refuse_log;
-        sd_event_source *idle_timer;
-        /* accept() ran out of file descriptors or memory: the listening socket rests a moment instead
-         * of waking the loop again at once (it is level-triggered) */
-};
-
 #define CONNECTIONS_PER_WAKEUP 64
 /* Calls one connection may have processed per wake-up before the others get their turn. */
 #define CALLS_PER_WAKEUP 8
 
 static void connection_free(struct varlink_connection *c);
 static void idle_timer_arm(struct varlink_server *s, uint64_t deadline);
-static void connection_update_events(struct varlink_connection *c);
+void connection_update_events(struct varlink_connection *c);
 static void connection_set_events(struct varlink_connection *c, bool rearm);
 
 static void connection_set_state(struct varlink_connection *c, enum connection_state state) {
@@ -129,14 +52,6 @@ static void connection_set_state(struct varlink_connection *c, enum connection_s
         log_debug("Connection of pid %d: %s -> %s.", (int) c->peer.pid, connection_state_names[c->state],
                   connection_state_names[state]);
         c->state = state;
-}
-
-static bool connection_dead(const struct varlink_connection *c) {
-        return c->state == CONNECTION_DEAD;
-}
-
-static bool connection_in_call(const struct varlink_connection *c) {
-        return c->state == CONNECTION_CALL || c->state == CONNECTION_CALL_CLOSING;
 }
 
 /* The peer shut down its side, nothing is open, and everything for it is out: nobody is left to talk to. */
@@ -163,7 +78,7 @@ static bool connection_wants_input(const struct varlink_connection *c) {
 
 /* ---- output ---- */
 
-static void connection_kill(struct varlink_connection *c) {
+void connection_kill(struct varlink_connection *c) {
         if (connection_dead(c))
                 return;
         connection_set_state(c, CONNECTION_DEAD);
@@ -212,7 +127,7 @@ static void buffers_enforce(struct varlink_server *s, uid_t uid) {
 }
 
 /* c's buffers may have grown or shrunk: bring the server's total and its user's up to date. */
-static void buffers_account(struct varlink_connection *c) {
+void connection_account_buffers(struct varlink_connection *c) {
         struct varlink_server *s = c->server;
         size_t now = connection_dead(c) ? c->accounted : connection_buffered(c);
         if (now != c->accounted)
@@ -228,90 +143,9 @@ static void buffers_account(struct varlink_connection *c) {
                 buffers_enforce(s, c->peer.uid);
 }
 
-/* Write what is queued now; whatever the socket does not take waits for EPOLLOUT. */
-static int connection_flush_now(struct varlink_connection *c) {
-        int r = frame_writer_flush(&c->out, c->fd);
-        if (r < 0 && r != -EAGAIN) {
-                log_debug_errno(r, "Connection of pid %d: write failed: %m", (int) c->peer.pid);
-                connection_kill(c);
-                return r;
-        }
-        buffers_account(c);
-        connection_update_events(c);
-        return 0;
-}
+/* ---- calls ---- */
 
-static int connection_send(struct varlink_connection *c, struct json_object *msg) {
-        struct json_text *text = &c->server->scratch;
-        int r;
-
-        if (connection_dead(c))
-                return -ECONNRESET;
-        /* A message that cannot be sent is a gap in the conversation: the peer must not go on as if
-         * nothing was lost. */
-        text->len = 0;
-        r = json_text_append_value(text, msg);
-        if (r >= 0)
-                r = frame_writer_put(&c->out, text->data, text->len);
-        /* The scratch text serves every message; a huge one is not kept. */
-        if (text->size > 64 * 1024)
-                json_text_done(text);
-        if (r < 0) {
-                connection_kill(c);
-                return r;
-        }
-        return connection_flush_now(c);
-}
-
-/* A message around parameters that are text already: no json-c tree of the whole. */
-static int send_serialized(struct varlink_connection *c, const char *params, size_t len, bool continues) {
-        static const char head[] = "{\"parameters\":", more[] = ",\"continues\":true}", end[] = "}";
-        const char *tail = continues ? more : end;
-        size_t tail_len = continues ? sizeof(more) - 1 : sizeof(end) - 1;
-        char stack[4096];
-
-        if (connection_dead(c))
-                return -ECONNRESET;
-        if (!params) {
-                connection_kill(c);
-                return -ENOMEM;
-        }
-        size_t total = sizeof(head) - 1 + len + tail_len;
-        char *msg = total <= sizeof(stack) ? stack : malloc(total);
-        if (!msg) {
-                connection_kill(c);
-                return -ENOMEM;
-        }
-        memcpy(msg, head, sizeof(head) - 1);
-        memcpy(msg + sizeof(head) - 1, params, len);
-        memcpy(msg + sizeof(head) - 1 + len, tail, tail_len);
-        int r = frame_writer_put(&c->out, msg, total);
-        if (msg != stack)
-                free(msg);
-        if (r < 0) {
-                connection_kill(c);
-                return r;
-        }
-        return connection_flush_now(c);
-}
-
-int varlink_notify_serialized(struct varlink_connection *c, const char *params, size_t len) {
-        if (!connection_in_call(c) || !(c->call_flags & VARLINK_CALL_MORE))
-                return -EPROTO;
-        return send_serialized(c, params, len, true);
-}
-
-static void call_end(struct varlink_connection *c);
-
-int varlink_reply_serialized(struct varlink_connection *c, const char *params, size_t len) {
-        if (!connection_in_call(c))
-                return -EBADMSG; /* programmer error: nothing to answer */
-        int r = c->call_flags & VARLINK_CALL_ONEWAY ? 0 : send_serialized(c, params, len, false);
-        call_end(c);
-        return r;
-}
-
-static void call_end(struct varlink_connection *c) {
+void connection_call_end(struct varlink_connection *c) {
         void *data = c->call_data;
         void (*free_fn)(void *) = c->call_data_free;
 
@@ -335,76 +169,6 @@ static void call_end(struct varlink_connection *c) {
         connection_set_events(c, !c->reading);
 }
 
-static int send_reply(struct varlink_connection *c, const char *error, struct json_object *params, bool continues) {
-        int r = 0;
-
-        if (!connection_in_call(c)) {
-                json_object_put(params);
-                return -EBADMSG; /* programmer error: nothing to answer */
-        }
-
-        /* NULL parameters: building them failed. The call cannot be answered as it should be, so the
-         * connection goes (as for any message that cannot be sent); a final answer still ends the call. */
-        if (!params) {
-                connection_kill(c);
-                r = -ENOMEM;
-        } else if (!(c->call_flags & VARLINK_CALL_ONEWAY)) {
-                struct json_object *msg = json_object_new_object();
-                if (error)
-                        jb_set_string(&msg, "error", error);
-                jb_set(&msg, "parameters", params);
-                jb_set_true(&msg, "continues", continues);
-                if (msg)
-                        r = connection_send(c, msg);
-                else {
-                        connection_kill(c);
-                        r = -ENOMEM;
-                }
-                json_object_put(msg);
-        } else
-                json_object_put(params);
-
-        if (!continues)
-                call_end(c);
-        return r;
-}
-
-int varlink_reply(struct varlink_connection *c, struct json_object *params) {
-        return send_reply(c, NULL, params, false);
-}
-
-int varlink_notify(struct varlink_connection *c, struct json_object *params) {
-        if (!(c->call_flags & VARLINK_CALL_MORE)) {
-                json_object_put(params);
-                return -EPROTO;
-        }
-        return send_reply(c, NULL, params, true);
-}
-
-int varlink_error(struct varlink_connection *c, const char *error, struct json_object *params) {
-        return send_reply(c, error, params, false);
-}
-
-int varlink_error_invalid_parameter(struct varlink_connection *c, const char *parameter) {
-        struct json_object *p = json_object_new_object();
-        jb_set_string(&p, "parameter", parameter);
-        return varlink_error(c, VARLINK_ERROR_INVALID_PARAMETER, p);
-}
-
-static void protocol_violation(struct varlink_connection *c, const char *reason) {
-        log_debug("Connection of pid %d broke the protocol (%s), closing it.", (int) c->peer.pid, reason);
-
-        /* A last, best-effort error so that the peer learns why; then the connection goes. */
-        struct json_object *msg = json_object_new_object();
-        jb_set_string(&msg, "error", VARLINK_ERROR_PROTOCOL);
-        jb_set(&msg, "parameters", jb_object_with("reason", json_object_new_string(reason)));
-        if (msg)
-                (void) connection_send(c, msg);
-        json_object_put(msg);
-        connection_kill(c);
-}
-
-/* ---- calls ---- */
 
 int varlink_check_fields(struct varlink_connection *c, struct json_object *params, const char *const *known) {
         json_object_object_foreach(params, key, val) {
@@ -483,7 +247,7 @@ static int process_message(struct varlink_connection *c, const char *text, size_
                 bad = varlink_call_parse(msg, &call);
         if (bad) {
                 json_object_put(msg);
-                protocol_violation(c, bad);
+                connection_protocol_violation(c, bad);
                 return 0;
         }
 
@@ -508,7 +272,7 @@ static int process_message(struct varlink_connection *c, const char *text, size_
                 return r;
         /* A oneway call is over once its method ran, whatever it did. */
         if (connection_in_call(c) && (call.flags & VARLINK_CALL_ONEWAY) && !c->call_data)
-                call_end(c);
+                connection_call_end(c);
         return 0;
 }
 
@@ -520,7 +284,7 @@ static int process_input(struct varlink_connection *c, unsigned *budget) {
                 size_t len;
                 int r = frame_reader_next(&c->in, &text, &len);
                 if (r == -EMSGSIZE) {
-                        protocol_violation(c, "message exceeds the size limit");
+                        connection_protocol_violation(c, "message exceeds the size limit");
                         return 0;
                 }
                 if (r <= 0)
@@ -556,7 +320,7 @@ static void connection_set_events(struct varlink_connection *c, bool rearm) {
                 connection_kill(c);
 }
 
-static void connection_update_events(struct varlink_connection *c) {
+void connection_update_events(struct varlink_connection *c) {
         connection_set_events(c, false);
 }
 
@@ -618,7 +382,7 @@ static void connection_io(struct varlink_connection *c, uint32_t revents) {
                 if (revents & (EPOLLHUP | EPOLLERR))
                         goto kill;
         }
-        buffers_account(c);
+        connection_account_buffers(c);
         if (connection_dead(c))
                 goto kill;
         connection_update_events(c);
