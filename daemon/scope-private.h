@@ -7,6 +7,9 @@
 
 #include "scope.h"
 
+/* The limited groups a scope looks at: its own and its ancestors, nearest first. */
+#define HEADROOM_GROUPS_MAX 16
+
 struct scope {
         struct scope_env *env;
         struct scope *prev, *next; /* the registry's cgroup scopes */
@@ -70,3 +73,23 @@ struct scope {
         void *slots[SCOPE_SLOTS_MAX];
 };
 
+/* What the registry gave every scope. */
+static inline const struct config *config_of(const struct scope *s) {
+        return s->env->config;
+}
+
+static inline const struct scope_events *events_of(const struct scope *s) {
+        return s->env->events;
+}
+
+static inline const struct node_monitor *nodes_of(const struct scope *s) {
+        return s->env->nodes;
+}
+
+/* scope.c's, for headroom_watch.c */
+void scope_apply(struct scope *s, enum level psi_raw, uint64_t now); /* through the gate to a level */
+void scope_read_memory(struct scope *s);
+
+/* headroom_watch.c's, for scope.c */
+int scope_watch_headroom(struct scope *s);   /* timers and the kernel's notifications, as the scope needs */
+void scope_unwatch_headroom(struct scope *s);

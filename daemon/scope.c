@@ -18,7 +18,6 @@
 #include "log.h"
 #include "macro.h"
 
-#define HEADROOM_GROUPS_MAX 16
 
 static struct scope *scope_alloc(struct scope_env *env, enum scope_type type) {
         struct scope *s = calloc(1, sizeof(*s));
@@ -33,28 +32,6 @@ static struct scope *scope_alloc(struct scope_env *env, enum scope_type type) {
         s->owner_uid = (uid_t) -1;
         s->headroom.limit = UINT64_MAX;
         return s;
-}
-
-static void scope_unwatch_v1(struct scope *s) {
-        if (s->v1_eventfd < 0)
-                return;
-        s->events_source = sd_event_source_disable_unref(s->events_source);
-        close(s->v1_eventfd); /* the kernel drops the notifications with it */
-        s->v1_eventfd = -EBADF;
-        for (size_t i = 0; i < s->n_v1_watched; i++)
-                close(s->v1_watched[i]);
-        s->n_v1_watched = s->n_v1_limits = 0;
-        s->v1_thresholds = false;
-}
-
-static void scope_unwatch_headroom(struct scope *s) {
-        scope_unwatch_v1(s);
-        s->headroom_timer = sd_event_source_disable_unref(s->headroom_timer);
-        s->events_source = sd_event_source_disable_unref(s->events_source);
-        if (s->events_fd >= 0)
-                close(s->events_fd);
-        s->events_fd = -EBADF;
-        s->rides_node_sample = false;
 }
 
 struct scope *scope_free(struct scope *s) {
@@ -73,19 +50,6 @@ struct scope *scope_free(struct scope *s) {
 }
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct scope *, scope_free);
-
-/* What the registry gave every scope. */
-static const struct config *config_of(const struct scope *s) {
-        return s->env->config;
-}
-
-static const struct scope_events *events_of(const struct scope *s) {
-        return s->env->events;
-}
-
-static const struct node_monitor *nodes_of(const struct scope *s) {
-        return s->env->nodes;
-}
 
 enum level scope_level(const struct scope *s) {
         return s->level.level;
@@ -264,7 +228,7 @@ static void scope_read_growth(struct scope *s) {
         s->anon_usec = now;
 }
 
-static void scope_read_memory(struct scope *s) {
+void scope_read_memory(struct scope *s) {
         if (s->type != SCOPE_CGROUP || !s->env->layout)
                 return;
         uint64_t usage, limit;
@@ -332,7 +296,7 @@ static void scope_explain(const struct scope *s, enum level l, char *buf, size_t
 
 /* psi_raw: the level the scope's own measure shows now (PSI, or a node's watermarks); headroom's is
  * kept beside it, and the higher of the two goes through the hysteresis. */
-static void scope_apply(struct scope *s, enum level psi_raw, uint64_t now) {
+void scope_apply(struct scope *s, enum level psi_raw, uint64_t now) {
         enum level old = s->level.level;
         s->psi_raw = psi_raw;
         enum level raw = MAX(psi_raw, s->headroom_raw);
@@ -502,319 +466,6 @@ void scope_mark_gone(struct scope *s) {
         scope_unwatch_headroom(s);
         if (s->env->events && events_of(s)->gone)
                 events_of(s)->gone(s, s->env->userdata);
-}
-
-/* ---- headroom and memory events ---- */
-
-
-static void scope_watch_v1(struct scope *s);
-
-/* The system as one group: MemTotal its limit, what is not available its usage. Only without swap:
- * with swap, anonymous memory can go there and MemAvailable does not say how close the OOM killer is. */
-static int system_headroom(struct scope *s, struct headroom_group *ret, size_t *ret_n) {
-        _cleanup_free_ char *path = NULL;
-        char buf[8192];
-        uint64_t total, avail, swap = 0;
-
-        if (asprintf(&path, "%s/proc/meminfo", config_of(s)->sysfs_root) < 0)
-                return -ENOMEM;
-        int r = read_file_start(path, buf, sizeof(buf));
-        if (r < 0)
-                return r;
-        if (headroom_parse_field(buf, "MemTotal", &total) < 0 || headroom_parse_field(buf, "MemAvailable", &avail) < 0)
-                return -EINVAL;
-        (void) headroom_parse_field(buf, "SwapTotal", &swap);
-        *ret_n = 0;
-        if (swap > 0 || total == 0)
-                return 0;
-        *ret = (struct headroom_group){ .usage = total > avail ? total - avail : 0, .limit = total };
-        *ret_n = 1;
-        return 0;
-}
-
-static void scope_read_headroom(struct scope *s) {
-        struct headroom_group groups[HEADROOM_GROUPS_MAX];
-        char *paths[HEADROOM_GROUPS_MAX] = {};
-        size_t n = 0;
-        int r;
-
-        if (s->type == SCOPE_CGROUP)
-                r = cgroup_headroom_groups(s->env->layout, s->cgroup, groups, paths, HEADROOM_GROUPS_MAX, &n);
-        else
-                r = system_headroom(s, groups, &n);
-        if (r < 0)
-                return; /* keep what was seen last; a group removed is found by its trigger */
-        headroom_evaluate(groups, n, &config_of(s)->headroom_at, &s->headroom);
-        s->below_thresholds = true;
-        for (size_t i = 0; i < n; i++)
-                if ((double) groups[i].usage >= (double) groups[i].limit * config_of(s)->headroom_at.f[LEVEL_LOW])
-                        s->below_thresholds = false;
-        /* v1: thresholds set for limits that changed since (or for a tree that changed) tell nothing. */
-        if (s->v1_eventfd >= 0) {
-                bool same = s->n_v1_limits == MIN(n, ELEMENTSOF(s->v1_limits));
-                for (size_t i = 0; same && i < s->n_v1_limits; i++)
-                        same = s->v1_limits[i] == groups[i].limit;
-                if (!same) {
-                        scope_unwatch_v1(s);
-                        scope_watch_v1(s);
-                }
-        }
-        free(s->headroom_binding);
-        s->headroom_binding = NULL;
-        if (s->headroom.limit != UINT64_MAX && n > 0)
-                s->headroom_binding = TAKE_PTR(paths[s->headroom.binding]);
-        for (size_t i = 0; i < n; i++)
-                free(paths[i]);
-        s->headroom_raw = config_of(s)->headroom ? s->headroom.level : LEVEL_OK;
-}
-
-/* The kernel's counters of the group's memory events: every increment since the last reading is
- * reported (the first reading only sets the mark). */
-/* The kernel's log names the victim; memory.events only counts. Looked up at most once a second (a group
- * that is killed over and over must not have the daemon read the whole log each time), in the last
- * minute of the log, and at most so many records. */
-#define OOM_LOOKUP_INTERVAL_USEC (1000 * 1000)
-#define OOM_LOOKUP_SPAN_USEC (60ULL * 1000 * 1000)
-#define OOM_LOOKUP_MAX_RECORDS 20000
-static void scope_log_oom_kill(struct scope *s, uint64_t n) {
-        static uint64_t last_lookup;
-        struct oom_kill_record r;
-        uint64_t now = event_now(s->env->event);
-        int e = -EBUSY;
-        char why[96];
-
-        if (last_lookup == 0 || now - last_lookup >= OOM_LOOKUP_INTERVAL_USEC) {
-                last_lookup = now;
-                e = kmsg_find_oom_kill("/dev/kmsg", s->cgroup, now > OOM_LOOKUP_SPAN_USEC ? now - OOM_LOOKUP_SPAN_USEC : 0,
-                                       OOM_LOOKUP_MAX_RECORDS, &r);
-        }
-        if (e >= 0) {
-                if (n > 1)
-                        log_client(s->owner_uid, LOG_WARNING,
-                                   "%s: the kernel's OOM killer killed %llu processes in this cgroup, the last %s (pid %d, "
-                                   "uid %d, in %s).",
-                                   s->name, (unsigned long long) n, r.task, (int) r.pid, (int) r.uid, r.task_memcg);
-                else
-                        log_client(s->owner_uid, LOG_WARNING,
-                                   "%s: the kernel's OOM killer killed %s (pid %d, uid %d, in %s) in this cgroup.", s->name,
-                                   r.task, (int) r.pid, (int) r.uid, r.task_memcg);
-                return;
-        }
-        snprintf(why, sizeof(why), "%s", e == -EBUSY  ? "looked up at most once a second"
-                                         : e == -ENOENT ? "no oom-kill line of it in the kernel log"
-                                                        : strerror(-e));
-        log_client(s->owner_uid, LOG_WARNING, "%s: the kernel's OOM killer killed %llu process%s in this cgroup (which: %s).",
-                   s->name, (unsigned long long) n, n == 1 ? "" : "es", why);
-}
-
-static void scope_read_event_counts(struct scope *s) {
-        char buf[1024];
-        struct cgroup_memory_events e;
-
-        if (s->events_fd < 0)
-                return;
-        ssize_t n = pread(s->events_fd, buf, sizeof(buf) - 1, 0);
-        if (n < 0) {
-                if (errno == ENODEV || errno == ENOENT)
-                        scope_mark_gone(s);
-                return;
-        }
-        buf[n] = 0;
-        if (cgroup_parse_memory_events(buf, &e) < 0)
-                return;
-        const uint64_t now[_MEMORY_EVENT_MAX] = { [MEMORY_EVENT_MAX] = e.max, [MEMORY_EVENT_OOM_KILL] = e.oom_kill };
-        bool had = s->have_event_counts;
-        s->have_event_counts = true;
-        for (int k = 0; k < _MEMORY_EVENT_MAX; k++) {
-                uint64_t before = s->event_counts[k];
-                s->event_counts[k] = now[k];
-                if (!had || now[k] <= before)
-                        continue;
-                if (k == MEMORY_EVENT_OOM_KILL)
-                        scope_log_oom_kill(s, now[k] - before);
-                if (s->env->events && events_of(s)->memory_event)
-                        events_of(s)->memory_event(s, k, now[k] - before, s->env->userdata);
-        }
-}
-
-void scope_refresh_headroom(struct scope *s) {
-        if (s->headroom_watched && !s->gone)
-                scope_read_headroom(s);
-}
-
-static void scope_schedule_headroom(struct scope *s, uint64_t now) {
-        const struct config *c = s->env->config;
-        uint64_t next = c->headroom_interval_usec;
-
-        if (!s->headroom_timer)
-                return;
-        /* Far from every threshold: back off, as far as the nearest group could grow meanwhile (a group
-         * by a tenth of its limit per second at least; the whole system, which PSI and the watermarks
-         * watch too, by a hundredth of its memory). */
-        s->rides_node_sample = false;
-        if (s->level.level == LEVEL_OK && s->headroom_raw == LEVEL_OK) {
-                bool sys = s->type == SCOPE_SYSTEM;
-                /* v1, every limited group below its threshold: the kernel signals the crossing. The node
-                 * sample looks now and then for what it cannot tell (a limit changed). */
-                if (s->v1_thresholds && s->below_thresholds && s->env->nodes && c->node_interval_usec > 0) {
-                        s->rides_node_sample = true;
-                        (void) sd_event_source_set_enabled(s->headroom_timer, SD_EVENT_OFF);
-                        return;
-                }
-                next = headroom_next_check_usec(&s->headroom, s->demand_bytes, sys ? 10 : 100, c->headroom_interval_usec,
-                                                sys ? MAX(c->headroom_max_interval_usec, c->node_interval_usec)
-                                                    : c->headroom_max_interval_usec);
-                /* The system is also looked at with every node sample: no wake-up of its own that late. */
-                if (sys && s->env->nodes && c->node_interval_usec > 0 && next >= c->node_interval_usec) {
-                        s->rides_node_sample = true;
-                        (void) sd_event_source_set_enabled(s->headroom_timer, SD_EVENT_OFF);
-                        return;
-                }
-        }
-        (void) sd_event_source_set_time_accuracy(s->headroom_timer, MAX(next / 10, 1000u));
-        (void) sd_event_source_set_time(s->headroom_timer, now + next);
-        (void) sd_event_source_set_enabled(s->headroom_timer, SD_EVENT_ONESHOT);
-}
-
-void scope_check_headroom(struct scope *s, uint64_t now) {
-        if (s->gone)
-                return;
-        scope_read_event_counts(s);
-        if (s->gone || !s->headroom_watched)
-                return;
-        enum level before = s->headroom_raw;
-        scope_read_headroom(s);
-        if (s->type == SCOPE_CGROUP)
-                scope_read_memory(s); /* the growth that sets the next look, and the reclaim target */
-        scope_apply(s, s->psi_raw, now);
-        /* Headroom left ok: the scope is active now, and whoever samples active scopes must know. */
-        if (before == LEVEL_OK && s->headroom_raw > LEVEL_OK && s->env->events && events_of(s)->triggered)
-                events_of(s)->triggered(s, s->env->userdata);
-        scope_schedule_headroom(s, now);
-}
-
-static int on_headroom_timer(sd_event_source *src, uint64_t usec, void *userdata) {
-        struct scope *s = userdata;
-        (void) src;
-        (void) usec;
-        scope_check_headroom(s, event_now(s->env->event));
-        return 0;
-}
-
-/* Something happened at a limit (v2 memory.events changed, or a v1 notification): look now, unless a
- * look was just taken, then at the next quick interval (a usage hovering at a v1 threshold signals at
- * every crossing). */
-static void scope_memory_news(struct scope *s) {
-        uint64_t now = event_now(s->env->event), due = 0;
-        int enabled = SD_EVENT_OFF;
-
-        if (!s->headroom_timer) {
-                scope_read_event_counts(s);
-                return;
-        }
-        (void) sd_event_source_get_enabled(s->headroom_timer, &enabled);
-        if (enabled == SD_EVENT_OFF || (sd_event_source_get_time(s->headroom_timer, &due) >= 0 &&
-                                        due > now + config_of(s)->headroom_interval_usec))
-                scope_check_headroom(s, now);
-}
-
-static int on_memory_events(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
-        struct scope *s = userdata;
-        (void) src;
-        (void) fd;
-        if (revents & EPOLLERR && !(revents & EPOLLPRI)) {
-                scope_mark_gone(s);
-                return 0;
-        }
-        /* Reading the file (scope_read_event_counts) is what re-arms its poll. */
-        scope_read_event_counts(s);
-        scope_memory_news(s);
-        return 0;
-}
-
-static int on_v1_eventfd(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
-        struct scope *s = userdata;
-        uint64_t v;
-        (void) src;
-        (void) revents;
-        (void) read(fd, &v, sizeof(v));
-        scope_read_event_counts(s);
-        scope_memory_news(s);
-        return 0;
-}
-
-/* v1 tells of its limits by notification: OOM in the group, and usage crossing the low threshold of
- * each limited group up the tree. Best effort: without them the timer still looks. */
-static void scope_watch_v1(struct scope *s) {
-        const struct cgroup_layout *l = s->env->layout;
-        struct headroom_group groups[ELEMENTSOF(s->v1_watched) - 1];
-        char *paths[ELEMENTSOF(s->v1_watched) - 1] = {};
-        size_t n = 0;
-
-        s->v1_eventfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        if (s->v1_eventfd < 0)
-                return;
-        int fd = cgroup_v1_notify(l, s->cgroup, s->v1_eventfd, UINT64_MAX);
-        if (fd >= 0)
-                s->v1_watched[s->n_v1_watched++] = fd;
-        bool all = cgroup_headroom_groups(l, s->cgroup, groups, paths, ELEMENTSOF(groups), &n) >= 0;
-        for (size_t i = 0; all && i < n; i++) {
-                uint64_t at = (uint64_t) ((double) groups[i].limit * config_of(s)->headroom_at.f[LEVEL_LOW]);
-                fd = cgroup_v1_notify(l, paths[i], s->v1_eventfd, at);
-                if (fd >= 0)
-                        s->v1_watched[s->n_v1_watched++] = fd;
-                all = all && fd >= 0;
-                s->v1_limits[s->n_v1_limits++] = groups[i].limit;
-        }
-        for (size_t i = 0; i < n; i++)
-                free(paths[i]);
-        if (s->n_v1_watched == 0 ||
-            sd_event_add_io(s->env->event, &s->events_source, s->v1_eventfd, EPOLLIN, on_v1_eventfd, s) < 0) {
-                log_debug("%s: no v1 memory notifications, looking at its headroom by timer only.", s->name);
-                return;
-        }
-        (void) sd_event_source_set_description(s->events_source, "memcg-v1-events");
-        /* More limited groups than thresholds: the farther ones are not watched, the timer must look. */
-        s->v1_thresholds = all && n < ELEMENTSOF(groups);
-}
-
-static int scope_watch_headroom(struct scope *s) {
-        const struct cgroup_layout *l = s->env->layout;
-        _cleanup_free_ char *events = NULL;
-        int r;
-
-        if (s->type == SCOPE_CGROUP) {
-                if (!l || !l->memory_root)
-                        return 0;
-                /* The counters of memory events: v2's memory.events reports changes to poll(); v1's
-                 * memory.oom_control is read when its notification comes. */
-                if (cgroup_memory_events_path(l, s->cgroup, &events) >= 0)
-                        s->events_fd = open(events, O_RDONLY | O_CLOEXEC);
-                if (s->events_fd >= 0 && l->memory_v2) {
-                        r = sd_event_add_io(s->env->event, &s->events_source, s->events_fd, EPOLLPRI, on_memory_events, s);
-                        if (r < 0)
-                                return r;
-                        (void) sd_event_source_set_description(s->events_source, "memory-events");
-                } else if (s->events_fd >= 0)
-                        scope_watch_v1(s);
-                scope_read_event_counts(s);
-        } else if (s->type == SCOPE_SYSTEM) {
-                struct headroom_group g;
-                size_t n = 0;
-                if (system_headroom(s, &g, &n) < 0 || n == 0)
-                        return 0; /* swap, or no meminfo: PSI only */
-        } else
-                return 0;
-
-        if (!config_of(s)->headroom)
-                return 0;
-        s->headroom_watched = true;
-        r = sd_event_add_time(s->env->event, &s->headroom_timer, CLOCK_MONOTONIC, 0, 0, on_headroom_timer, s);
-        if (r < 0)
-                return r;
-        (void) sd_event_source_set_description(s->headroom_timer, "headroom");
-        scope_check_headroom(s, event_now(s->env->event));
-        return 0;
 }
 
 /* ---- triggers ---- */

@@ -40,6 +40,7 @@ struct scope_env {
         bool psi_unprivileged;              /* the kernel wants 2 s window steps from us */
         bool psi_logged;                    /* the kind of windows was logged */
         struct shortage machine;            /* whether the machine as a whole is short (shortage.h) */
+        uint64_t oom_lookup_usec;           /* the kernel log was last searched for an OOM kill then */
         const struct scope_events *events;
         void *userdata;
 };

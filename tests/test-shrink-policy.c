@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "shrink_policy.h"
+#include "shrink_share.h"
 #include "test-util.h"
 
 /* Run a whole pass the way the daemon does, every call scanning what it was asked. */
@@ -266,6 +267,61 @@ static void test_quarantine(void) {
         CU_ASSERT_EQUAL(h.consecutive_timeouts, 0u);
 }
 
+#define NONE SHRINK_ANSWER_ABSENT
+
+static void test_answer_check(void) {
+        const struct shrink_answer count = { .count = 10, .bytes = NONE, .freed = NONE, .scanned = NONE };
+        const struct shrink_answer empty = { .count = NONE, .bytes = NONE, .freed = NONE, .scanned = NONE, .empty = true };
+        const struct shrink_answer freed = { .count = NONE, .bytes = NONE, .freed = 128, .scanned = NONE };
+        const struct shrink_answer stop = { .count = NONE, .bytes = NONE, .freed = NONE, .scanned = NONE, .stop = true };
+        CU_ASSERT_PTR_NULL(shrink_answer_check(SHRINK_OP_COUNT, 0, &count));
+        CU_ASSERT_PTR_NULL(shrink_answer_check(SHRINK_OP_COUNT, 0, &empty));
+        CU_ASSERT_PTR_NULL(shrink_answer_check(SHRINK_OP_SCAN, 64, &freed)); /* twice is the most */
+        CU_ASSERT_PTR_NULL(shrink_answer_check(SHRINK_OP_SCAN, 64, &stop));
+        CU_ASSERT_STRING_EQUAL(shrink_answer_check(SHRINK_OP_SCAN, 63, &freed), "freed exceeds twice nr_to_scan");
+        CU_ASSERT_STRING_EQUAL(shrink_answer_check(SHRINK_OP_COUNT, 0, &freed),
+                               "a count request is answered with count, bytes or empty");
+        CU_ASSERT_STRING_EQUAL(shrink_answer_check(SHRINK_OP_SCAN, 64, &count),
+                               "a scan request is answered with freed, scanned, bytes or stop");
+        const struct shrink_answer nothing = { .count = NONE, .bytes = NONE, .freed = NONE, .scanned = NONE };
+        CU_ASSERT_STRING_EQUAL(shrink_answer_check(SHRINK_OP_COUNT, 0, &nothing), "count missing");
+        CU_ASSERT_STRING_EQUAL(shrink_answer_check(SHRINK_OP_SCAN, 64, &nothing), "freed missing");
+        const struct shrink_answer negative = { .count = -1, .bytes = NONE, .freed = NONE, .scanned = NONE };
+        CU_ASSERT_STRING_EQUAL(shrink_answer_check(SHRINK_OP_COUNT, 0, &negative), "negative numbers");
+}
+
+static void test_share_of_goal(void) {
+        /* two known shrinkers of 100 and 300, a third unknown: it weighs their average (200) */
+        struct shrink_split sp = { .want = 6000, .known_weight = 400, .n_known = 2, .n_unknown = 1 };
+        CU_ASSERT_EQUAL(shrink_share(&sp, 200, 0), 2000u);
+        /* the one that weighed 100 when the round began and 300 now: 300 of 400 - 100 + 200 + 300 */
+        CU_ASSERT_EQUAL(shrink_share(&sp, 300, 100), 2250u);
+        /* in a goal bigger than this round's want, the share is of the goal */
+        sp.in_goal = true;
+        sp.goal = 12000;
+        CU_ASSERT_EQUAL(shrink_share(&sp, 200, 0), 4000u);
+        /* alone: all of it */
+        const struct shrink_split alone = { .want = 500, .n_unknown = 1 };
+        CU_ASSERT_EQUAL(shrink_share(&alone, 7, 0), 500u);
+        /* a scan budget of twice the objects */
+        CU_ASSERT_EQUAL(shrink_share_scan_budget(4000, 1000 * 1000), 8u);
+}
+
+static void test_claim_credit(void) {
+        uint64_t left = 1000, claim;
+        CU_ASSERT_EQUAL(shrink_claim_credit(600, &left, SHRINK_TRUST_FULL, &claim), 600u);
+        CU_ASSERT_EQUAL(claim, 600u);
+        CU_ASSERT_EQUAL(left, 400u);
+        /* no more than it had resident, whatever it says */
+        CU_ASSERT_EQUAL(shrink_claim_credit(UINT64_MAX, &left, SHRINK_TRUST_FULL, &claim), 400u);
+        CU_ASSERT_EQUAL(left, 0u);
+        CU_ASSERT_EQUAL(shrink_claim_credit(5, &left, SHRINK_TRUST_FULL, &claim), 0u);
+        /* at half trust, half counts */
+        left = 1000;
+        CU_ASSERT_EQUAL(shrink_claim_credit(1000, &left, SHRINK_TRUST_FULL / 2, &claim), shrink_trust_credit(SHRINK_TRUST_FULL / 2, 1000));
+        CU_ASSERT_EQUAL(claim, 1000u);
+}
+
 int main(void) {
         static const struct test_case cases[] = {
                 { "sizing worked by hand", test_sizing_by_hand },
@@ -280,6 +336,9 @@ int main(void) {
                 { "who is asked", test_select },
                 { "quarantine and recovery", test_quarantine },
                 { "huge numbers saturate", test_huge_numbers },
+                { "answers checked", test_answer_check },
+                { "a share of the goal", test_share_of_goal },
+                { "claims credited", test_claim_credit },
                 {},
         };
         return test_run("shrink-policy", cases, NULL);
