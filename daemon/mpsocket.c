@@ -126,6 +126,23 @@ static const struct scope_observer observer = {
         .gone = on_gone,
 };
 
+/* The scope a peer watches: its own cgroup (a process may always watch that), which counts against its
+ * user's budget of watched cgroups; past it, the system's. */
+static int client_scope(struct mpsocket *mp, const struct ucred *peer, struct scope **ret) {
+        _cleanup_free_ char *cgroup = NULL;
+        struct scope_id id = { .type = SCOPE_SYSTEM, .node = -1 };
+        _cleanup_close_ int proc = pidref_open_proc_of_uid(peer->pid, peer->uid); /* not a successor's pid */
+        if (proc >= 0 && cgroup_proc_get_path(proc, &cgroup) >= 0 && !streq(cgroup, "/"))
+                id = (struct scope_id){ .type = SCOPE_CGROUP, .node = -1, .cgroup = cgroup };
+        int r = scope_registry_acquire_for(mp->scopes, peer->uid, &id, ret);
+        if (r < 0 && id.type == SCOPE_CGROUP) {
+                log_debug_errno(r, "Memory pressure socket: cannot watch %s, the system's pressure instead: %m", cgroup);
+                id = (struct scope_id){ .type = SCOPE_SYSTEM, .node = -1 };
+                r = scope_registry_acquire_for(mp->scopes, peer->uid, &id, ret);
+        }
+        return r;
+}
+
 /* fresh: just accepted, so handed to the service manager's descriptor store (systemd keeps a copy, and
  * gives it back at the next start: the client's connection outlives a restart; the store drops a copy
  * once its peer hangs up). Adopted ones came from the store and are there already. */
@@ -148,20 +165,8 @@ static void client_new(struct mpsocket *mp, int fd, bool fresh) {
                 return;
         }
 
-        /* Its own cgroup: a process may always watch that. */
-        _cleanup_free_ char *cgroup = NULL;
         struct scope *s = NULL;
-        struct scope_id id = { .type = SCOPE_SYSTEM, .node = -1 };
-        _cleanup_close_ int proc = pidref_open_proc_of_uid(peer.pid, peer.uid); /* not a successor's pid */
-        if (proc >= 0 && cgroup_proc_get_path(proc, &cgroup) >= 0 && !streq(cgroup, "/"))
-                id = (struct scope_id){ .type = SCOPE_CGROUP, .node = -1, .cgroup = cgroup };
-        /* Its cgroup counts against the user's budget of watched cgroups; past it, the system's. */
-        int r = scope_registry_acquire_for(mp->scopes, peer.uid, &id, &s);
-        if (r < 0 && id.type == SCOPE_CGROUP) {
-                log_debug_errno(r, "Memory pressure socket: cannot watch %s, the system's pressure instead: %m", cgroup);
-                id = (struct scope_id){ .type = SCOPE_SYSTEM, .node = -1 };
-                r = scope_registry_acquire_for(mp->scopes, peer.uid, &id, &s);
-        }
+        int r = client_scope(mp, &peer, &s);
         struct mp_client *c = r >= 0 ? calloc(1, sizeof(*c)) : NULL;
         if (!c || hashmap_count_add_u64(mp->per_uid, peer.uid, +1) < 0) {
                 connection_quota_put(mp->quota);

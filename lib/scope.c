@@ -122,31 +122,56 @@ static void parse_stall(struct json_object *o, struct pressure_stall *ret, bool 
         *have = true;
 }
 
-int scope_parse(struct json_object *o, struct pressure_scope *ret) {
-        struct pressure_scope s = { .obj = o, .node = -1 };
-        struct json_object *ref = get(o, "scope"), *t;
-
-        if (!o || !json_object_is_type(o, json_type_object) || !ref || !(t = get(ref, "type")))
-                return -EPROTO;
-        const char *type = json_object_get_string(t);
+/* The ScopeRef: its type and its name for people. */
+static int scope_ref_parse(struct json_object *ref, struct pressure_scope *s) {
+        const char *type = json_object_get_string(get(ref, "type"));
         if (!type)
                 return -EPROTO;
         if (streq(type, "system")) {
-                s.type = PRESSURE_SCOPE_SYSTEM;
-                snprintf(s.name, sizeof(s.name), "system");
+                s->type = PRESSURE_SCOPE_SYSTEM;
+                snprintf(s->name, sizeof(s->name), "system");
         } else if (streq(type, "node")) {
-                s.type = PRESSURE_SCOPE_NODE;
-                s.node = (int) get_u64(ref, "node");
-                snprintf(s.name, sizeof(s.name), "node:%d", s.node);
+                s->type = PRESSURE_SCOPE_NODE;
+                s->node = (int) get_u64(ref, "node");
+                snprintf(s->name, sizeof(s->name), "node:%d", s->node);
         } else if (streq(type, "cgroup")) {
-                s.type = PRESSURE_SCOPE_CGROUP;
-                s.cgroup = json_object_get_string(get(ref, "cgroup"));
-                if (!s.cgroup)
+                s->type = PRESSURE_SCOPE_CGROUP;
+                s->cgroup = json_object_get_string(get(ref, "cgroup"));
+                if (!s->cgroup)
                         return -EPROTO;
-                snprintf(s.name, sizeof(s.name), "%s", s.cgroup);
+                snprintf(s->name, sizeof(s->name), "%s", s->cgroup);
         } else
                 return -EPROTO;
+        return 0;
+}
 
+/* NodeMemory and CgroupMemory, where the scope has them. */
+static void memory_parse(struct json_object *o, struct pressure_scope *s) {
+        struct json_object *mem = get(o, "memory");
+        if (mem) {
+                s->mem_total = get_u64(mem, "total");
+                s->mem_free = get_u64(mem, "free");
+                s->have_memory = true;
+                s->have_watermarks = json_get(mem, "watermark_high") != NULL;
+                s->wmark_min = get_u64(mem, "watermark_min");
+                s->wmark_low = get_u64(mem, "watermark_low");
+                s->wmark_high = get_u64(mem, "watermark_high");
+        }
+        struct json_object *cgm = get(o, "cgroup_memory");
+        if (json_object_is_type(cgm, json_type_object)) {
+                s->have_cgroup_memory = true;
+                s->cg_usage = get_u64(cgm, "usage");
+                s->have_limit = json_get(cgm, "limit") != NULL;
+                s->cg_limit = s->have_limit ? get_u64(cgm, "limit") : UINT64_MAX;
+        }
+}
+
+/* A ScopeState or a LevelChange; the message was checked against the interface (reply_check()). */
+int scope_parse(struct json_object *o, struct pressure_scope *ret) {
+        struct pressure_scope s = { .obj = o, .node = -1 };
+
+        if (!o || !json_object_is_type(o, json_type_object) || scope_ref_parse(get(o, "scope"), &s) < 0)
+                return -EPROTO;
         int l = get_level(o, "level");
         if (l < 0)
                 return -EPROTO;
@@ -158,23 +183,7 @@ int scope_parse(struct json_object *o, struct pressure_scope *ret) {
         parse_stall(get(pressure, "some"), &s.stall[PRESSURE_STALL_SOME], &s.have_stall[PRESSURE_STALL_SOME]);
         parse_stall(get(pressure, "full"), &s.stall[PRESSURE_STALL_FULL], &s.have_stall[PRESSURE_STALL_FULL]);
 
-        struct json_object *mem = get(o, "memory");
-        if (mem) {
-                s.mem_total = get_u64(mem, "total");
-                s.mem_free = get_u64(mem, "free");
-                s.have_memory = true;
-                s.have_watermarks = json_get(mem, "watermark_high") != NULL;
-                s.wmark_min = get_u64(mem, "watermark_min");
-                s.wmark_low = get_u64(mem, "watermark_low");
-                s.wmark_high = get_u64(mem, "watermark_high");
-        }
-        struct json_object *cgm = get(o, "cgroup_memory");
-        if (json_object_is_type(cgm, json_type_object)) {
-                s.have_cgroup_memory = true;
-                s.cg_usage = get_u64(cgm, "usage");
-                s.have_limit = json_get(cgm, "limit") != NULL;
-                s.cg_limit = s.have_limit ? get_u64(cgm, "limit") : UINT64_MAX;
-        }
+        memory_parse(o, &s);
         s.reclaim_target = get_u64(o, "reclaim_target");
         s.timestamp = get_u64(o, "timestamp");
         if (!s.timestamp)

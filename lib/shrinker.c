@@ -276,6 +276,23 @@ static struct pressure_shrinker *shrinker_get(struct pressure_client *c, uint64_
         return NULL;
 }
 
+/* The Answer's numbers for what a callback returned. */
+static struct json_object *answer_of(bool scan, uint64_t n, const struct pressure_shrink_control *sc) {
+        struct json_object *p = json_object_new_object();
+        if (!scan && n == PRESSURE_SHRINK_EMPTY)
+                json_object_object_add(p, "empty", json_object_new_boolean(1));
+        else if (scan && n == PRESSURE_SHRINK_STOP)
+                json_object_object_add(p, "stop", json_object_new_boolean(1));
+        else {
+                json_object_object_add(p, scan ? "freed" : "count", json_object_new_int64(clamp64(n)));
+                if (scan && sc->nr_scanned != sc->nr_to_scan)
+                        json_object_object_add(p, "scanned", json_object_new_int64(clamp64(sc->nr_scanned)));
+                if (sc->nr_bytes > 0)
+                        json_object_object_add(p, "bytes", json_object_new_int64(clamp64(sc->nr_bytes)));
+        }
+        return p;
+}
+
 static void run_request(struct pressure_client *c, struct json_object *req, struct answers *out) {
         uint64_t id = json_get_u64(req, "id"), deadline = json_get_u64(req, "deadline");
         const char *op = json_object_get_string(json_get(req, "op"));
@@ -327,19 +344,7 @@ static void run_request(struct pressure_client *c, struct json_object *req, stru
         /* Past the deadline the daemon has counted a timeout already and would refuse the answer. */
         if (now_usec() > deadline)
                 return;
-        struct json_object *p = json_object_new_object();
-        if (!scan && n == PRESSURE_SHRINK_EMPTY)
-                json_object_object_add(p, "empty", json_object_new_boolean(1));
-        else if (scan && n == PRESSURE_SHRINK_STOP)
-                json_object_object_add(p, "stop", json_object_new_boolean(1));
-        else {
-                json_object_object_add(p, scan ? "freed" : "count", json_object_new_int64(clamp64(n)));
-                if (scan && sc.nr_scanned != sc.nr_to_scan)
-                        json_object_object_add(p, "scanned", json_object_new_int64(clamp64(sc.nr_scanned)));
-                if (sc.nr_bytes > 0)
-                        json_object_object_add(p, "bytes", json_object_new_int64(clamp64(sc.nr_bytes)));
-        }
-        answers_add(c, out, id, p);
+        answers_add(c, out, id, answer_of(scan, n, &sc));
 }
 
 void shrinkers_run(struct pressure_client *c, struct work *w) {

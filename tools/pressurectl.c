@@ -349,11 +349,14 @@ static void on_look_end(struct pressure_subscription *s, int error, void *userda
         l->error = error < 0 ? error : -EPROTO;
 }
 
+static void print_look_memory(struct json_object *cm, struct json_object *mem, struct json_object *h);
+static void print_look_thresholds(struct json_object *levels, bool node);
+
 static void print_look(const char *name, struct json_object *st, struct json_object *conf) {
         struct json_object *p = jget(st, "pressure"), *cm = jget(st, "cgroup_memory"), *h = jget(st, "headroom"),
                            *mem = jget(st, "memory"), *levels = jget(conf, "levels");
         const char *level = json_object_get_string(jget(st, "level"));
-        char a[16], b[16], c[16], d[16], e[16];
+        char a[16];
 
         printf("%s\n", name);
         printf("  Level:      %s", level);
@@ -373,6 +376,15 @@ static void print_look(const char *name, struct json_object *st, struct json_obj
                                json_object_get_double(jget(full, "avg60")), json_object_get_double(jget(full, "avg300")));
                 printf(" (avg10 avg60 avg300)\n");
         }
+        print_look_memory(cm, mem, h);
+        if (jget(st, "reclaim_target") && json_object_get_int64(jget(st, "reclaim_target")) > 0)
+                printf("  Target:     %s to free\n",
+                       bytes((uint64_t) json_object_get_int64(jget(st, "reclaim_target")), a, sizeof(a)));
+        print_look_thresholds(levels, mem != NULL);
+}
+
+static void print_look_memory(struct json_object *cm, struct json_object *mem, struct json_object *h) {
+        char a[16], b[16], c[16], d[16], e[16];
         if (cm) {
                 printf("  Memory:     %s used", bytes((uint64_t) json_object_get_int64(jget(cm, "usage")), a, sizeof(a)));
                 if (jget(cm, "limit"))
@@ -399,13 +411,13 @@ static void print_look(const char *name, struct json_object *st, struct json_obj
                 printf("; %s cannot be reclaimed cheaply\n", bytes(unrecl, c, sizeof(c)));
         } else if (cm)
                 printf("  Headroom:   no limit binds it\n");
-        if (jget(st, "reclaim_target") && json_object_get_int64(jget(st, "reclaim_target")) > 0)
-                printf("  Target:     %s to free\n",
-                       bytes((uint64_t) json_object_get_int64(jget(st, "reclaim_target")), a, sizeof(a)));
+}
+
+static void print_look_thresholds(struct json_object *levels, bool node) {
         for (size_t i = 0; levels && i < json_object_array_length(levels); i++) {
                 struct json_object *lv = json_object_array_get_idx(levels, i);
                 char th[128];
-                if (mem)
+                if (node)
                         snprintf(th, sizeof(th), "free <= %.2f x the %s watermark",
                                  json_object_get_double(jget(lv, "node_factor")), i == 0 ? "high" : i == 1 ? "low" : "min");
                 else
@@ -414,6 +426,10 @@ static void print_look(const char *name, struct json_object *st, struct json_obj
                 (void) th;
         }
 }
+
+static int looks_subscribe(struct pressure_client *c, struct look *looks, char **scopes, size_t n);
+static int looks_wait(struct pressure_client *c, struct look *looks, size_t n);
+static void looks_print(struct look *looks, size_t n, struct json_object *conf);
 
 static int status_scopes(char **scopes) {
         struct pressure_client *c;
@@ -429,11 +445,32 @@ static int status_scopes(char **scopes) {
                 pressure_client_unref(c);
                 return EXIT_FAILED;
         }
+        int code = looks_subscribe(c, looks, scopes, n);
+        if (code == EXIT_OK)
+                r = get_config(c, &conf);
+        if (code == EXIT_OK && r < 0)
+                code = -r;
+        if (code == EXIT_OK)
+                code = looks_wait(c, looks, n);
+        if (code == EXIT_OK)
+                looks_print(looks, n, conf);
+        for (size_t i = 0; i < n; i++) {
+                pressure_subscription_unref(looks[i].sub);
+                json_object_put(looks[i].state);
+        }
+        free(looks);
+        json_object_put(conf);
+        pressure_client_unref(c);
+        return code;
+}
+
+/* One short subscription per scope: its first reply is the state. */
+static int looks_subscribe(struct pressure_client *c, struct look *looks, char **scopes, size_t n) {
         int code = EXIT_OK;
         for (size_t i = 0; i < n && code == EXIT_OK; i++) {
                 const char *one[] = { scopes[i], NULL };
                 looks[i].name = scopes[i];
-                r = pressure_subscription_new(c, one, PRESSURE_LEVEL_LOW, on_look_state, &looks[i], &looks[i].sub);
+                int r = pressure_subscription_new(c, one, PRESSURE_LEVEL_LOW, on_look_state, &looks[i], &looks[i].sub);
                 if (r == -EINVAL) {
                         fprintf(stderr, "pressurectl: %s: not a scope (use system, node:N or /cgroup/path)\n", scopes[i]);
                         code = EXIT_USAGE;
@@ -442,11 +479,12 @@ static int status_scopes(char **scopes) {
                 else
                         (void) pressure_subscription_set_end_handler(looks[i].sub, on_look_end, &looks[i]);
         }
-        if (code == EXIT_OK)
-                r = get_config(c, &conf);
-        if (code == EXIT_OK && r < 0)
-                code = -r;
-        /* Until every scope has its first state or its refusal. */
+        return code;
+}
+
+/* Until every scope has its first state or its refusal. */
+static int looks_wait(struct pressure_client *c, struct look *looks, size_t n) {
+        int code = EXIT_OK, r;
         for (;;) {
                 size_t waiting = 0;
                 for (size_t i = 0; i < n && code == EXIT_OK; i++) {
@@ -475,7 +513,11 @@ static int status_scopes(char **scopes) {
                         break;
                 }
         }
-        if (code == EXIT_OK && arg_json) {
+        return code;
+}
+
+static void looks_print(struct look *looks, size_t n, struct json_object *conf) {
+        if (arg_json) {
                 struct json_object *o = json_object_new_object(), *list = json_object_new_array();
                 for (size_t i = 0; i < n; i++)
                         json_object_array_add(list, json_object_get(looks[i].state));
@@ -483,20 +525,13 @@ static int status_scopes(char **scopes) {
                 json_object_object_add(o, "configuration", json_object_get(conf));
                 print_json_line(o);
                 json_object_put(o);
-        } else if (code == EXIT_OK)
-                for (size_t i = 0; i < n; i++) {
-                        if (i > 0)
-                                printf("\n");
-                        print_look(looks[i].name, looks[i].state, conf);
-                }
-        for (size_t i = 0; i < n; i++) {
-                pressure_subscription_unref(looks[i].sub);
-                json_object_put(looks[i].state);
+                return;
         }
-        free(looks);
-        json_object_put(conf);
-        pressure_client_unref(c);
-        return code;
+        for (size_t i = 0; i < n; i++) {
+                if (i > 0)
+                        printf("\n");
+                print_look(looks[i].name, looks[i].state, conf);
+        }
 }
 
 static int cmd_status(char **scopes) {
@@ -791,6 +826,27 @@ static int cmd_shrinkers(void) {
         return EXIT_OK;
 }
 
+/* Shrink's parameters from the options. */
+static void shrink_params(struct json_object *params) {
+        if (arg_cgroup || arg_node >= 0) {
+                struct json_object *scope = json_object_new_object();
+                json_object_object_add(scope, "type", json_object_new_string(arg_cgroup ? "cgroup" : "node"));
+                if (arg_cgroup)
+                        json_object_object_add(scope, "cgroup", json_object_new_string(arg_cgroup));
+                else
+                        json_object_object_add(scope, "node", json_object_new_int((int) arg_node));
+                json_object_object_add(params, "scope", scope);
+        }
+        if (arg_nr > 0)
+                json_object_object_add(params, "nr_to_scan", json_object_new_int64(arg_nr));
+        if (arg_dry_run)
+                json_object_object_add(params, "dry_run", json_object_new_boolean(true));
+        if (arg_shrinker > 0)
+                json_object_object_add(params, "shrinker", json_object_new_int64(arg_shrinker));
+}
+
+static void print_shrink_results(struct json_object *list);
+
 static int cmd_shrink(void) {
         struct pressure_client *c;
         struct json_object *params = json_object_new_object(), *reply;
@@ -807,22 +863,7 @@ static int cmd_shrink(void) {
                 json_object_put(params);
                 return EXIT_USAGE;
         }
-        if (arg_cgroup || arg_node >= 0) {
-                struct json_object *scope = json_object_new_object();
-                json_object_object_add(scope, "type", json_object_new_string(arg_cgroup ? "cgroup" : "node"));
-                if (arg_cgroup)
-                        json_object_object_add(scope, "cgroup", json_object_new_string(arg_cgroup));
-                else
-                        json_object_object_add(scope, "node", json_object_new_int((int) arg_node));
-                json_object_object_add(params, "scope", scope);
-        }
-        if (arg_nr > 0)
-                json_object_object_add(params, "nr_to_scan", json_object_new_int64(arg_nr));
-        if (arg_dry_run)
-                json_object_object_add(params, "dry_run", json_object_new_boolean(true));
-        if (arg_shrinker > 0)
-                json_object_object_add(params, "shrinker", json_object_new_int64(arg_shrinker));
-
+        shrink_params(params);
         int r = connect_client(&c);
         if (r < 0) {
                 json_object_put(params);
@@ -838,9 +879,15 @@ static int cmd_shrink(void) {
 
         if (arg_json)
                 printf("%s\n", json_object_to_json_string_ext(reply, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
-        else {
-                struct json_object *list = jget(reply, "results");
-                int64_t scanned = 0, freed = 0, counted = 0;
+        else
+                print_shrink_results(jget(reply, "results"));
+        json_object_put(reply);
+        return EXIT_OK;
+}
+
+static void print_shrink_results(struct json_object *list) {
+        {
+                int64_t scanned = 0, freed = 0, counted = 0; /* sums over the results */
                 printf("%-5s %-20s %-5s %-28s %10s %10s  %s\n", "ID", "NAME", "NODE", "CGROUP",
                        arg_dry_run ? "COUNTED" : "SCANNED", arg_dry_run ? "-" : "FREED", "NOTE");
                 for (size_t i = 0; list && i < json_object_array_length(list); i++) {
@@ -865,8 +912,6 @@ static int cmd_shrink(void) {
                 else
                         printf("scanned %" PRId64 ", freed %" PRId64 " objects\n", scanned, freed);
         }
-        json_object_put(reply);
-        return EXIT_OK;
 }
 
 static int parse_number(const char *s, long long min, long long max, long long *ret) {
@@ -886,6 +931,31 @@ static int usage(const char *message) {
 
 /* Options into the arg_* globals. Returns 0 to go on, -1 after --help (nothing more to do), or
  * EXIT_USAGE. */
+/* An option's value that is a level or a number: 0, or what usage() returns. */
+static int parse_value(const char *option, const char *value) {
+        long long v;
+        if (streq(option, "min-level")) {
+                int l = pressure_level_from_string(value);
+                if (l <= PRESSURE_LEVEL_OK)
+                        return usage("--min-level takes low, medium or critical");
+                arg_min_level = l;
+                arg_min_level_set = true;
+        } else if (streq(option, "node")) {
+                if (parse_number(value, 0, INT_MAX, &v) < 0)
+                        return usage("--node takes a node number");
+                arg_node = (long) v;
+        } else if (streq(option, "nr")) {
+                if (parse_number(value, 1, INT64_MAX, &v) < 0)
+                        return usage("--nr takes a positive number");
+                arg_nr = v;
+        } else {
+                if (parse_number(value, 1, INT64_MAX, &v) < 0)
+                        return usage("--shrinker takes a shrinker id");
+                arg_shrinker = v;
+        }
+        return 0;
+}
+
 static int parse_argv(int argc, char *argv[]) {
         enum { ARG_CGROUP = 0x100, ARG_NODE, ARG_NR, ARG_SHRINKER, ARG_VERSION, ARG_ALL, ARG_DRY_RUN, ARG_EXEC };
         static const struct option options[] = {
@@ -903,8 +973,7 @@ static int parse_argv(int argc, char *argv[]) {
                 { "exec", required_argument, NULL, ARG_EXEC },
                 {},
         };
-        int c, l;
-        long long v;
+        int c, r;
 
         while ((c = getopt_long(argc, argv, "hjs:l:", options, NULL)) >= 0)
                 switch (c) {
@@ -929,30 +998,16 @@ static int parse_argv(int argc, char *argv[]) {
                 case 's':
                         arg_socket = optarg;
                         break;
-                case 'l':
-                        l = pressure_level_from_string(optarg);
-                        if (l <= PRESSURE_LEVEL_OK)
-                                return usage("--min-level takes low, medium or critical");
-                        arg_min_level = l;
-                        arg_min_level_set = true;
-                        break;
                 case ARG_CGROUP:
                         arg_cgroup = optarg;
                         break;
+                case 'l':
                 case ARG_NODE:
-                        if (parse_number(optarg, 0, INT_MAX, &v) < 0)
-                                return usage("--node takes a node number");
-                        arg_node = (long) v;
-                        break;
                 case ARG_NR:
-                        if (parse_number(optarg, 1, INT64_MAX, &v) < 0)
-                                return usage("--nr takes a positive number");
-                        arg_nr = v;
-                        break;
                 case ARG_SHRINKER:
-                        if (parse_number(optarg, 1, INT64_MAX, &v) < 0)
-                                return usage("--shrinker takes a shrinker id");
-                        arg_shrinker = v;
+                        r = parse_value(c == 'l' ? "min-level" : c == ARG_NODE ? "node" : c == ARG_NR ? "nr" : "shrinker", optarg);
+                        if (r != 0)
+                                return r;
                         break;
                 default:
                         return EXIT_USAGE;
