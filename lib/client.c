@@ -31,6 +31,29 @@
 /* One dispatch reads at most this much from one connection: a flood cannot keep it from returning. */
 #define FILL_MAX (1024u * 1024u)
 
+void client_lock(struct pressure_client *c) {
+        pthread_mutex_lock(&c->lock);
+        c->lock_holder = pthread_self();
+        c->lock_held = true;
+}
+
+void client_unlock(struct pressure_client *c) {
+        client_assert_locked(c);
+        c->lock_held = false;
+        pthread_mutex_unlock(&c->lock);
+}
+
+void client_wait(struct pressure_client *c, const struct timespec *deadline) {
+        client_assert_locked(c);
+        c->lock_held = false; /* another thread takes it meanwhile */
+        if (deadline)
+                (void) pthread_cond_timedwait(&c->cond, &c->lock, deadline);
+        else
+                (void) pthread_cond_wait(&c->cond, &c->lock);
+        c->lock_holder = pthread_self();
+        c->lock_held = true;
+}
+
 uint64_t now_usec(void) {
         return clock_now_usec(CLOCK_MONOTONIC);
 }
@@ -192,6 +215,7 @@ void work_free(struct work *w) {
 }
 
 void client_add_work(struct pressure_client *c, struct work *w) {
+        client_assert_locked(c);
         w->log_handler = c->log_handler; /* the handler of the moment the message was made */
         w->log_userdata = c->log_userdata;
         QUEUE_APPEND(c->work, c->work_last, w);
@@ -238,7 +262,7 @@ bool client_in_callback(struct pressure_client *c) {
 
 void client_wait_callbacks(struct pressure_client *c) {
         while (c->dispatching && !pthread_equal(c->dispatcher, pthread_self()))
-                pthread_cond_wait(&c->cond, &c->lock);
+                client_wait(c, NULL);
 }
 
 /* ---- the control connection: replies in the order of the calls ---- */
@@ -262,6 +286,7 @@ int client_ctl(struct pressure_client *c) {
 
 int client_ctl_call(struct pressure_client *c, struct json_object *call,
                     void (*done)(struct pressure_client *c, struct json_object *reply, void *data), void *data) {
+        client_assert_locked(c);
         struct pending_call *p = NULL;
         int r = client_ctl(c);
         if (r >= 0 && done && !(p = calloc(1, sizeof(*p))))
@@ -346,6 +371,7 @@ void client_away(struct pressure_client *c, int error) {
 }
 
 void client_check_ready(struct pressure_client *c) {
+        client_assert_locked(c);
         if (c->away || subscriptions_starting(c) > 0 || shrinkers_waiting(c))
                 return;
         if (!c->subs && !c->shrinkers)
@@ -450,11 +476,14 @@ EXPORT struct pressure_client *pressure_client_unref(struct pressure_client *c) 
 }
 
 static void client_free(struct pressure_client *c) {
-        /* Shrinkers and subscriptions with handles hold a reference: only floating ones are left. */
+        /* Shrinkers and subscriptions with handles hold a reference: only floating ones are left. No
+         * other thread is left either; the lock is taken for the helpers' sake (client_assert_locked()). */
+        client_lock(c);
         subscriptions_free_all(c);
         conn_close(&c->ctl, c->epoll_fd);
         ctl_fail_pending(c);
         shrinkers_away(c); /* freed shrinkers whose registration was on its way go with it */
+        client_unlock(c);
         frame_reader_done(&c->ctl.in);
         frame_reader_done(&c->serve.in);
         while (c->work) {
@@ -479,38 +508,38 @@ EXPORT const char *pressure_client_get_socket_path(struct pressure_client *c) {
 EXPORT void pressure_client_set_timeout(struct pressure_client *c, int timeout_ms) {
         if (!c)
                 return;
-        pthread_mutex_lock(&c->lock);
+        client_lock(c);
         c->timeout_ms = timeout_ms;
-        pthread_mutex_unlock(&c->lock);
+        client_unlock(c);
 }
 
 EXPORT int pressure_client_set_connection_handler(struct pressure_client *c, pressure_connection_handler_t handler,
                                                   void *userdata) {
         if (!c)
                 return -EINVAL;
-        pthread_mutex_lock(&c->lock);
+        client_lock(c);
         c->connection_handler = handler;
         c->connection_userdata = userdata;
-        pthread_mutex_unlock(&c->lock);
+        client_unlock(c);
         return 0;
 }
 
 EXPORT int pressure_client_set_log_handler(struct pressure_client *c, pressure_log_handler_t handler, void *userdata) {
         if (!c)
                 return -EINVAL;
-        pthread_mutex_lock(&c->lock);
+        client_lock(c);
         c->log_handler = handler;
         c->log_userdata = userdata;
-        pthread_mutex_unlock(&c->lock);
+        client_unlock(c);
         return 0;
 }
 
 EXPORT int pressure_client_is_connected(struct pressure_client *c) {
         if (!c)
                 return -EINVAL;
-        pthread_mutex_lock(&c->lock);
+        client_lock(c);
         int r = c->told == 1 && !c->away;
-        pthread_mutex_unlock(&c->lock);
+        client_unlock(c);
         return r;
 }
 
@@ -548,10 +577,10 @@ static void run_work(struct pressure_client *c, struct work *w, pressure_connect
 EXPORT int pressure_client_dispatch(struct pressure_client *c) {
         if (!c)
                 return -EINVAL;
-        pthread_mutex_lock(&c->lock);
+        client_lock(c);
         if (c->dispatching) {
                 /* From a callback, or a second thread: the first dispatch goes on. */
-                pthread_mutex_unlock(&c->lock);
+                client_unlock(c);
                 return -EBUSY;
         }
         pressure_client_ref(c);
@@ -570,21 +599,21 @@ EXPORT int pressure_client_dispatch(struct pressure_client *c) {
         c->work = c->work_last = NULL;
         pressure_connection_handler_t conn_handler = c->connection_handler;
         void *conn_userdata = c->connection_userdata;
-        pthread_mutex_unlock(&c->lock);
+        client_unlock(c);
 
         /* The application's callbacks, without the lock. */
         for (struct work *w = work; w; w = w->next)
                 run_work(c, w, conn_handler, conn_userdata);
         bool release = false;
-        pthread_mutex_lock(&c->lock);
+        client_lock(c);
         shrinkers_release_if_due(c, &release);
         pressure_release_t fn = c->release;
         void *release_userdata = c->release_userdata;
-        pthread_mutex_unlock(&c->lock);
+        client_unlock(c);
         if (release && fn)
                 fn(release_userdata);
 
-        pthread_mutex_lock(&c->lock);
+        client_lock(c);
         while (work) {
                 struct work *w = work;
                 work = w->next;
@@ -597,7 +626,7 @@ EXPORT int pressure_client_dispatch(struct pressure_client *c) {
                 wake(c); /* made while the callbacks ran */
         c->dispatching = false;
         pthread_cond_broadcast(&c->cond);
-        pthread_mutex_unlock(&c->lock);
+        client_unlock(c);
         pressure_client_unref(c);
         return 0;
 }
@@ -632,14 +661,14 @@ EXPORT int pressure_client_start_thread(struct pressure_client *c) {
         int r = 0;
         if (!c)
                 return -EINVAL;
-        pthread_mutex_lock(&c->lock);
+        client_lock(c);
         if (c->thread_running)
                 r = -EBUSY;
         else if ((c->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
                 r = -errno;
         else if ((r = -pthread_create(&c->thread, NULL, client_thread, c)) == 0)
                 c->thread_running = true;
-        pthread_mutex_unlock(&c->lock);
+        client_unlock(c);
         return r;
 }
 
@@ -700,9 +729,9 @@ static int call_wait(const char *path, int timeout_ms, struct json_object *call,
 }
 
 static int client_call_wait(struct pressure_client *c, struct json_object *call, struct json_object **ret) {
-        pthread_mutex_lock(&c->lock);
+        client_lock(c);
         int timeout_ms = c->timeout_ms;
-        pthread_mutex_unlock(&c->lock);
+        client_unlock(c);
         return call_wait(c->path, timeout_ms, call, ret);
 }
 
@@ -753,11 +782,11 @@ EXPORT int pressure_client_get_status_async(struct pressure_client *c, pressure_
         if (!sc)
                 return -ENOMEM;
         *sc = (struct status_call){ .fn = handler, .userdata = userdata };
-        pthread_mutex_lock(&c->lock);
+        client_lock(c);
         if (c->away) /* say so now, not at the next retry */
                 client_reach(c);
         int r = c->away ? -ENOTCONN : client_ctl_call(c, call_new("io.pressured.GetStatus", NULL, false, false), status_done, sc);
-        pthread_mutex_unlock(&c->lock);
+        client_unlock(c);
         if (r < 0)
                 free(sc);
         return r;

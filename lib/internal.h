@@ -13,6 +13,7 @@
  * function of the library, and an application lock held around a library call cannot deadlock
  * against a callback that takes it. */
 
+#include <assert.h>
 #include <json-c/json.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -122,8 +123,10 @@ struct pressure_client {
         int n_ref;
         char *path;
         int timeout_ms;
-        pthread_mutex_t lock;
-        pthread_cond_t cond; /* callbacks finished; a subscription started or ended */
+        pthread_mutex_t lock; /* through client_lock() and client_unlock() only */
+        pthread_cond_t cond;
+        pthread_t lock_holder; /* valid while lock_held */
+        bool lock_held; /* callbacks finished; a subscription started or ended */
 
         int epoll_fd;
         int wake_fd;    /* readable while work waits that no socket shows */
@@ -179,6 +182,13 @@ void work_free(struct work *w);
  * subscriptions wait for the reconnection, the application hears it once. */
 void client_away(struct pressure_client *c, int error);
 /* A message for the application's log handler, delivered from dispatch (nothing without a handler). */
+/* The client's lock, with its holder recorded so that helpers that must run under it can say so. */
+void client_lock(struct pressure_client *c);
+void client_unlock(struct pressure_client *c);
+/* pthread_cond_wait() and pthread_cond_timedwait() (deadline NULL: none) on c->cond, under the lock. */
+void client_wait(struct pressure_client *c, const struct timespec *deadline);
+#define client_assert_locked(c) assert((c)->lock_held && pthread_equal((c)->lock_holder, pthread_self()))
+
 void client_log(struct pressure_client *c, int priority, const char *format, ...) __attribute__((format(printf, 3, 4)));
 /* A registration finished: tell the application when none is left. */
 void client_check_ready(struct pressure_client *c);
@@ -227,6 +237,24 @@ void subscription_work_done(struct work *w);
 
 /* ---- shrinker.c ---- */
 
+/* Where a shrinker is with the daemon. In the client's list from WANTED to REFUSED.
+ *
+ *   UNREGISTERED --register--> WANTED --Serve/AddShrinker sent--> ACKING --id--> REGISTERED
+ *   ACKING --refused--> REFUSED --the next Serve--> ACKING;  ACKING --lost--> WANTED
+ *   REGISTERED --the daemon went away--> WANTED
+ *   any --free--> FREED, or FREED_ACKING (named in a call: the reply is awaited) --reply--> FREED
+ * A FREED shrinker goes once no callback of it runs. */
+enum shrinker_state {
+        SHRINKER_UNREGISTERED,
+        SHRINKER_WANTED,
+        SHRINKER_ACKING,
+        SHRINKER_REGISTERED,
+        SHRINKER_REFUSED,
+        SHRINKER_FREED,
+        SHRINKER_FREED_ACKING,
+        _SHRINKER_STATE_MAX,
+};
+
 struct pressure_shrinker {
         struct pressure_client *client;
         struct pressure_shrinker *prev, *next; /* in the client's list, while registered or wanted */
@@ -237,11 +265,8 @@ struct pressure_shrinker {
         pressure_scan_objects_t scan;
         void *userdata;
         pressure_destroy_t destroy;
-        uint64_t id; /* from the daemon; 0 while not registered */
-        bool linked;    /* wanted registered: in the client's list */
-        bool acking;    /* named in a Serve or AddShrinker call whose reply is not in */
-        bool freed;     /* pressure_shrinker_free() was called */
-        bool refused;   /* the daemon said no to its AddShrinker */
+        uint64_t id; /* from the daemon: SHRINKER_REGISTERED only */
+        enum shrinker_state state; /* written by shrinker_set_state() only */
         unsigned active; /* callbacks running */
 };
 

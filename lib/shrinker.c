@@ -30,8 +30,44 @@ void release_heap(void *userdata) {
 #endif
 }
 
+static bool shrinker_freed(const struct pressure_shrinker *s) {
+        return s->state == SHRINKER_FREED || s->state == SHRINKER_FREED_ACKING;
+}
+
+/* In the client's list: registered with the library and not freed. */
+static bool shrinker_linked(const struct pressure_shrinker *s) {
+        return s->state != SHRINKER_UNREGISTERED && !shrinker_freed(s);
+}
+
+static bool transition_ok(enum shrinker_state from, enum shrinker_state to) {
+        switch (to) {
+        case SHRINKER_WANTED:
+                return from == SHRINKER_UNREGISTERED || from == SHRINKER_ACKING || from == SHRINKER_REGISTERED;
+        case SHRINKER_ACKING:
+                return from == SHRINKER_WANTED || from == SHRINKER_REFUSED;
+        case SHRINKER_REGISTERED:
+        case SHRINKER_REFUSED:
+        case SHRINKER_FREED_ACKING:
+                return from == SHRINKER_ACKING;
+        case SHRINKER_FREED:
+                return from != SHRINKER_FREED;
+        default:
+                return false;
+        }
+}
+
+static void shrinker_set_state(struct pressure_shrinker *s, enum shrinker_state state) {
+        client_assert_locked(s->client);
+        if (s->state == state)
+                return;
+        assert(transition_ok(s->state, state));
+        s->state = state;
+        if (state != SHRINKER_REGISTERED)
+                s->id = 0;
+}
+
 static void shrinker_maybe_destroy(struct pressure_shrinker *s) {
-        if (!s->freed || s->active > 0 || s->acking)
+        if (s->state != SHRINKER_FREED || s->active > 0)
                 return;
         free(s->name);
         free(s);
@@ -39,10 +75,9 @@ static void shrinker_maybe_destroy(struct pressure_shrinker *s) {
 
 static void shrinker_unlink(struct pressure_shrinker *s) {
         struct pressure_client *c = s->client;
-        if (!s->linked)
+        if (!shrinker_linked(s))
                 return;
         LIST_REMOVE(c->shrinkers, s);
-        s->linked = false;
 }
 
 static struct json_object *shrinker_spec(const struct pressure_shrinker *s) {
@@ -60,6 +95,7 @@ static struct json_object *shrinker_spec(const struct pressure_shrinker *s) {
 }
 
 static void remove_on_daemon(struct pressure_client *c, uint64_t id) {
+        client_assert_locked(c);
         if (!c->token[0] || id == 0)
                 return;
         struct json_object *p = json_object_new_object();
@@ -73,19 +109,20 @@ static void remove_on_daemon(struct pressure_client *c, uint64_t id) {
 
 static void add_done(struct pressure_client *c, struct json_object *reply, void *data) {
         struct pressure_shrinker *s = data;
-        s->acking = false;
         uint64_t id = json_get_u64(json_get(json_get(reply, "parameters"), "shrinker"), "id");
+        bool freed = s->state == SHRINKER_FREED_ACKING;
         if (!reply || json_get(reply, "error") || id == 0) {
-                s->refused = reply != NULL; /* lost with the connection: asked again when the daemon is back */
-                if (s->refused)
+                /* Lost with the connection: asked again when the daemon is back. */
+                shrinker_set_state(s, freed ? SHRINKER_FREED : reply ? SHRINKER_REFUSED : SHRINKER_WANTED);
+                if (reply && !freed)
                         client_log(c, LOG_WARNING, "pressured refused shrinker \"%s\": %s", s->name,
                                    json_object_get_string(json_get(reply, "error")) ?: "no id");
-        }
-        else {
-                if (s->freed)
-                        remove_on_daemon(c, id);
-                else
-                        s->id = id;
+        } else if (freed) {
+                remove_on_daemon(c, id);
+                shrinker_set_state(s, SHRINKER_FREED);
+        } else {
+                shrinker_set_state(s, SHRINKER_REGISTERED);
+                s->id = id;
         }
         json_object_put(reply);
         shrinker_maybe_destroy(s);
@@ -93,16 +130,18 @@ static void add_done(struct pressure_client *c, struct json_object *reply, void 
 }
 
 static void add_on_daemon(struct pressure_client *c, struct pressure_shrinker *s) {
+        client_assert_locked(c);
         struct json_object *p = json_object_new_object();
         json_object_object_add(p, "token", json_object_new_string(c->token));
         json_object_object_add(p, "shrinker", shrinker_spec(s));
         if (client_ctl_call(c, call_new("io.pressured.AddShrinker", p, false, false), add_done, s) >= 0)
-                s->acking = true;
+                shrinker_set_state(s, SHRINKER_ACKING);
 }
 
 /* ---- all at once: the Serve call ---- */
 
 static void serve_start(struct pressure_client *c) {
+        client_assert_locked(c);
         size_t n = 0;
         for (struct pressure_shrinker *s = c->shrinkers; s; s = s->next)
                 n++;
@@ -132,7 +171,7 @@ static void serve_start(struct pressure_client *c) {
                 return;
         }
         for (i = 0; i < n; i++)
-                members[i]->acking = true;
+                shrinker_set_state(members[i], SHRINKER_ACKING);
         free(c->serve_members);
         c->serve_members = members;
         c->n_serve_members = n;
@@ -146,7 +185,11 @@ static void serve_members_done(struct pressure_client *c) {
         c->n_serve_members = 0;
         c->serve_waiting = false;
         for (size_t i = 0; i < n; i++) {
-                m[i]->acking = false;
+                /* Those given an id are registered by now; the rest are asked again later. */
+                if (m[i]->state == SHRINKER_FREED_ACKING)
+                        shrinker_set_state(m[i], SHRINKER_FREED);
+                else if (m[i]->state == SHRINKER_ACKING)
+                        shrinker_set_state(m[i], SHRINKER_WANTED);
                 shrinker_maybe_destroy(m[i]);
         }
         free(m);
@@ -169,15 +212,17 @@ static int serve_registered(struct pressure_client *c, struct json_object *msg) 
         for (size_t i = 0; i < c->n_serve_members; i++) {
                 struct pressure_shrinker *s = c->serve_members[i];
                 uint64_t id = json_get_u64(json_object_array_get_idx(ids, i), "id");
-                if (s->freed)
+                if (shrinker_freed(s))
                         remove_on_daemon(c, id);
-                else
+                else {
+                        shrinker_set_state(s, SHRINKER_REGISTERED);
                         s->id = id;
+                }
         }
         serve_members_done(c);
         /* Those registered while the Serve call was on its way go one by one. */
         for (struct pressure_shrinker *s = c->shrinkers; s; s = s->next)
-                if (s->id == 0 && !s->acking)
+                if (s->state == SHRINKER_WANTED || s->state == SHRINKER_REFUSED)
                         add_on_daemon(c, s);
         return 0;
 }
@@ -191,14 +236,15 @@ void shrinkers_away(struct pressure_client *c) {
         c->token[0] = 0;
         serve_members_done(c);
         for (struct pressure_shrinker *s = c->shrinkers; s; s = s->next)
-                s->id = 0;
+                if (s->state == SHRINKER_REGISTERED)
+                        shrinker_set_state(s, SHRINKER_WANTED);
 }
 
 bool shrinkers_waiting(const struct pressure_client *c) {
         if (c->serve_waiting)
                 return true;
         for (const struct pressure_shrinker *s = c->shrinkers; s; s = s->next)
-                if (s->acking || (s->id == 0 && !s->refused))
+                if (s->state == SHRINKER_ACKING || s->state == SHRINKER_WANTED)
                         return true;
         return false;
 }
@@ -222,6 +268,7 @@ static int serve_message(struct json_object *msg, void *data) {
 }
 
 void shrinkers_process(struct pressure_client *c) {
+        client_assert_locked(c);
         if (c->serve.fd < 0 || c->away)
                 return;
         int r = conn_pump(&c->serve, c->epoll_fd, serve_message, c);
@@ -244,7 +291,7 @@ struct answers {
 static void answers_send(struct pressure_client *c, struct answers *a) {
         if (a->n == 0)
                 return;
-        pthread_mutex_lock(&c->lock);
+        client_lock(c);
         if (c->token[0]) {
                 struct json_object *params = json_object_new_object();
                 json_object_object_add(params, "token", json_object_new_string(c->token));
@@ -252,7 +299,7 @@ static void answers_send(struct pressure_client *c, struct answers *a) {
                 (void) client_ctl_call(c, call_new("io.pressured.Answer", params, false, true), NULL, NULL);
         } else
                 json_object_put(a->list);
-        pthread_mutex_unlock(&c->lock);
+        client_unlock(c);
         *a = (struct answers){};
 }
 
@@ -271,7 +318,7 @@ static int64_t clamp64(uint64_t v) {
 
 static struct pressure_shrinker *shrinker_get(struct pressure_client *c, uint64_t id) {
         for (struct pressure_shrinker *s = c->shrinkers; s; s = s->next)
-                if (s->id == id && !s->freed)
+                if (s->state == SHRINKER_REGISTERED && s->id == id)
                         return s;
         return NULL;
 }
@@ -318,11 +365,11 @@ static void run_request(struct pressure_client *c, struct json_object *req, stru
         if (!scan && !streq(op, "count"))
                 return;
 
-        pthread_mutex_lock(&c->lock);
+        client_lock(c);
         struct pressure_shrinker *s = shrinker_get(c, json_get_u64(req, "shrinker"));
         if (s)
                 s->active++;
-        pthread_mutex_unlock(&c->lock);
+        client_unlock(c);
         if (!s)
                 return;
 
@@ -333,13 +380,13 @@ static void run_request(struct pressure_client *c, struct json_object *req, stru
         } else
                 n = s->count(s, &sc, s->userdata);
 
-        pthread_mutex_lock(&c->lock);
+        client_lock(c);
         if (scan && n != PRESSURE_SHRINK_STOP && n > 0)
                 c->release_pending = true;
         if (--s->active == 0)
                 pthread_cond_broadcast(&c->cond);
         shrinker_maybe_destroy(s);
-        pthread_mutex_unlock(&c->lock);
+        client_unlock(c);
 
         /* Past the deadline the daemon has counted a timeout already and would refuse the answer. */
         if (now_usec() > deadline)
@@ -387,10 +434,10 @@ void shrinkers_release_if_due(struct pressure_client *c, bool *ret_call) {
 EXPORT int pressure_client_set_release(struct pressure_client *c, pressure_release_t release, void *userdata) {
         if (!c)
                 return -EINVAL;
-        pthread_mutex_lock(&c->lock);
+        client_lock(c);
         c->release = release;
         c->release_userdata = userdata;
-        pthread_mutex_unlock(&c->lock);
+        client_unlock(c);
         return 0;
 }
 
@@ -428,12 +475,12 @@ EXPORT int pressure_shrinker_alloc(struct pressure_client *c, unsigned flags, co
 #define SETTER_BEGIN(s)                                                                                    \
         if (!(s))                                                                                          \
                 return -EINVAL;                                                                            \
-        pthread_mutex_lock(&(s)->client->lock);                                                            \
-        int _r = (s)->linked || (s)->freed ? -EBUSY : 0;                                                   \
+        client_lock((s)->client);                                                                          \
+        int _r = (s)->state != SHRINKER_UNREGISTERED ? -EBUSY : 0;                                         \
         if (_r == 0) {
 #define SETTER_END(s)                                                                                      \
         }                                                                                                  \
-        pthread_mutex_unlock(&(s)->client->lock);                                                          \
+        client_unlock((s)->client);                                                                        \
         return _r
 
 EXPORT int pressure_shrinker_set_seeks(struct pressure_shrinker *s, int seeks) {
@@ -468,14 +515,13 @@ EXPORT int pressure_shrinker_register(struct pressure_shrinker *s) {
                 return -EINVAL;
         struct pressure_client *c = s->client;
         int r = 0;
-        pthread_mutex_lock(&c->lock);
+        client_lock(c);
         if (!s->count || !s->scan)
                 r = -EINVAL;
-        else if (s->linked || s->freed)
+        else if (s->state != SHRINKER_UNREGISTERED)
                 r = -EBUSY;
         else {
-                s->linked = true;
-                s->prev = NULL;
+                shrinker_set_state(s, SHRINKER_WANTED);
                 LIST_PREPEND(c->shrinkers, s);
                 /* Registered now if the daemon is there, after the Serve call if it is on its way, and
                  * with the others when the daemon is back if it is away. */
@@ -485,7 +531,7 @@ EXPORT int pressure_shrinker_register(struct pressure_shrinker *s) {
                         serve_start(c);
                 client_kick(c);
         }
-        pthread_mutex_unlock(&c->lock);
+        client_unlock(c);
         return r;
 }
 
@@ -493,18 +539,17 @@ EXPORT void pressure_shrinker_free(struct pressure_shrinker *s) {
         if (!s)
                 return;
         struct pressure_client *c = s->client;
-        pthread_mutex_lock(&c->lock);
-        if (s->freed) { /* a second free is the caller's bug; do no harm */
-                pthread_mutex_unlock(&c->lock);
+        client_lock(c);
+        if (shrinker_freed(s)) { /* a second free is the caller's bug; do no harm */
+                client_unlock(c);
                 return;
         }
-        s->freed = true;
         shrinker_unlink(s);
         remove_on_daemon(c, s->id);
-        s->id = 0;
+        shrinker_set_state(s, s->state == SHRINKER_ACKING ? SHRINKER_FREED_ACKING : SHRINKER_FREED);
         /* No callback of it runs once this returns: one running on another thread is waited for. */
         while (s->active > 0 && !client_in_callback(c))
-                pthread_cond_wait(&c->cond, &c->lock);
+                client_wait(c, NULL);
         pressure_destroy_t destroy = s->destroy;
         void *userdata = s->userdata;
         shrinker_maybe_destroy(s);
@@ -514,7 +559,7 @@ EXPORT void pressure_shrinker_free(struct pressure_shrinker *s) {
                 c->token[0] = 0;
         }
         client_check_ready(c);
-        pthread_mutex_unlock(&c->lock);
+        client_unlock(c);
         if (destroy)
                 destroy(userdata);
         pressure_client_unref(c);
@@ -523,9 +568,9 @@ EXPORT void pressure_shrinker_free(struct pressure_shrinker *s) {
 EXPORT uint64_t pressure_shrinker_get_id(const struct pressure_shrinker *s) {
         if (!s)
                 return 0;
-        pthread_mutex_lock(&s->client->lock);
+        client_lock(s->client);
         uint64_t id = s->id;
-        pthread_mutex_unlock(&s->client->lock);
+        client_unlock(s->client);
         return id;
 }
 

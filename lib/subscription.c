@@ -18,6 +18,7 @@ static void sub_close(struct pressure_subscription *s) {
 
 static void sub_unlink(struct pressure_subscription *s) {
         struct pressure_client *c = s->client;
+        client_assert_locked(c);
         if (s->prev || c->subs == s) /* linked */
                 LIST_REMOVE(c->subs, s);
         if (c->legacy == s)
@@ -166,6 +167,7 @@ static int sub_pumped(struct json_object *msg, void *data) {
 }
 
 void subscriptions_process(struct pressure_client *c) {
+        client_assert_locked(c);
         for (struct pressure_subscription *s = c->subs, *next; s && !c->away; s = next) {
                 next = s->next;
                 if (s->state != SUB_STARTING && s->state != SUB_ACTIVE)
@@ -194,7 +196,7 @@ void subscriptions_free_all(struct pressure_client *c) {
 void subscription_run(struct pressure_client *c, struct work *w) {
         struct pressure_subscription *s = w->sub;
 
-        pthread_mutex_lock(&c->lock);
+        client_lock(c);
         bool cancelled = s->cancelled;
         pressure_event_handler_t handler = s->handler;
         void *userdata = s->userdata;
@@ -202,7 +204,7 @@ void subscription_run(struct pressure_client *c, struct work *w) {
         void *end_userdata = s->end_userdata;
         pressure_memory_event_handler_t mem = c->memory_handler;
         void *mem_userdata = c->memory_userdata;
-        pthread_mutex_unlock(&c->lock);
+        client_unlock(c);
         if (cancelled)
                 return;
 
@@ -269,7 +271,7 @@ EXPORT int pressure_subscription_new(struct pressure_client *c, const char *cons
         s->userdata = userdata;
         s->state = SUB_WAITING;
 
-        pthread_mutex_lock(&c->lock);
+        client_lock(c);
         s->client = c;
         LIST_PREPEND(c->subs, s);
         if (ret) {
@@ -282,16 +284,16 @@ EXPORT int pressure_subscription_new(struct pressure_client *c, const char *cons
         if (r < 0)
                 client_away(c, r);
         client_kick(c);
-        pthread_mutex_unlock(&c->lock);
+        client_unlock(c);
         return 0;
 }
 
 EXPORT struct pressure_subscription *pressure_subscription_ref(struct pressure_subscription *s) {
         if (!s)
                 return NULL;
-        pthread_mutex_lock(&s->client->lock);
+        client_lock(s->client);
         s->n_ref++;
-        pthread_mutex_unlock(&s->client->lock);
+        client_unlock(s->client);
         return s;
 }
 
@@ -299,9 +301,9 @@ EXPORT struct pressure_subscription *pressure_subscription_unref(struct pressure
         if (!s)
                 return NULL;
         struct pressure_client *c = s->client;
-        pthread_mutex_lock(&c->lock);
+        client_lock(c);
         if (--s->n_ref > 0) {
-                pthread_mutex_unlock(&c->lock);
+                client_unlock(c);
                 return NULL;
         }
         /* Unsubscribe: the call ends, and no callback of it runs once this returns (one running on
@@ -312,7 +314,7 @@ EXPORT struct pressure_subscription *pressure_subscription_unref(struct pressure
         client_wait_callbacks(c);
         sub_maybe_destroy(s);
         client_check_ready(c);
-        pthread_mutex_unlock(&c->lock);
+        client_unlock(c);
         pressure_client_unref(c);
         return NULL;
 }
@@ -325,20 +327,20 @@ EXPORT int pressure_subscription_set_end_handler(struct pressure_subscription *s
                                                  pressure_subscription_end_handler_t handler, void *userdata) {
         if (!s)
                 return -EINVAL;
-        pthread_mutex_lock(&s->client->lock);
+        client_lock(s->client);
         s->end_handler = handler;
         s->end_userdata = userdata;
-        pthread_mutex_unlock(&s->client->lock);
+        client_unlock(s->client);
         return 0;
 }
 
 EXPORT int pressure_subscription_get_state(struct pressure_subscription *s) {
         if (!s)
                 return -EINVAL;
-        pthread_mutex_lock(&s->client->lock);
+        client_lock(s->client);
         int r = s->state == SUB_ENDED ? s->error < 0 ? s->error : -ECANCELED
                 : s->state == SUB_ACTIVE ? 1 : 0;
-        pthread_mutex_unlock(&s->client->lock);
+        client_unlock(s->client);
         return r;
 }
 
@@ -346,10 +348,10 @@ EXPORT int pressure_client_set_memory_event_handler(struct pressure_client *c, p
                                                     void *userdata) {
         if (!c)
                 return -EINVAL;
-        pthread_mutex_lock(&c->lock);
+        client_lock(c);
         c->memory_handler = handler;
         c->memory_userdata = userdata;
-        pthread_mutex_unlock(&c->lock);
+        client_unlock(c);
         return 0;
 }
 
@@ -361,11 +363,11 @@ EXPORT int pressure_client_subscribe(struct pressure_client *c, const char *cons
         struct pressure_subscription *s;
         if (!c || !handler)
                 return -EINVAL;
-        pthread_mutex_lock(&c->lock);
+        client_lock(c);
         bool busy = c->legacy != NULL;
         bool threaded = c->thread_running;
         int timeout_ms = c->timeout_ms;
-        pthread_mutex_unlock(&c->lock);
+        client_unlock(c);
         if (busy)
                 return -EBUSY;
 
@@ -374,24 +376,24 @@ EXPORT int pressure_client_subscribe(struct pressure_client *c, const char *cons
                 return r;
         uint64_t deadline = timeout_ms > 0 ? now_usec() + (uint64_t) timeout_ms * 1000 : UINT64_MAX;
         for (;;) {
-                pthread_mutex_lock(&c->lock);
+                client_lock(c);
                 int state = s->state;
                 bool away = c->away, delivered = s->active == 0;
                 if (state == SUB_ENDED || away) {
                         r = state == SUB_ENDED ? s->error : c->away_error;
-                        pthread_mutex_unlock(&c->lock);
+                        client_unlock(c);
                         break;
                 }
                 if (state == SUB_ACTIVE && delivered) {
                         c->legacy = s;
                         s->floating = true; /* the client owns it from now on */
                         s->n_ref--;
-                        pthread_mutex_unlock(&c->lock);
+                        client_unlock(c);
                         pressure_client_unref(c);
                         return 0;
                 }
                 if (now_usec() >= deadline) {
-                        pthread_mutex_unlock(&c->lock);
+                        client_unlock(c);
                         r = -ETIMEDOUT;
                         break;
                 }
@@ -403,10 +405,10 @@ EXPORT int pressure_client_subscribe(struct pressure_client *c, const char *cons
                                 ts.tv_sec++;
                                 ts.tv_nsec -= 1000000000;
                         }
-                        pthread_cond_timedwait(&c->cond, &c->lock, &ts);
-                        pthread_mutex_unlock(&c->lock);
+                        client_wait(c, &ts);
+                        client_unlock(c);
                 } else {
-                        pthread_mutex_unlock(&c->lock);
+                        client_unlock(c);
                         struct pollfd p = { .fd = c->epoll_fd, .events = POLLIN };
                         uint64_t left = deadline == UINT64_MAX ? 1000 : (deadline - MIN(deadline, now_usec())) / 1000 + 1;
                         (void) poll(&p, 1, (int) MIN(left, 1000u));
