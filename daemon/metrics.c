@@ -171,23 +171,19 @@ static struct shrinker_info_snapshot *shrinker_infos(struct metrics *m, size_t *
         return infos;
 }
 
+/* What each client claimed and what its memory showed (the release meter keeps it per client). */
 static void render_clients(struct metrics *m, FILE *f) {
-        header(f, "pressured_client_claimed_bytes_total", "counter", "Bytes a client's shrinkers claimed to free in measured rounds.");
-        for (const struct shrink_client *cl = m->src.shrinkers->clients; cl; cl = cl->next) {
-                struct shrinker_info_snapshot info = {};
-                if (cl->n_shrinkers > 0 && reclaim_shrinker_info(m->src.reclaim, cl->shrinkers[0], &info) >= 0) {
-                        fprintf(f, "pressured_client_claimed_bytes_total{pid=\"%d\"} %" PRIu64 "\n", (int) cl->pid,
-                                info.client_claimed_bytes);
-                        free(info.nodes);
-                }
-        }
-        header(f, "pressured_client_released_bytes_total", "counter",
-               "How far a client's memory fell around the measured rounds (what the kernel saw).");
-        for (const struct shrink_client *cl = m->src.shrinkers->clients; cl; cl = cl->next) {
-                struct shrinker_info_snapshot info = {};
-                if (cl->n_shrinkers > 0 && reclaim_shrinker_info(m->src.reclaim, cl->shrinkers[0], &info) >= 0) {
-                        fprintf(f, "pressured_client_released_bytes_total{pid=\"%d\"} %" PRIu64 "\n", (int) cl->pid,
-                                info.client_released_bytes);
+        static const char *const names[] = { "pressured_client_claimed_bytes_total", "pressured_client_released_bytes_total" };
+        static const char *const helps[] = { "Bytes a client's shrinkers claimed to free in measured rounds.",
+                                             "How far a client's memory fell around the measured rounds (what the kernel saw)." };
+        for (size_t k = 0; k < ELEMENTSOF(names); k++) {
+                header(f, names[k], "counter", helps[k]);
+                for (const struct shrink_client *cl = m->src.shrinkers->clients; cl; cl = cl->next) {
+                        struct shrinker_info_snapshot info = {};
+                        if (cl->n_shrinkers == 0 || reclaim_shrinker_info(m->src.reclaim, cl->shrinkers[0], &info) < 0)
+                                continue;
+                        fprintf(f, "%s{pid=\"%d\"} %" PRIu64 "\n", names[k], (int) cl->pid,
+                                k == 0 ? info.client_claimed_bytes : info.client_released_bytes);
                         free(info.nodes);
                 }
         }

@@ -42,15 +42,9 @@ struct serve_call {
         struct serve_call *outbox_next;
 };
 
-/* Parse params against table into out; on error reply InvalidParameter and return -EINVAL. */
 static int parse_params(struct varlink_connection *c, struct json_object *params, const struct param *table,
                         void *out) {
-        const char *bad;
-        if (params_dispatch(params, table, out, &bad) < 0) {
-                (void) varlink_error_invalid_parameter(c, bad);
-                return -EINVAL;
-        }
-        return 0;
+        return varlink_parse_params(c, params, table, out);
 }
 
 static const struct param no_params[] = { {} };

@@ -101,6 +101,9 @@ int varlink_error(struct varlink_connection *c, const char *error, struct json_o
 /* varlink_notify() with the parameters already serialized (JSON object text): for sending one event to
  * many subscribers without encoding it for each. NULL: encoding failed, as for varlink_notify(). */
 int varlink_notify_serialized(struct varlink_connection *c, const char *params, size_t len);
+/* params against table into out (params.h); on error the InvalidParameter reply is sent and -EINVAL
+ * returned. */
+int varlink_parse_params(struct varlink_connection *c, struct json_object *params, const struct param *table, void *out);
 int varlink_error_invalid_parameter(struct varlink_connection *c, const char *parameter);
 
 /* Per-call state owned by the connection: freed when the call is answered or the connection goes away. */

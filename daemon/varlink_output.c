@@ -162,3 +162,11 @@ void connection_protocol_violation(struct varlink_connection *c, const char *rea
         connection_kill(c);
 }
 
+int varlink_parse_params(struct varlink_connection *c, struct json_object *params, const struct param *table, void *out) {
+        const char *bad;
+        if (params_dispatch(params, table, out, &bad) < 0) {
+                (void) varlink_error_invalid_parameter(c, bad);
+                return -EINVAL;
+        }
+        return 0;
+}

@@ -29,16 +29,6 @@ const char varlink_service_description[] =
         "error PermissionDenied ()\n"
         "error ExpectedMore ()\n";
 
-/* Parameters against table into out; on error the InvalidParameter reply is sent and -EINVAL returned. */
-static int parse(struct varlink_connection *c, struct json_object *params, const struct param *table, void *out) {
-        const char *bad;
-        if (params_dispatch(params, table, out, &bad) < 0) {
-                (void) varlink_error_invalid_parameter(c, bad);
-                return -EINVAL;
-        }
-        return 0;
-}
-
 static const struct param get_info_params[] = { {} };
 
 static int service_get_info(struct varlink_connection *c, struct json_object *params, unsigned flags, void *userdata) {
@@ -48,7 +38,7 @@ static int service_get_info(struct varlink_connection *c, struct json_object *pa
         (void) flags;
         (void) userdata;
 
-        if (parse(c, params, get_info_params, NULL) < 0)
+        if (varlink_parse_params(c, params, get_info_params, NULL) < 0)
                 return 0;
         const struct varlink_interface *ifs = varlink_server_interfaces(s, &n);
         struct json_object *p = json_object_new_object(), *ifaces = json_object_new_array();
@@ -77,7 +67,7 @@ static int service_get_interface_description(struct varlink_connection *c, struc
         (void) flags;
         (void) userdata;
 
-        if (parse(c, params, get_description_params, &p) < 0)
+        if (varlink_parse_params(c, params, get_description_params, &p) < 0)
                 return 0;
         const struct varlink_interface *i = varlink_server_find_interface(varlink_connection_server(c), p.interface);
         if (!i)
