@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <ctype.h>
+#include <fnmatch.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -30,6 +31,9 @@ void config_init(struct config *c) {
                 .round_budget_usec = 250000,
                 .request_timeout_usec = 1000000,
                 .quarantine_after = 3,
+                .regulate_budget_usec = 1000,
+                .regulate_interval_usec = 1000000,
+                .regulate_step_max_permille = 50,
                 .empty_backoff_usec = 10000000,
                 .lock_memory = true,
                 .log_level = LOG_INFO,
@@ -54,6 +58,9 @@ void config_done(struct config *c) {
         for (size_t i = 0; i < c->n_cgroups; i++)
                 free(c->cgroups[i]);
         free(c->cgroups);
+        for (size_t i = 0; i < c->n_regulate_cgroups; i++)
+                free(c->regulate_cgroups[i].pattern);
+        free(c->regulate_cgroups);
         free(c->sysfs_root);
         *c = (struct config){};
 }
@@ -332,6 +339,58 @@ static int parse_cgroup(struct config *c, const struct config_key *k, const char
         return 0;
 }
 
+/* "5%" or "0.5%": a share kept in thousandths. */
+static int parse_permille_key(struct config *c, const struct config_key *k, const char *value, char **ret_error) {
+        char *end;
+        errno = 0;
+        double v = strtod(value, &end);
+        if (errno || end == value || !isdigit((unsigned char) value[0]) || *end != '%' || end[1] ||
+            v * 10 < (double) k->min || v * 10 > (double) k->max)
+                return fail(ret_error, -EINVAL, "%s: expected a percentage of %s, got \"%s\"", k->name, k->range, value);
+        *FIELD(c, k, unsigned) = (unsigned) (v * 10 + 0.5);
+        return 0;
+}
+
+/* The budget is a duration of stall per second of time: "1ms" is 0.1%. */
+#define REGULATE_BUDGET_MAX_USEC 500000u
+
+/* "regulate_cgroup=/system.slice/redis.service 5ms", or "... off": that subtree's own budget. */
+static int parse_regulate_cgroup(struct config *c, const struct config_key *k, const char *value, char **ret_error) {
+        (void) k;
+        const char *sp = strpbrk(value, " \t");
+        uint64_t budget = 0;
+        if (value[0] != '/' || !sp)
+                return fail(ret_error, -EINVAL, "regulate_cgroup: expected \"/CGROUP BUDGET\" (a cgroup v2 path or glob, and a stall per second such as 5ms, or off), got \"%s\"", value);
+        const char *b = sp + strspn(sp, " \t");
+        if (!streq(b, "off") && (config_parse_duration(b, &budget) < 0 || budget > REGULATE_BUDGET_MAX_USEC))
+                return fail(ret_error, -EINVAL, "regulate_cgroup: expected a budget of 0..500ms per second, or off, got \"%s\"", b);
+        struct config_regulate_cgroup *a = realloc(c->regulate_cgroups, (c->n_regulate_cgroups + 1) * sizeof(*a));
+        if (!a)
+                return -ENOMEM;
+        c->regulate_cgroups = a;
+        if (!(a[c->n_regulate_cgroups].pattern = strndup(value, (size_t) (sp - value))))
+                return -ENOMEM;
+        a[c->n_regulate_cgroups++].budget_usec = budget;
+        return 0;
+}
+
+static bool regulate_pattern_covers(const char *pattern, const char *cgroup) {
+        if (fnmatch(pattern, cgroup, FNM_PATHNAME) == 0)
+                return true;
+        size_t n = strlen(pattern);
+        if (strpbrk(pattern, "*?[") || strncmp(pattern, cgroup, n) != 0)
+                return false;
+        return cgroup[n] == '/' || streq(pattern, "/");
+}
+
+uint64_t config_regulate_budget(const struct config *c, const char *cgroup) {
+        uint64_t budget = c->regulate_budget_usec;
+        for (size_t i = 0; cgroup && i < c->n_regulate_cgroups; i++)
+                if (regulate_pattern_covers(c->regulate_cgroups[i].pattern, cgroup))
+                        budget = c->regulate_cgroups[i].budget_usec;
+        return budget;
+}
+
 static int parse_sysfs_root(struct config *c, const struct config_key *k, const char *value, char **ret_error) {
         (void) ret_error;
         return set_string(FIELD(c, k, char *), streq(value, "/") ? "" : value);
@@ -383,6 +442,10 @@ static const struct config_key config_keys[] = {
         { "headroom_max_interval", parse_bounded_duration, AT(headroom_max_interval_usec), 10000, 3600000000ULL, "10ms..1h" },
         { "node_foreign_raises", parse_bool_key, AT(node.foreign_raises) },
         { "cgroup", parse_cgroup },
+        { "regulate_budget", parse_bounded_duration, AT(regulate_budget_usec), 0, REGULATE_BUDGET_MAX_USEC, "0..500ms (per second)" },
+        { "regulate_interval", parse_bounded_duration, AT(regulate_interval_usec), 100000, 60000000, "100ms..60s" },
+        { "regulate_step_max", parse_permille_key, AT(regulate_step_max_permille), 1, 500, "0.1%..50%" },
+        { "regulate_cgroup", parse_regulate_cgroup },
         { "sysfs_root", parse_sysfs_root, AT(sysfs_root) },
 };
 
@@ -463,7 +526,7 @@ int config_parse(struct config *c, const char *text, const char *filename, confi
                 char *key = strip(s), *value = strip(eq + 1);
 
                 const struct config_key *k = config_key_find(key);
-                if (k && k->parse != parse_cgroup) { /* cgroup= is a list: each line adds one */
+                if (k && k->parse != parse_cgroup && k->parse != parse_regulate_cgroup) { /* lists: each line adds one */
                         size_t i = (size_t) (k - config_keys);
                         if (seen[i])
                                 warn(w, userdata, "%s:%u: %s is also set on line %u; this line wins", filename, lineno,

@@ -43,6 +43,16 @@ struct config {
         unsigned quarantine_after;     /* timeouts in a row before a shrinker is quarantined */
         uint64_t empty_backoff_usec;   /* a shrinker that answered EMPTY is not asked in rounds for this long */
         struct shrink_priorities priorities;
+        /* the regulator (docs/shrinkers.md): between alarms, while a scope's stall is over its budget,
+         * the shrinkers in it are asked for small steps */
+        uint64_t regulate_budget_usec;       /* µs of `some` stall per second; 0: no regulation */
+        uint64_t regulate_interval_usec;     /* how often the stall of a scope with shrinkers is read */
+        unsigned regulate_step_max_permille; /* the largest step, of what the shrinkers in scope hold */
+        struct config_regulate_cgroup {
+                char *pattern; /* a cgroup v2 path or an fnmatch() glob; a path covers its subtree */
+                uint64_t budget_usec;
+        } *regulate_cgroups; /* in file order: the last that matches wins */
+        size_t n_regulate_cgroups;
 
         int log_level;    /* LOG_ERR ... LOG_DEBUG: what is logged (SetLogLevel changes it until a reload) */
         bool lock_memory; /* mlockall() at start-up */
@@ -78,6 +88,10 @@ int config_restart_only_changed(const struct config *cur, const struct config *n
 
 /* Cross-key checks (thresholds rise with the level, intervals non-zero). */
 int config_verify(const struct config *c, char **ret_error);
+
+/* The stall budget of a cgroup scope (NULL: the system's): the last regulate_cgroup= that covers it, or
+ * regulate_budget. */
+uint64_t config_regulate_budget(const struct config *c, const char *cgroup);
 
 /* systemd's time spans: "100ms", "2s", "1h 30min", "2d"; no suffix means milliseconds. */
 int config_parse_duration(const char *s, uint64_t *ret_usec);

@@ -16,6 +16,7 @@ struct reclaim {
         struct scope_registry *scopes;
         struct shrink_registry *shrinkers;
         struct round_engine *engine;
+        struct regulator *regulator; /* the steps below the levels */
         int slot; /* on each scope: its episode */
         struct {
                 uid_t uid;
@@ -110,23 +111,6 @@ static bool scope_wants_reclaim(const struct reclaim *rc, const struct scope *s)
         return scope_level(s) != LEVEL_OK && !scope_is_gone(s);
 }
 
-/* The bytes the shrinkers in scope said they hold, at their last counts. */
-static uint64_t scope_freeable_bytes(const struct reclaim *rc, const struct scope *s) {
-        uint64_t sum = 0;
-        for (struct shrink_client *cl = rc->shrinkers->clients; cl; cl = cl->next)
-                for (size_t i = 0; i < cl->n_shrinkers; i++) {
-                        const struct shrinker *sh = cl->shrinkers[i];
-                        bool all_nodes;
-                        const char *cg;
-                        if (!shrink_select(scope_get_type(s), scope_cgroup(s), sh->flags, cl->cgroup, &all_nodes, &cg))
-                                continue;
-                        for (size_t k = 0; k < sh->n_nodes; k++)
-                                if (scope_get_type(s) != SCOPE_NODE || k == shrinker_node_slot(sh, scope_node_index(s)))
-                                        sum = sat_add(sum, round_engine_last_bytes(rc->engine, sh, k));
-                }
-        return sum;
-}
-
 /* A goal from figures read now, not from the last sample: the scope's reclaim target, doubled for every
  * goal of this level change that was met while the pressure stayed (at most three times), and, once
  * doubled, never more than half of what the caches in scope hold: a goal met again and again while the
@@ -134,7 +118,8 @@ static uint64_t scope_freeable_bytes(const struct reclaim *rc, const struct scop
 static uint64_t episode_goal(struct reclaim_episode *e) {
         scope_refresh_target(e->scope);
         uint64_t goal = sat_mul(scope_reclaim_target(e->scope), 1ULL << MIN(e->shortfalls, 3u));
-        uint64_t held = scope_freeable_bytes(e->rc, e->scope);
+        const struct scope *sc = e->scope;
+        uint64_t held = round_engine_held_bytes(e->rc->engine, scope_get_type(sc), scope_cgroup(sc), scope_node_index(sc));
         if (e->shortfalls > 0 && held > 0)
                 goal = MAX(MIN(goal, held / 2), scope_reclaim_target(e->scope));
         return goal;
@@ -514,6 +499,8 @@ int reclaim_new(sd_event *event, const struct config *config, struct scope_regis
         };
         r = round_engine_new(event, config, shrinkers, transport, userdata, &rc->engine);
         if (r >= 0)
+                r = regulator_new(event, config, scopes, shrinkers, rc->engine, &rc->regulator);
+        if (r >= 0)
                 r = rc->slot = scope_registry_add_observer(scopes, &scope_observer, rc);
         if (r >= 0)
                 r = shrink_registry_add_observer(shrinkers, &shrink_observer, rc);
@@ -530,6 +517,7 @@ int reclaim_new(sd_event *event, const struct config *config, struct scope_regis
 struct reclaim *reclaim_free(struct reclaim *rc) {
         if (!rc)
                 return NULL;
+        regulator_free(rc->regulator);
         round_engine_free(rc->engine);
         free(rc);
         return NULL;
@@ -537,6 +525,10 @@ struct reclaim *reclaim_free(struct reclaim *rc) {
 
 int reclaim_shrinker_info(const struct reclaim *rc, const struct shrinker *sh, struct shrinker_info_snapshot *ret) {
         return round_engine_shrinker_info(rc->engine, sh, ret);
+}
+
+void reclaim_regulator_stats(const struct reclaim *rc, struct regulator_stats *ret) {
+        regulator_get_stats(rc->regulator, ret);
 }
 
 const struct round_engine *reclaim_engine(const struct reclaim *rc) {

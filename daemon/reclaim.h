@@ -13,6 +13,7 @@
 
 #include "config.h"
 #include "protocol.h"
+#include "regulator.h"
 #include "round.h"
 #include "scope_registry.h"
 #include "shrinker.h"
@@ -53,5 +54,7 @@ void reclaim_shrink_detach(struct shrink_round *r);
 
 /* The shrinker as ListShrinkers shows it (round_engine_shrinker_info()); ret->nodes: free() it. */
 int reclaim_shrinker_info(const struct reclaim *rc, const struct shrinker *sh, struct shrinker_info_snapshot *ret);
+/* What the regulator (regulator.h) did so far. */
+void reclaim_regulator_stats(const struct reclaim *rc, struct regulator_stats *ret);
 /* The round engine, for what reclaim does not wrap (round.h's getters). */
 const struct round_engine *reclaim_engine(const struct reclaim *rc);

@@ -441,3 +441,20 @@ struct round_engine *round_engine_free(struct round_engine *rc) {
         free(rc);
         return NULL;
 }
+
+uint64_t round_engine_held_bytes(const struct round_engine *rc, enum scope_type type, const char *cgroup,
+                                 size_t node_index) {
+        uint64_t sum = 0;
+        for (struct shrink_client *cl = rc->shrinkers->clients; cl; cl = cl->next)
+                for (size_t i = 0; i < cl->n_shrinkers; i++) {
+                        const struct shrinker *sh = cl->shrinkers[i];
+                        bool all_nodes;
+                        const char *cg;
+                        if (!shrink_select(type, cgroup, sh->flags, cl->cgroup, &all_nodes, &cg))
+                                continue;
+                        for (size_t k = 0; k < sh->n_nodes; k++)
+                                if (type != SCOPE_NODE || k == shrinker_node_slot(sh, node_index))
+                                        sum = sat_add(sum, round_engine_last_bytes(rc, sh, k));
+                }
+        return sum;
+}

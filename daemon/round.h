@@ -47,6 +47,10 @@ int round_engine_shrinker_info(const struct round_engine *rc, const struct shrin
 /* The bytes the shrinker said it holds on node index node_index at its last count (0: never counted). */
 uint64_t round_engine_last_bytes(const struct round_engine *rc, const struct shrinker *sh, size_t node_index);
 
+/* The bytes the shrinkers a scope selects (shrink_select()) said they hold at their last counts. */
+uint64_t round_engine_held_bytes(const struct round_engine *rc, enum scope_type type, const char *cgroup,
+                                 size_t node_index);
+
 /* For tests and debugging: answers of cl to requests it does not have; rounds of the current goal that
  * asked the shrinker for its share on a node. */
 uint64_t round_engine_client_rejected(const struct round_engine *rc, const struct shrink_client *cl);

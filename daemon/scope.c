@@ -409,6 +409,15 @@ void scope_refresh(struct scope *s) {
                 scope_read_memory(s);
 }
 
+bool scope_read_some_total(struct scope *s, uint64_t *ret) {
+        scope_refresh_psi(s);
+        return scope_some_total(s, ret);
+}
+
+bool scope_stall_is_own(struct scope *s, uint64_t now) {
+        return scope_gate_psi(s, LEVEL_LOW, now) != LEVEL_OK;
+}
+
 void scope_refresh_target(struct scope *s) {
         if (s->gone)
                 return;

@@ -46,7 +46,7 @@ struct scope_env {
 };
 
 /* Per-observer data hung on a scope (subscriptions' watch list, reclaim's episode...). */
-#define SCOPE_SLOTS_MAX 8
+#define SCOPE_SLOTS_MAX 10
 
 /* struct scope is scope.c's and its registry's (scope-private.h); everyone else reads it through these. */
 enum level scope_level(const struct scope *s);
@@ -101,6 +101,11 @@ void scope_update_node(struct scope *s, uint64_t now_usec);
 void scope_feed_level(struct scope *s, enum level raw, uint64_t now_usec);
 /* PSI and memory figures, for a status request. */
 void scope_refresh(struct scope *s);
+/* Read the cumulative "some" stall now (one pread of the pressure file); false for a scope without PSI. */
+bool scope_read_some_total(struct scope *s, uint64_t *ret);
+/* Whether the scope's stall is for memory that is short where it is (the machine's, or a limit on its way
+ * to the root), as the level decides it: otherwise it is someone else's to answer (docs/levels.md). */
+bool scope_stall_is_own(struct scope *s, uint64_t now_usec);
 /* Read the memory figures now and compute the reclaim target from them (for a decision that must not
  * use the last sample's). */
 void scope_refresh_target(struct scope *s);

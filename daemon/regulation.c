@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: MIT */
+#include "regulation.h"
+
+#include <assert.h>
+
+#include "macro.h"
+
+static const char *const verdict_names[_REGULATION_VERDICT_MAX] = {
+        [REGULATION_FIRST] = "first",
+        [REGULATION_UNDER] = "under",
+        [REGULATION_NOT_OWN] = "not-own",
+        [REGULATION_SETTLING] = "settling",
+        [REGULATION_BACKING_OFF] = "backing-off",
+        [REGULATION_STEP] = "step",
+};
+
+const char *regulation_verdict_to_string(enum regulation_verdict v) {
+        return v >= 0 && v < _REGULATION_VERDICT_MAX ? verdict_names[v] : NULL;
+}
+
+void regulation_init(struct regulation *r) {
+        assert(r);
+        *r = (struct regulation){ .stepped_rate = -1, .streak_rate = -1 };
+}
+
+bool regulation_measure(struct regulation *r, const struct regulation_params *p, uint64_t total_usec,
+                        uint64_t now_usec, double *ret_rate) {
+        assert(r && p && ret_rate);
+        bool first = !r->have_mark || now_usec <= r->mark_usec || total_usec < r->mark_total;
+        r->first = first;
+        double rate = first ? 0 : (double) (total_usec - r->mark_total) * 1e6 / (double) (now_usec - r->mark_usec);
+        r->have_mark = true;
+        r->mark_total = total_usec;
+        r->mark_usec = now_usec;
+        r->rate = rate;
+        *ret_rate = rate;
+        return !first && p->budget > 0 && rate > (double) p->budget;
+}
+
+uint64_t regulation_step_bytes(const struct regulation_params *p, double rate, uint64_t held) {
+        assert(p && p->budget > 0);
+        double excess = rate / (double) p->budget - 1;
+        if (excess <= 0)
+                return 0;
+        double permille = excess * p->step_gain_permille;
+        permille = MAX(permille, (double) p->step_min_permille);
+        permille = MIN(permille, (double) p->step_max_permille);
+        return (uint64_t) ((double) held * permille / 1000);
+}
+
+/* Nothing to do this interval: the streak of steps is over, the brakes are released. */
+static void regulation_rest(struct regulation *r) {
+        r->stepped_rate = -1;
+        r->streak = 0;
+        r->streak_rate = -1;
+        r->backoff = 0;
+        r->skip = 0;
+}
+
+enum regulation_verdict regulation_decide(struct regulation *r, const struct regulation_params *p, bool over,
+                                          bool own, uint64_t held, uint64_t *ret_bytes) {
+        assert(r && p && ret_bytes);
+        *ret_bytes = 0;
+        if (!r->have_mark || r->first)
+                return REGULATION_FIRST;
+        if (!over) {
+                regulation_rest(r);
+                return REGULATION_UNDER;
+        }
+        if (!own) {
+                regulation_rest(r);
+                return REGULATION_NOT_OWN;
+        }
+        /* The last step is still showing: a rate a quarter below the one that made it is on its way down. */
+        if (r->stepped_rate >= 0 && r->rate < r->stepped_rate * 0.75) {
+                r->stepped_rate = -1;
+                return REGULATION_SETTLING;
+        }
+        if (r->skip > 0) {
+                r->skip--;
+                r->stepped_rate = -1;
+                return REGULATION_BACKING_OFF;
+        }
+        /* Steps are futile while the rate does not fall by a tenth from where their streak began: after
+         * REGULATION_FUTILE_STEPS of them, each further step doubles the spacing of the next. */
+        bool fell = r->streak_rate >= 0 && r->rate < r->streak_rate * 0.9;
+        if (r->streak_rate < 0 || fell) {
+                r->streak = 0;
+                r->streak_rate = r->rate;
+                r->backoff = 0;
+        } else if (r->streak >= REGULATION_FUTILE_STEPS)
+                r->backoff = MIN(r->backoff + 1, (unsigned) REGULATION_BACKOFF_MAX);
+        r->skip = (1u << r->backoff) - 1;
+        r->streak++;
+        r->stepped_rate = r->rate;
+        *ret_bytes = regulation_step_bytes(p, r->rate, held);
+        r->steps++;
+        r->asked_bytes += *ret_bytes;
+        return REGULATION_STEP;
+}

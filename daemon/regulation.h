@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The regulator's arithmetic (pure): from a scope's cumulative `some` stall, read once per interval,
+ * whether to ask the shrinkers in it for a step, and how large. The stall budget is a rate (µs of stall
+ * per second); a step is a fraction of what the shrinkers hold, proportional to how far the rate is over
+ * the budget, between a floor and a cap (as CacheLib gives back at most 5% of its band per step). Under
+ * the budget nothing is asked, and caches grow back on their own. Two brakes keep it from oscillating or
+ * emptying a cache for nothing:
+ *   - settling: right after a step, a rate that is already falling is given an interval to show where it
+ *     lands before the next step (the stall answers a step with a delay);
+ *   - back-off: steps that do not lower the rate (the stall is someone else's, or nothing the caches hold
+ *     would help) are spaced further and further apart, doubling up to 32 intervals, as Senpai backs off.
+ * regulator.c reads the kernel's figures and runs the rounds; this file only decides. */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct regulation_params {
+        uint64_t budget;             /* µs of `some` stall per second allowed (1000: 1 ms/s); 0: off */
+        unsigned step_min_permille;  /* the smallest step, of what the shrinkers hold */
+        unsigned step_max_permille;  /* the largest */
+        unsigned step_gain_permille; /* the step at twice the budget; it grows linearly with the excess */
+};
+
+#define REGULATION_BACKOFF_MAX 5     /* spacing of at most 2^5 = 32 intervals */
+#define REGULATION_FUTILE_STEPS 8    /* steps in a row without a 10% fall before backing off */
+
+enum regulation_verdict {
+        REGULATION_FIRST,       /* the first reading (or the counter went back): nothing to compare yet */
+        REGULATION_UNDER,       /* at or under the budget: nothing asked */
+        REGULATION_NOT_OWN,     /* over, but the stall is not for memory this scope's caches hold */
+        REGULATION_SETTLING,    /* over, falling since the last step: wait an interval */
+        REGULATION_BACKING_OFF, /* over, and steps did not help lately: not this interval */
+        REGULATION_STEP,        /* ask for *ret_bytes (0: nothing is known of what they hold: count first) */
+        _REGULATION_VERDICT_MAX,
+};
+
+const char *regulation_verdict_to_string(enum regulation_verdict v);
+
+struct regulation {
+        bool have_mark;
+        bool first;                     /* the last reading had nothing to compare with */
+        uint64_t mark_total, mark_usec; /* the last reading */
+        double rate;                    /* the stall over the last interval, µs per second */
+        double stepped_rate;            /* the rate that made the last step (< 0: the last interval did not step) */
+        unsigned streak;                /* steps since the rate last fell by a tenth */
+        double streak_rate;             /* the rate when that streak began */
+        unsigned backoff;               /* log2 of the spacing of steps */
+        unsigned skip;                  /* intervals still to skip */
+        uint64_t steps, asked_bytes;    /* for the log and ListShrinkers */
+};
+
+void regulation_init(struct regulation *r);
+
+/* One reading of the cumulative stall total_usec at now_usec. Returns whether it is over the budget,
+ * the rate in *ret_rate (µs/s; 0 on the first reading). */
+bool regulation_measure(struct regulation *r, const struct regulation_params *p, uint64_t total_usec,
+                        uint64_t now_usec, double *ret_rate);
+
+/* After regulation_measure(): what to do. own: the stall is for memory the scope's caches share (the
+ * caller's gate, asked only when over); held: bytes the shrinkers in scope hold at their last counts. */
+enum regulation_verdict regulation_decide(struct regulation *r, const struct regulation_params *p, bool over,
+                                          bool own, uint64_t held, uint64_t *ret_bytes);
+
+/* The step for a rate over the budget, of held bytes (exposed for tests and documentation). */
+uint64_t regulation_step_bytes(const struct regulation_params *p, double rate, uint64_t held);

@@ -1,0 +1,274 @@
+/* SPDX-License-Identifier: MIT */
+#include "regulator.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "clock.h"
+#include "log.h"
+#include "macro.h"
+#include "regulation.h"
+
+/* The step at twice the budget, and the smallest one: 1% and 0.5% of what the shrinkers hold. The
+ * largest is regulate_step_max (5% by default, CacheLib's bound). */
+#define STEP_GAIN_PERMILLE 10u
+#define STEP_MIN_PERMILLE 5u
+
+struct regulator {
+        sd_event *event;
+        const struct config *config;
+        struct scope_registry *scopes;
+        struct shrink_registry *shrinkers;
+        struct round_engine *engine;
+        int slot; /* on each scope: its struct regulated */
+        sd_event_source *timer;
+        uint64_t tick;
+        struct regulator_stats stats;
+};
+
+/* A scope with shrinkers in it, as the regulator follows it: in the scope's slot. */
+struct regulated {
+        struct regulator *g;
+        struct scope *scope;
+        struct regulation reg;
+        struct shrink_round *round; /* the last step's, while it runs */
+        uint64_t seen_tick;         /* the tick that last found shrinkers in it */
+        /* A run of intervals over the budget, for the two lines the log gets per run. */
+        bool in_run;
+        uint64_t run_steps, run_asked, run_freed;
+        double run_peak;
+};
+
+static struct regulated **scope_regulated(const struct regulator *g, struct scope *s) {
+        return (struct regulated **) scope_slot(s, g->slot);
+}
+
+static void regulated_free(struct regulator *g, struct scope *s) {
+        struct regulated **p = scope_regulated(g, s), *st = *p;
+        if (!st)
+                return;
+        if (st->round)
+                round_detach(st->round); /* it finishes on its own */
+        free(st);
+        *p = NULL;
+}
+
+static struct regulated *regulated_get(struct regulator *g, struct scope *s) {
+        struct regulated **p = scope_regulated(g, s);
+        if (*p)
+                return *p;
+        struct regulated *st = calloc(1, sizeof(*st));
+        if (!st) {
+                log_oom();
+                return NULL;
+        }
+        st->g = g;
+        st->scope = s;
+        regulation_init(&st->reg);
+        *p = st;
+        return st;
+}
+
+static struct regulation_params regulated_params(const struct regulated *st) {
+        const struct config *c = st->g->config;
+        return (struct regulation_params){
+                .budget = config_regulate_budget(c, scope_cgroup(st->scope)),
+                .step_min_permille = MIN(STEP_MIN_PERMILLE, c->regulate_step_max_permille),
+                .step_max_permille = c->regulate_step_max_permille,
+                .step_gain_permille = STEP_GAIN_PERMILLE,
+        };
+}
+
+static void on_step_done(const struct round_outcome *o, void *userdata) {
+        struct regulated *st = userdata;
+        st->round = NULL;
+        st->run_freed = sat_add(st->run_freed, o->freed_bytes);
+        st->g->stats.freed_bytes = sat_add(st->g->stats.freed_bytes, o->freed_bytes);
+        log_debug("%s: regulation step: %u shrinkers freed %llu of %llu bytes asked.", scope_name(st->scope), o->n_asked,
+                  (unsigned long long) o->freed_bytes, (unsigned long long) o->want);
+}
+
+/* One step: a round over the scope's shrinkers for bytes (split by weight), at the gentlest priority
+ * that covers each share, with the usual budget so that a slow client delays nobody. bytes 0: nothing is
+ * known of what they hold yet, and the kernel's gentlest sizing asks a token amount after the count. */
+static void regulated_step(struct regulated *st, uint64_t bytes) {
+        struct scope *s = st->scope;
+        struct shrink_round *r = round_new(st->g->engine, scope_name(s), on_step_done, st);
+        if (!r) {
+                log_oom();
+                return;
+        }
+        st->round = r;
+        round_run(r, &(struct round_spec){
+                .type = scope_get_type(s),
+                .node_index = scope_node_index(s),
+                .cgroup = scope_cgroup(s),
+                .priority = SHRINK_PRIORITY_MAX,
+                .want = bytes,
+                .share_sets_priority = true,
+                .floor = 0,
+                .budget = true,
+                .level = scope_level(s),
+        }); /* it may be over before this returns */
+}
+
+static void regulated_log_run(struct regulated *st, enum regulation_verdict v, double rate, uint64_t budget,
+                              uint64_t held) {
+        const char *name = scope_name(st->scope);
+        if (v == REGULATION_STEP && !st->in_run) {
+                st->in_run = true;
+                st->run_steps = st->run_asked = st->run_freed = 0;
+                st->run_peak = rate;
+                log_info("%s: stall %.2f ms/s, over its budget of %.2f ms/s: asking its shrinkers (holding %llu bytes) for "
+                         "a step each interval while it stays over.",
+                         name, rate / 1000, (double) budget / 1000, (unsigned long long) held);
+        } else if ((v == REGULATION_UNDER || v == REGULATION_NOT_OWN) && st->in_run) {
+                st->in_run = false;
+                log_info("%s: stall %.2f ms/s, %s after %llu steps (peak %.2f ms/s) that asked %llu bytes and freed %llu.",
+                         name, rate / 1000, v == REGULATION_UNDER ? "back under its budget" : "no longer for its own memory",
+                         (unsigned long long) st->run_steps, st->run_peak / 1000, (unsigned long long) st->run_asked,
+                         (unsigned long long) st->run_freed);
+        }
+        st->run_peak = MAX(st->run_peak, rate);
+}
+
+static void regulated_tick(struct regulated *st, uint64_t now) {
+        struct regulator *g = st->g;
+        struct scope *s = st->scope;
+        struct regulation_params p = regulated_params(st);
+        uint64_t total, bytes;
+        double rate;
+
+        if (p.budget == 0 || scope_is_gone(s) || !scope_read_some_total(s, &total))
+                return;
+        bool over = regulation_measure(&st->reg, &p, total, now, &rate);
+        /* Whose stall it is costs more reads: only asked when there is something to decide. */
+        bool own = over && scope_stall_is_own(s, now);
+        uint64_t held = round_engine_held_bytes(g->engine, scope_get_type(s), scope_cgroup(s), scope_node_index(s));
+        enum regulation_verdict v = regulation_decide(&st->reg, &p, over, own, held, &bytes);
+        if (v != REGULATION_UNDER && v != REGULATION_FIRST)
+                log_debug("%s: regulation: stall %.2f ms/s against %.2f, %s, holding %llu, step %llu.", scope_name(s),
+                          rate / 1000, (double) p.budget / 1000, regulation_verdict_to_string(v),
+                          (unsigned long long) held, (unsigned long long) bytes);
+        regulated_log_run(st, v, rate, p.budget, held);
+        if (v != REGULATION_STEP)
+                return;
+        if (st->round)
+                return; /* the last step is still out (its budget ends it soon) */
+        st->run_steps++;
+        st->run_asked = sat_add(st->run_asked, bytes);
+        g->stats.steps++;
+        g->stats.asked_bytes = sat_add(g->stats.asked_bytes, bytes);
+        regulated_step(st, bytes);
+}
+
+/* The scopes with shrinkers in them now: each client's own cgroup and the limited groups above it (the
+ * scopes it is watched in), and the system for everyone. Others lose their state. */
+static void regulator_mark(struct regulator *g) {
+        for (struct shrink_client *cl = g->shrinkers->clients; cl; cl = cl->next) {
+                if (cl->n_shrinkers == 0)
+                        continue;
+                for (size_t i = 0; i < cl->n_watched; i++) {
+                        struct regulated *st = regulated_get(g, cl->watched[i]);
+                        if (st)
+                                st->seen_tick = g->tick;
+                }
+                struct scope *sys = scope_registry_system(g->scopes);
+                struct regulated *st = sys ? regulated_get(g, sys) : NULL;
+                if (st)
+                        st->seen_tick = g->tick;
+        }
+}
+
+static void regulator_arm(struct regulator *g) {
+        if (!g->shrinkers->clients) {
+                (void) sd_event_source_set_enabled(g->timer, SD_EVENT_OFF);
+                return;
+        }
+        (void) sd_event_source_set_time(g->timer, event_now(g->event) + g->config->regulate_interval_usec);
+        (void) sd_event_source_set_enabled(g->timer, SD_EVENT_ONESHOT);
+}
+
+static int on_tick(sd_event_source *src, uint64_t usec, void *userdata) {
+        struct regulator *g = userdata;
+        (void) src;
+        (void) usec;
+        uint64_t now = event_now(g->event);
+
+        g->tick++;
+        g->stats.ticks++;
+        regulator_mark(g);
+        SCOPE_REGISTRY_FOREACH(s, g->scopes) {
+                struct regulated *st = *scope_regulated(g, s);
+                if (!st)
+                        continue;
+                if (st->seen_tick != g->tick)
+                        regulated_free(g, s);
+                else
+                        regulated_tick(st, now);
+        }
+        regulator_arm(g);
+        return 0;
+}
+
+static void on_client_added(struct shrink_client *cl, void *userdata) {
+        struct regulator *g = userdata;
+        int enabled = SD_EVENT_OFF;
+        (void) cl;
+        if (sd_event_source_get_enabled(g->timer, &enabled) >= 0 && enabled == SD_EVENT_OFF)
+                regulator_arm(g);
+}
+
+static const struct shrink_registry_observer shrink_observer = {
+        .client_added = on_client_added,
+};
+
+static void on_scope_freed(struct scope *s, void *userdata) {
+        regulated_free(userdata, s);
+}
+
+static const struct scope_observer scope_observer = {
+        .gone = on_scope_freed,
+        .freed = on_scope_freed,
+};
+
+int regulator_new(sd_event *event, const struct config *config, struct scope_registry *scopes,
+                  struct shrink_registry *shrinkers, struct round_engine *engine, struct regulator **ret) {
+        struct regulator *g = calloc(1, sizeof(*g));
+        int r;
+
+        assert(event && config && scopes && shrinkers && engine && ret);
+        if (!g)
+                return -ENOMEM;
+        *g = (struct regulator){
+                .event = event, .config = config, .scopes = scopes, .shrinkers = shrinkers, .engine = engine, .slot = -1,
+        };
+        r = sd_event_add_time(event, &g->timer, CLOCK_MONOTONIC, 0, 10000, on_tick, g);
+        if (r >= 0) {
+                (void) sd_event_source_set_enabled(g->timer, SD_EVENT_OFF);
+                (void) sd_event_source_set_description(g->timer, "regulator");
+                r = g->slot = scope_registry_add_observer(scopes, &scope_observer, g);
+        }
+        if (r >= 0)
+                r = shrink_registry_add_observer(shrinkers, &shrink_observer, g);
+        if (r < 0) {
+                regulator_free(g);
+                return r;
+        }
+        *ret = g;
+        return 0;
+}
+
+struct regulator *regulator_free(struct regulator *g) {
+        if (!g)
+                return NULL;
+        sd_event_source_disable_unref(g->timer);
+        free(g);
+        return NULL;
+}
+
+void regulator_get_stats(const struct regulator *g, struct regulator_stats *ret) {
+        *ret = g->stats;
+}

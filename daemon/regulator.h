@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The regulator: below the levels, what client shrinkers feel first. Every regulate_interval, for each
+ * scope that has client shrinkers in it (a client's own cgroup and the limited groups above it, and the
+ * system), it reads the scope's cumulative `some` stall with one pread; while the stall rate is over the
+ * scope's budget, the shrinkers in it are asked for a small step (regulation.c sizes it), through the
+ * round engine like any round. Under the budget it asks nothing, so that caches grow back on their own.
+ * Levels, their episodes and subscribers are untouched: they stay the alarm. With no client shrinker,
+ * its timer is off. */
+
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
+#include "config.h"
+#include "round.h"
+#include "scope_registry.h"
+#include "shrinker.h"
+
+struct regulator;
+
+int regulator_new(sd_event *event, const struct config *config, struct scope_registry *scopes,
+                  struct shrink_registry *shrinkers, struct round_engine *engine, struct regulator **ret);
+/* Before the round engine and the registries. */
+struct regulator *regulator_free(struct regulator *g);
+
+/* What the regulator did, over the daemon's life: intervals with a step, and the bytes they asked. */
+struct regulator_stats {
+        uint64_t ticks, steps, asked_bytes, freed_bytes;
+};
+void regulator_get_stats(const struct regulator *g, struct regulator_stats *ret);

@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: MIT */
+/* The regulator's arithmetic on recorded and simulated series of stall totals: over the budget asks a
+ * bounded step, under it nothing; the brakes (settling, back-off) and a cache that grows into its limit. */
+#include <CUnit/CUnit.h>
+
+#include "macro.h"
+#include "regulation.h"
+#include "test-util.h"
+
+#define SEC 1000000ULL
+#define MIB (1ULL << 20)
+
+static const struct regulation_params params = {
+        .budget = 1000, /* 1 ms/s */
+        .step_min_permille = 5,
+        .step_max_permille = 50,
+        .step_gain_permille = 10,
+};
+
+/* Feed one interval of `rate` µs/s; returns the verdict and the step in *bytes. */
+static enum regulation_verdict feed(struct regulation *r, uint64_t *total, uint64_t *now, double rate, bool own,
+                                    uint64_t held, uint64_t *bytes) {
+        *now += SEC;
+        *total += (uint64_t) rate;
+        double got;
+        bool over = regulation_measure(r, &params, *total, *now, &got);
+        return regulation_decide(r, &params, over, own, held, bytes);
+}
+
+static void test_first_and_under(void) {
+        struct regulation r;
+        uint64_t total = 5000000, now = 100 * SEC, bytes = 1;
+        regulation_init(&r);
+        CU_ASSERT_EQUAL(feed(&r, &total, &now, 50000, true, 64 * MIB, &bytes), REGULATION_FIRST);
+        CU_ASSERT_EQUAL(bytes, 0u);
+        for (int i = 0; i < 100; i++) {
+                CU_ASSERT_EQUAL(feed(&r, &total, &now, i % 2 ? 1000 : 300, true, 64 * MIB, &bytes), REGULATION_UNDER);
+                CU_ASSERT_EQUAL(bytes, 0u);
+        }
+        /* A counter that went back (the cgroup was made again) starts afresh rather than reading a wrap. */
+        total = 10;
+        double rate;
+        now += SEC;
+        CU_ASSERT_FALSE(regulation_measure(&r, &params, total, now, &rate));
+        CU_ASSERT_EQUAL(regulation_decide(&r, &params, false, true, 64 * MIB, &bytes), REGULATION_FIRST);
+        CU_ASSERT_EQUAL(r.steps, 0u);
+}
+
+static void test_step_size(void) {
+        /* At twice the budget 1%, growing with the excess, between 0.5% and the 5% cap. */
+        CU_ASSERT_EQUAL(regulation_step_bytes(&params, 2000, 1000000), 10000u);
+        CU_ASSERT_EQUAL(regulation_step_bytes(&params, 4000, 1000000), 30000u);
+        CU_ASSERT_EQUAL(regulation_step_bytes(&params, 1100, 1000000), 5000u);
+        CU_ASSERT_EQUAL(regulation_step_bytes(&params, 120000, 1000000), 50000u);
+        CU_ASSERT_EQUAL(regulation_step_bytes(&params, 1000, 1000000), 0u);
+        CU_ASSERT_EQUAL(regulation_step_bytes(&params, 500, 1000000), 0u);
+        /* Nothing known of what they hold: a step of 0, which the regulator runs as a count. */
+        CU_ASSERT_EQUAL(regulation_step_bytes(&params, 50000, 0), 0u);
+}
+
+static void test_over_steps_within_cap(void) {
+        struct regulation r;
+        uint64_t total = 0, now = 0, bytes;
+        regulation_init(&r);
+        feed(&r, &total, &now, 0, true, 0, &bytes);
+        /* A recorded run of a group that stalls 23 ms/s on and off: every step within 5% of what is held. */
+        static const double series[] = { 23000, 23500, 40000, 22000, 80000, 120000, 30000, 25000, 23000, 23000 };
+        uint64_t held = 100 * MIB;
+        unsigned steps = 0;
+        for (size_t i = 0; i < ELEMENTSOF(series); i++) {
+                enum regulation_verdict v = feed(&r, &total, &now, series[i], true, held, &bytes);
+                CU_ASSERT(v == REGULATION_STEP || v == REGULATION_SETTLING);
+                CU_ASSERT(bytes <= held / 20);
+                if (v == REGULATION_STEP) {
+                        CU_ASSERT(bytes >= held / 200);
+                        steps++;
+                        held -= bytes;
+                }
+        }
+        CU_ASSERT(steps >= ELEMENTSOF(series) / 2);
+        /* Someone else's stall (the gate said so) is not answered. */
+        CU_ASSERT_EQUAL(feed(&r, &total, &now, 50000, false, held, &bytes), REGULATION_NOT_OWN);
+        CU_ASSERT_EQUAL(bytes, 0u);
+}
+
+static void test_settling(void) {
+        struct regulation r;
+        uint64_t total = 0, now = 0, bytes;
+        regulation_init(&r);
+        feed(&r, &total, &now, 0, true, 0, &bytes);
+        CU_ASSERT_EQUAL(feed(&r, &total, &now, 20000, true, 64 * MIB, &bytes), REGULATION_STEP);
+        /* Falling fast after the step: wait an interval to see where it lands. */
+        CU_ASSERT_EQUAL(feed(&r, &total, &now, 9000, true, 64 * MIB, &bytes), REGULATION_SETTLING);
+        CU_ASSERT_EQUAL(bytes, 0u);
+        /* Still over, and no longer falling: the next step. */
+        CU_ASSERT_EQUAL(feed(&r, &total, &now, 9000, true, 64 * MIB, &bytes), REGULATION_STEP);
+        CU_ASSERT(bytes > 0);
+}
+
+/* A stall the caches cannot lower (someone else's working set that does not fit): steps grow further
+ * apart, up to 32 intervals, and the cache is not emptied. */
+static void test_backoff(void) {
+        struct regulation r;
+        uint64_t total = 0, now = 0, bytes;
+        uint64_t held = 64 * MIB;
+        unsigned steps = 0, last_gap = 0, since = 0;
+        regulation_init(&r);
+        feed(&r, &total, &now, 0, true, 0, &bytes);
+        for (int i = 0; i < 600; i++) {
+                enum regulation_verdict v = feed(&r, &total, &now, 30000, true, held, &bytes);
+                since++;
+                if (v == REGULATION_STEP) {
+                        steps++;
+                        held -= bytes;
+                        CU_ASSERT(since >= last_gap || since >= 1u << REGULATION_BACKOFF_MAX);
+                        last_gap = since;
+                        since = 0;
+                }
+        }
+        CU_ASSERT_EQUAL(r.backoff, (unsigned) REGULATION_BACKOFF_MAX);
+        CU_ASSERT(steps < 60);         /* not one per interval */
+        CU_ASSERT(held > 64 * MIB / 8); /* a 5% step every interval would have left 64 MiB * 0.95^600 */
+        /* Under the budget once: the brakes are released. */
+        CU_ASSERT_EQUAL(feed(&r, &total, &now, 100, true, held, &bytes), REGULATION_UNDER);
+        CU_ASSERT_EQUAL(r.backoff, 0u);
+        CU_ASSERT_EQUAL(feed(&r, &total, &now, 30000, true, held, &bytes), REGULATION_STEP);
+}
+
+/* A sawtooth input (over, under, over...) steps only when over, and the steps do not grow. */
+static void test_sawtooth_input(void) {
+        struct regulation r;
+        uint64_t total = 0, now = 0, bytes, first = 0;
+        regulation_init(&r);
+        feed(&r, &total, &now, 0, true, 0, &bytes);
+        for (int i = 0; i < 40; i++) {
+                enum regulation_verdict v = feed(&r, &total, &now, i % 2 ? 0 : 10000, true, 64 * MIB, &bytes);
+                if (i % 2) {
+                        CU_ASSERT_EQUAL(v, REGULATION_UNDER);
+                        continue;
+                }
+                CU_ASSERT_EQUAL(v, REGULATION_STEP);
+                if (!first)
+                        first = bytes;
+                CU_ASSERT_EQUAL(bytes, first);
+        }
+}
+
+/* A cache that grows 1 MiB per interval into a limit beyond which every MiB costs the group 4 ms/s of
+ * stall (a working set pushed out): regulated, it settles into a narrow band under the limit plus a
+ * little, instead of a sawtooth between the limit and a cut. */
+static void test_closed_loop(void) {
+        struct regulation r;
+        uint64_t total = 0, now = 0, bytes;
+        double cache = 16 * MIB;
+        const double limit = 64 * MIB;
+        double lo = 1e30, hi = 0, stall_sum = 0;
+        unsigned steps = 0;
+        regulation_init(&r);
+        feed(&r, &total, &now, 0, true, 0, &bytes);
+        for (int i = 0; i < 600; i++) {
+                double over = cache > limit ? (cache - limit) / MIB : 0;
+                double rate = over * 4000;
+                enum regulation_verdict v = feed(&r, &total, &now, rate, true, (uint64_t) cache, &bytes);
+                if (v == REGULATION_STEP) {
+                        steps++;
+                        cache -= (double) bytes;
+                        CU_ASSERT(bytes <= (uint64_t) cache / 19);
+                }
+                cache += MIB;
+                if (i >= 100) {
+                        lo = MIN(lo, cache);
+                        hi = MAX(hi, cache);
+                        stall_sum += rate;
+                }
+        }
+        /* The band: within 6 MiB (under 10% of the limit), never far past the limit, never emptied. */
+        CU_ASSERT(hi - lo <= 6 * MIB);
+        CU_ASSERT(hi <= limit + 4 * MIB);
+        CU_ASSERT(lo >= limit - 6 * MIB);
+        CU_ASSERT(steps > 0);
+        /* The stall it holds: some ms/s, not the tens a cut-after-the-alarm costs. */
+        CU_ASSERT(stall_sum / 500 < 10000);
+}
+
+int main(void) {
+        static const struct test_case cases[] = {
+                { "a first reading and a stall under budget ask nothing", test_first_and_under },
+                { "the size of a step", test_step_size },
+                { "over budget: steps within the cap", test_over_steps_within_cap },
+                { "a falling stall settles before the next step", test_settling },
+                { "futile steps back off", test_backoff },
+                { "a sawtooth input does not escalate", test_sawtooth_input },
+                { "a cache growing into its limit settles in a band", test_closed_loop },
+                {},
+        };
+        return test_run("regulation", cases, NULL);
+}
