@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* kv-zipf: the workload of the headline benchmark (bench/kvcache-bench.c).
  *
- *   kv-zipf SOCKET SECONDS KEYS VALUE_BYTES SEED MISS_US
- *     GETs from a kvcache at SOCKET for SECONDS, keys drawn from a Zipf distribution (s = 0.99) over
+ *   kv-zipf SOCKET SECONDS KEYS VALUE_BYTES SEED MISS_US [ZIPF_S]
+ *     GETs from a kvcache at SOCKET for SECONDS, keys drawn from a Zipf distribution (s = ZIPF_S, 0.99) over
  *     KEYS keys with a seeded generator (the same sequence for the same seed); a miss costs MISS_US of
  *     computation (a busy loop: the recompute) and SETs the value. Prints one line:
  *       survived|lost seconds=S requests=N hits=H misses=M p50_us=P p99_us=Q
@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define ZIPF_S 0.99
+static double zipf_s = 0.99; /* the optional 7th argument */
 #define LATENCY_BUCKETS 100000 /* 1 us each; slower requests land in the last */
 
 static uint64_t now_us(void) {
@@ -47,7 +47,7 @@ static double *zipf_cdf(size_t n) {
         if (!cdf)
                 return NULL;
         for (size_t i = 0; i < n; i++)
-                cdf[i] = (sum += 1.0 / pow((double) (i + 1), ZIPF_S));
+                cdf[i] = (sum += 1.0 / pow((double) (i + 1), zipf_s));
         for (size_t i = 0; i < n; i++)
                 cdf[i] /= sum;
         return cdf;
@@ -145,10 +145,12 @@ static int reader(const char *file, double seconds) {
 int main(int argc, char *argv[]) {
         if (argc == 4 && strcmp(argv[1], "--read") == 0)
                 return reader(argv[2], atof(argv[3]));
-        if (argc != 7) {
-                fprintf(stderr, "usage: kv-zipf SOCKET SECONDS KEYS VALUE_BYTES SEED MISS_US | --read FILE SECONDS\n");
+        if (argc != 7 && argc != 8) {
+                fprintf(stderr, "usage: kv-zipf SOCKET SECONDS KEYS VALUE_BYTES SEED MISS_US [ZIPF_S] | --read FILE SECONDS\n");
                 return 2;
         }
+        if (argc == 8)
+                zipf_s = atof(argv[7]);
         double seconds = atof(argv[2]);
         size_t keys = strtoul(argv[3], NULL, 10), value_bytes = strtoul(argv[4], NULL, 10);
         uint64_t miss_us = strtoull(argv[6], NULL, 10);

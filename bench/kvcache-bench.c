@@ -8,15 +8,23 @@
  *       with a low-memory warning today);
  *   (c) a fixed cap on the values, several caps, the best one the hand-tuned oracle;
  *   (d) pressured with the pressure_lru shrinker, default configuration.
- * Prints a table, writes the cache's size over time to OUT_DIR/kvcache-bench.csv and a plot of it to
- * OUT_DIR/kvcache-bench.svg.
+ * Three workloads, one table each, the oracle re-chosen per workload with hindsight:
+ *   zipf99: Zipf 0.99, a miss costs 250 us (the first headline);
+ *   zipf80: Zipf 0.8, a miss costs 1 ms: flatter and costlier, where dropping everything hurts;
+ *   phase:  as zipf99, but halfway through the neighbour's file working set doubles (a second reader
+ *           of a second file), so that the cap right for the first half is wrong for the second.
+ * Whole-run figures, and steady-state ones from the samples after a warm-up (a third of the run).
+ * Writes the cache's size over time to OUT_DIR/kvcache-bench.csv and one plot per workload to
+ * OUT_DIR/kvcache-bench-WORKLOAD.svg.
  *
- * Usage: kvcache-bench BUILD_DIR [OUT_DIR [SECONDS]] (as root) */
+ * Usage: kvcache-bench BUILD_DIR [OUT_DIR [SECONDS]] (as root; 60 s per run by default)
+ * KVCACHE_BENCH_WORKLOAD=name: only that workload. */
 
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,15 +40,28 @@
 #define WORKING_SET_MIB 48
 #define KEYS 65536
 #define VALUE_BYTES 4096
-#define MISS_US 250
 #define SEED 42
 #define SAMPLE_MS 250
 #define MAX_SAMPLES 1024
 
-static const unsigned caps_mib[] = { 16, 24, 32, 40, 44, 48 };
+static const unsigned caps_mib[] = { 24, 32, 40, 48 };
 #define N_CAPS (sizeof(caps_mib) / sizeof(caps_mib[0]))
 
 enum policy { UNBOUNDED, DROP, CAP, PRESSURED };
+
+struct workload {
+        const char *name, *what;
+        const char *zipf;
+        unsigned miss_us;
+        bool phase; /* the neighbour's working set doubles halfway */
+};
+
+static const struct workload workloads[] = {
+        { "zipf99", "Zipf(0.99), miss = 250 us", "0.99", 250, false },
+        { "zipf80", "Zipf(0.8), miss = 1 ms", "0.8", 1000, false },
+        { "phase", "Zipf(0.99), miss = 250 us, the neighbour's working set doubles halfway", "0.99", 250, true },
+};
+static const struct workload *wl;
 
 struct run {
         enum policy policy;
@@ -51,6 +72,10 @@ struct run {
         unsigned long long requests, hits, misses, p50_us, p99_us, ws_reads;
         double ws_seconds;
         uint64_t stall_us;
+        /* steady state: from the first sample after the warm-up to the last */
+        double st_seconds;
+        unsigned long long st_gets, st_hits;
+        uint64_t st_stall_us;
         unsigned long evicted_bytes, drops, peak_bytes;
         size_t n_samples;
         double t[MAX_SAMPLES];
@@ -99,13 +124,15 @@ static int connect_to(const char *path) {
 static int run_policy(struct run *run, double seconds) {
         struct pressure_gen g;
         struct test_daemon d = {};
-        char cwd[400], ws[600], kv_sock[300], secs[32], seed[32], keys[32], value[32], miss[32], cap[32], line[512];
+        char cwd[400], ws[600], ws2[600], kv_sock[300], secs[32], seed[32], keys[32], value[32], miss[32], cap[32], line[512];
         int r;
 
         if (!getcwd(cwd, sizeof(cwd)) || (r = pressure_gen_create(&g, cwd, (uint64_t) LIMIT_MIB << 20)) < 0)
                 return -EIO;
         snprintf(ws, sizeof(ws), "%s/kvcache-bench.dat", cwd);
-        if ((r = pressure_gen_working_set(ws, WORKING_SET_MIB)) < 0) {
+        snprintf(ws2, sizeof(ws2), "%s/kvcache-bench-2.dat", cwd);
+        if ((r = pressure_gen_working_set(ws, WORKING_SET_MIB)) < 0 ||
+            (wl->phase && (r = pressure_gen_working_set(ws2, WORKING_SET_MIB)) < 0)) {
                 pressure_gen_destroy(&g);
                 return r;
         }
@@ -152,8 +179,14 @@ static int run_policy(struct run *run, double seconds) {
         snprintf(keys, sizeof(keys), "%d", KEYS);
         snprintf(value, sizeof(value), "%d", VALUE_BYTES);
         snprintf(seed, sizeof(seed), "%d", SEED);
-        snprintf(miss, sizeof(miss), "%d", MISS_US);
-        const char *load_argv[] = { zipf, kv_sock, secs, keys, value, seed, miss, NULL };
+        snprintf(miss, sizeof(miss), "%u", wl->miss_us);
+        const char *load_argv[] = { zipf, kv_sock, secs, keys, value, seed, miss, wl->zipf, NULL };
+        pid_t rd2 = -1;
+        const char *read2_argv[] = { zipf, "--read", ws2, secs, NULL };
+        bool warm = false;
+        unsigned long long gets0 = 0, hits0 = 0;
+        uint64_t stall_warm = 0;
+        double t_warm = 0;
         int q[2];
         if (pipe2(q, O_CLOEXEC) < 0)
                 return -errno;
@@ -180,7 +213,26 @@ static int run_policy(struct run *run, double seconds) {
                         sfd = -1;
                 } else if (run->n_samples < MAX_SAMPLES) {
                         unsigned long bytes = (unsigned long) field(line, "bytes=");
-                        run->t[run->n_samples] = (double) (test_now_ms() - t0) / 1000;
+                        double t = (double) (test_now_ms() - t0) / 1000;
+                        unsigned long long hits = field(line, "hits="), gets = hits + field(line, "misses=");
+                        if (!warm && t >= seconds / 3) {
+                                warm = true;
+                                t_warm = t;
+                                gets0 = gets;
+                                hits0 = hits;
+                                stall_warm = pressure_gen_some_total(&g);
+                        } else if (warm) {
+                                run->st_seconds = t - t_warm;
+                                run->st_gets = gets - gets0;
+                                run->st_hits = hits - hits0;
+                                run->st_stall_us = pressure_gen_some_total(&g) - stall_warm;
+                        }
+                        if (wl->phase && rd2 < 0 && t >= seconds / 2) {
+                                int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+                                rd2 = pressure_gen_spawn_quiet(&g, read2_argv, devnull);
+                                close(devnull);
+                        }
+                        run->t[run->n_samples] = t;
                         run->bytes[run->n_samples++] = bytes;
                         run->peak_bytes = bytes > run->peak_bytes ? bytes : run->peak_bytes;
                         run->evicted_bytes = (unsigned long) field(line, "evicted_bytes=");
@@ -205,6 +257,10 @@ static int run_policy(struct run *run, double seconds) {
 
         kill(rd, SIGTERM);
         waitpid(rd, NULL, 0);
+        if (rd2 > 0) {
+                kill(rd2, SIGTERM);
+                waitpid(rd2, NULL, 0);
+        }
         ssize_t n = read(rp[0], line, sizeof(line) - 1);
         line[n > 0 ? n : 0] = 0;
         run->ws_reads = field(line, "reads=");
@@ -219,6 +275,8 @@ static int run_policy(struct run *run, double seconds) {
                 run->survived = 0; /* the OOM killer's signal */
         fclose(kv_out);
         unlink(ws);
+        if (wl->phase)
+                unlink(ws2);
         unlink(kv_sock);
         if (with_daemon)
                 test_daemon_stop(&d);
@@ -234,16 +292,17 @@ static double stall_ms_per_s(const struct run *r) {
         return r->seconds > 0 ? (double) r->stall_us / 1000 / r->seconds : 0;
 }
 
-static void write_csv(const char *dir, struct run *const *runs, size_t n) {
+static void write_csv(const char *dir, struct run *const *runs, size_t n, bool first) {
         char path[700];
         snprintf(path, sizeof(path), "%s/kvcache-bench.csv", dir);
-        FILE *f = fopen(path, "we");
+        FILE *f = fopen(path, first ? "we" : "ae");
         if (!f)
                 return;
-        fprintf(f, "policy,seconds,cache_bytes\n");
+        if (first)
+                fprintf(f, "workload,policy,seconds,cache_bytes\n");
         for (size_t i = 0; i < n; i++)
                 for (size_t j = 0; j < runs[i]->n_samples; j++)
-                        fprintf(f, "%s,%.2f,%lu\n", runs[i]->name, runs[i]->t[j], runs[i]->bytes[j]);
+                        fprintf(f, "%s,%s,%.2f,%lu\n", wl->name, runs[i]->name, runs[i]->t[j], runs[i]->bytes[j]);
         fclose(f);
         printf("wrote %s\n", path);
 }
@@ -260,13 +319,14 @@ static void write_svg(const char *dir, struct run *const *runs, size_t n, double
                         ymax = (double) runs[i]->bytes[j] / 1048576 > ymax ? (double) runs[i]->bytes[j] / 1048576 : ymax;
         ymax = ((int) (ymax / 16) + 1) * 16;
         char path[700];
-        snprintf(path, sizeof(path), "%s/kvcache-bench.svg", dir);
+        snprintf(path, sizeof(path), "%s/kvcache-bench-%s.svg", dir, wl->name);
         FILE *f = fopen(path, "we");
         if (!f)
                 return;
         double pw = w - left - right;
         fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" font-size=\"12\">\n", w, h);
         fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
+        fprintf(f, "<text x=\"%.0f\" y=\"14\">%s</text>\n", left, wl->what);
         for (int y = 0; y <= (int) ymax; y += 16) {
                 double py = top + ph - (double) y / ymax * ph;
                 fprintf(f, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", left, py, left + pw, py);
@@ -311,36 +371,34 @@ static void write_svg(const char *dir, struct run *const *runs, size_t n, double
         printf("wrote %s\n", path);
 }
 
+static double req_s(const struct run *r) {
+        return r->seconds > 0 ? (double) r->requests / r->seconds : 0;
+}
+
+static double st_req_s(const struct run *r) {
+        return r->st_seconds > 0 ? (double) r->st_gets / r->st_seconds : 0;
+}
+
+static double st_stall(const struct run *r) {
+        return r->st_seconds > 0 ? (double) r->st_stall_us / 1000 / r->st_seconds : 0;
+}
+
 static void print_row(const struct run *r) {
         char fate[32];
         snprintf(fate, sizeof(fate), "%s %.1f s", r->survived ? "survived" : "killed after", r->seconds);
-        printf("%-22s %-20s %8.1f%% %9.0f %9.2f %11.1f %11.0f %9.1f %12.1f %6lu\n", r->name, fate, 100 * hit_rate(r),
-               r->seconds > 0 ? (double) r->requests / r->seconds : 0, (double) r->p99_us / 1000, stall_ms_per_s(r),
+        printf("%-22s %-18s %8.1f%% %8.0f %8.1f %7.2f | %8.1f%% %8.0f %8.1f | %9.0f %7.1f %9.1f %5lu\n", r->name, fate,
+               100 * hit_rate(r), req_s(r), stall_ms_per_s(r), (double) r->p99_us / 1000,
+               r->st_gets ? 100.0 * (double) r->st_hits / (double) r->st_gets : 0, st_req_s(r), st_stall(r),
                r->ws_seconds > 0 ? (double) r->ws_reads / r->ws_seconds : 0, (double) r->peak_bytes / 1048576,
                (double) r->evicted_bytes / 1048576, r->drops);
 }
 
-int main(int argc, char *argv[]) {
-        if (argc < 2) {
-                fprintf(stderr, "usage: kvcache-bench BUILD_DIR [OUT_DIR [SECONDS]]\n");
-                return 2;
-        }
-        build = argv[1];
-        const char *out_dir = argc > 2 ? argv[2] : ".";
-        double seconds = argc > 3 ? atof(argv[3]) : 20;
-        /* KVCACHE_BENCH_LOG=1: the daemon's log after each run. KVCACHE_BENCH_ONLY=word: only the runs
-         * whose policy name has it (for looking at one). */
-        if (!getenv("KVCACHE_BENCH_LOG"))
-                setenv("PRESSURED_TEST_NO_LOG", "1", 1);
-        const char *only = getenv("KVCACHE_BENCH_ONLY");
-        char bin[600];
-        snprintf(bin, sizeof(bin), "%s/pressured", build);
-        setenv("PRESSURED_BIN", bin, 1);
-
-        static struct run unbounded = { .policy = UNBOUNDED, .name = "unbounded, no daemon" };
-        static struct run drop = { .policy = DROP, .name = "drop all on warning" };
-        static struct run caps[N_CAPS];
-        static struct run shrinker = { .policy = PRESSURED, .name = "pressured" };
+/* One workload: every policy, the table, the plot. */
+static int run_workload(const char *out_dir, double seconds, const char *only, bool first) {
+        static struct run unbounded, drop, caps[N_CAPS], shrinker;
+        unbounded = (struct run){ .policy = UNBOUNDED, .name = "unbounded, no daemon" };
+        drop = (struct run){ .policy = DROP, .name = "drop all on warning" };
+        shrinker = (struct run){ .policy = PRESSURED, .name = "pressured" };
         struct run *all[N_CAPS + 3] = { &unbounded, &drop };
         size_t n_all = 2;
         for (size_t i = 0; i < N_CAPS; i++) {
@@ -355,38 +413,66 @@ int main(int argc, char *argv[]) {
                         return 1;
                 }
 
-        /* The oracle: the cap that served the most requests per second and survived. (The best hit rate
-         * alone would pick a cap so large that the working set thrashes: more hits, fewer requests.) */
+        /* The oracle, with hindsight: the cap that served the most requests per second and survived. (The
+         * best hit rate alone would pick a cap so large that the working set thrashes.) */
         struct run *best = NULL;
         for (size_t i = 0; i < N_CAPS; i++)
-                if (caps[i].survived && (!best || caps[i].requests / caps[i].seconds > best->requests / best->seconds))
+                if (caps[i].survived && (!best || req_s(&caps[i]) > req_s(best)))
                         best = &caps[i];
 
-        printf("kvcache: %d MiB cgroup, %d MiB file working set read beside it, Zipf(0.99) GETs over %d values "
-               "of %d bytes (%d MiB), miss = %d us + SET, %.0f s, seed %d\n",
-               LIMIT_MIB, WORKING_SET_MIB, KEYS, VALUE_BYTES, KEYS * VALUE_BYTES >> 20, MISS_US, seconds, SEED);
-        printf("%-22s %-20s %9s %9s %9s %11s %11s %9s %12s %6s\n", "policy", "cache", "hit rate", "req/s", "p99 ms",
-               "stall ms/s", "ws reads/s", "peak MiB", "evicted MiB", "drops");
+        printf("\n== %s: %s; %d MiB cgroup, %d MiB file working set read beside it, %d values of %d bytes (%d MiB), "
+               "%.0f s per run, steady state after %.0f s, seed %d ==\n",
+               wl->name, wl->what, LIMIT_MIB, WORKING_SET_MIB, KEYS, VALUE_BYTES, KEYS * VALUE_BYTES >> 20, seconds,
+               seconds / 3, SEED);
+        printf("%-22s %-18s %9s %8s %8s %7s | %9s %8s %8s | %9s %7s %9s %5s\n", "", "", "whole run:", "", "", "",
+               "steady:", "", "", "", "", "", "");
+        printf("%-22s %-18s %9s %8s %8s %7s | %9s %8s %8s | %9s %7s %9s %5s\n", "policy", "cache", "hit rate", "req/s",
+               "stall", "p99 ms", "hit rate", "req/s", "stall", "ws rd/s", "peak", "evicted", "drops");
         for (size_t i = 0; i < n_all; i++)
                 print_row(all[i]);
+        printf("(stall in ms of `some` per second in the group; peak and evicted in MiB)\n");
         if (best) {
-                /* What had to go: every value inserted beyond what the oracle's cap holds. */
                 double inserted = (double) shrinker.misses * VALUE_BYTES, must = inserted - (double) best->cap_mib * 1048576;
-                printf("oracle: %s\n", best->name);
-                printf("pressured against the oracle: hit rate %.2fx (goal >= 0.95), requests/s %.2fx, stall %.1f against %.1f ms/s "
-                       "(goal <= 1.2x)\n",
-                       hit_rate(&shrinker) / hit_rate(best),
-                       ((double) shrinker.requests / shrinker.seconds) / ((double) best->requests / best->seconds),
-                       stall_ms_per_s(&shrinker), stall_ms_per_s(best));
-                printf("pressured against drop-all: hit rate %.2fx (goal >= 1.5)\n",
-                       hit_rate(&drop) > 0 ? hit_rate(&shrinker) / hit_rate(&drop) : 0);
-                printf("pressured evicted %.1f MiB where %.1f MiB had to go (inserted beyond the oracle's cap): %.2fx (goal <= 1.5)\n",
-                       (double) shrinker.evicted_bytes / 1048576, must / 1048576,
+                printf("%s: oracle %s; pressured against it: requests/s %.2fx whole, %.2fx steady (goal >= 0.95, 1.0 in the "
+                       "phase change); against drop-all: %.2fx whole, %.2fx steady (goal >= 1.3); steady stall %.1f ms/s "
+                       "(goal <= 2); evicted %.2fx what had to go (goal <= 1.25)\n",
+                       wl->name, best->name, req_s(&shrinker) / req_s(best), st_req_s(&shrinker) / st_req_s(best),
+                       req_s(&drop) > 0 ? req_s(&shrinker) / req_s(&drop) : 0,
+                       st_req_s(&drop) > 0 ? st_req_s(&shrinker) / st_req_s(&drop) : 0, st_stall(&shrinker),
                        must > 0 ? (double) shrinker.evicted_bytes / must : 0);
         } else
-                printf("no fixed cap survived\n");
+                printf("%s: no fixed cap survived\n", wl->name);
         struct run *plot[] = { &unbounded, &drop, best ? best : &caps[0], &shrinker };
-        write_csv(out_dir, all, n_all);
+        write_csv(out_dir, all, n_all, first);
         write_svg(out_dir, plot, 4, seconds);
+        return 0;
+}
+
+int main(int argc, char *argv[]) {
+        if (argc < 2) {
+                fprintf(stderr, "usage: kvcache-bench BUILD_DIR [OUT_DIR [SECONDS]]\n");
+                return 2;
+        }
+        build = argv[1];
+        const char *out_dir = argc > 2 ? argv[2] : ".";
+        double seconds = argc > 3 ? atof(argv[3]) : 60;
+        /* KVCACHE_BENCH_LOG=1: the daemon's log after each run. KVCACHE_BENCH_ONLY=word: only the runs
+         * whose policy name has it; KVCACHE_BENCH_WORKLOAD=name: only that workload. */
+        if (!getenv("KVCACHE_BENCH_LOG"))
+                setenv("PRESSURED_TEST_NO_LOG", "1", 1);
+        const char *only = getenv("KVCACHE_BENCH_ONLY"), *which = getenv("KVCACHE_BENCH_WORKLOAD");
+        char bin[600];
+        snprintf(bin, sizeof(bin), "%s/pressured", build);
+        setenv("PRESSURED_BIN", bin, 1);
+        bool first = true;
+        for (size_t i = 0; i < sizeof(workloads) / sizeof(workloads[0]); i++) {
+                wl = &workloads[i];
+                if (which && strcmp(which, wl->name) != 0)
+                        continue;
+                if (run_workload(out_dir, seconds, only, first) != 0)
+                        return 1;
+                first = false;
+                fflush(stdout);
+        }
         return 0;
 }

@@ -81,19 +81,27 @@ enum regulation_verdict regulation_decide(struct regulation *r, const struct reg
                 r->stepped_rate = -1;
                 return REGULATION_BACKING_OFF;
         }
-        /* Steps are futile while the rate does not fall by a tenth from where their streak began: after
-         * REGULATION_FUTILE_STEPS of them, each further step doubles the spacing of the next. */
+        /* A streak of steps that has not lowered the rate by a tenth is one of two things. Either the
+         * caches grow back as fast as they give (what they hold did not fall): the steps are too small,
+         * and each further one is twice as large, up to a quarter of what they hold. Or a quarter of what
+         * they held is gone and the stall stays: it is not theirs to answer, and each further step doubles
+         * the spacing of the next, up to 32 intervals. */
         bool fell = r->streak_rate >= 0 && r->rate < r->streak_rate * 0.9;
         if (r->streak_rate < 0 || fell) {
                 r->streak = 0;
                 r->streak_rate = r->rate;
-                r->backoff = 0;
-        } else if (r->streak >= REGULATION_FUTILE_STEPS)
+                r->streak_held = held;
+                r->backoff = r->boost = 0;
+        } else if (held < r->streak_held - r->streak_held / 4) {
+                r->boost = 0;
                 r->backoff = MIN(r->backoff + 1, (unsigned) REGULATION_BACKOFF_MAX);
+        } else if (r->streak >= 2)
+                r->boost = MIN(r->boost + 1, (unsigned) REGULATION_BOOST_MAX);
         r->skip = (1u << r->backoff) - 1;
         r->streak++;
         r->stepped_rate = r->rate;
-        *ret_bytes = regulation_step_bytes(p, r->rate, held);
+        uint64_t bytes = regulation_step_bytes(p, r->rate, held) << r->boost;
+        *ret_bytes = MIN(bytes, held / 1000 * REGULATION_STEP_HARD_MAX_PERMILLE);
         r->steps++;
         r->asked_bytes += *ret_bytes;
         return REGULATION_STEP;

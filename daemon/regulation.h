@@ -9,8 +9,10 @@
  * emptying a cache for nothing:
  *   - settling: right after a step, a rate that is already falling is given an interval to show where it
  *     lands before the next step (the stall answers a step with a delay);
- *   - back-off: steps that do not lower the rate (the stall is someone else's, or nothing the caches hold
- *     would help) are spaced further and further apart, doubling up to 32 intervals, as Senpai backs off.
+ *   - boost and back-off: steps that do not lower the rate either meet caches that grow back as fast as
+ *     they give (then each step is twice the last, up to a quarter of what they hold), or have taken a
+ *     quarter of what they held for nothing (the stall is someone else's): then steps are spaced further
+ *     and further apart, doubling up to 32 intervals, as Senpai backs off.
  * regulator.c reads the kernel's figures and runs the rounds; this file only decides. */
 
 #include <stdbool.h>
@@ -24,7 +26,8 @@ struct regulation_params {
 };
 
 #define REGULATION_BACKOFF_MAX 5     /* spacing of at most 2^5 = 32 intervals */
-#define REGULATION_FUTILE_STEPS 8    /* steps in a row without a 10% fall before backing off */
+#define REGULATION_BOOST_MAX 3       /* steps up to 2^3 times the proportional one... */
+#define REGULATION_STEP_HARD_MAX_PERMILLE 250 /* ...and never more than a quarter of what is held */
 
 enum regulation_verdict {
         REGULATION_FIRST,       /* the first reading (or the counter went back): nothing to compare yet */
@@ -46,6 +49,8 @@ struct regulation {
         double stepped_rate;            /* the rate that made the last step (< 0: the last interval did not step) */
         unsigned streak;                /* steps since the rate last fell by a tenth */
         double streak_rate;             /* the rate when that streak began */
+        uint64_t streak_held;           /* what the shrinkers held then */
+        unsigned boost;                 /* log2 of the factor on the proportional step (caches that regrow) */
         unsigned backoff;               /* log2 of the spacing of steps */
         unsigned skip;                  /* intervals still to skip */
         uint64_t steps, asked_bytes;    /* for the log and ListShrinkers */

@@ -148,7 +148,7 @@ static void regulated_tick(struct regulated *st, uint64_t now) {
         bool own = over && scope_stall_is_own(s, now);
         uint64_t held = round_engine_held_bytes(g->engine, scope_get_type(s), scope_cgroup(s), scope_node_index(s));
         enum regulation_verdict v = regulation_decide(&st->reg, &p, over, own, held, &bytes);
-        if (v != REGULATION_UNDER && v != REGULATION_FIRST)
+        if (v != REGULATION_FIRST)
                 log_debug("%s: regulation: stall %.2f ms/s against %.2f, %s, holding %llu, step %llu.", scope_name(s),
                           rate / 1000, (double) p.budget / 1000, regulation_verdict_to_string(v),
                           (unsigned long long) held, (unsigned long long) bytes);

@@ -117,7 +117,8 @@ struct shrink_job {
         enum job_state state;
         enum job_end end;
         unsigned n_answers; /* answered in time (a count or a scan) */
-        uint64_t explicit_left; /* JOB_EXPLICIT_NR: objects still to scan */
+        bool scan_answered; /* a scan among them: what ends a quarantine */
+        uint64_t explicit_left; /* JOB_EXPLICIT_NR, JOB_PROBE: objects still to scan */
         struct shrink_plan plan;
         uint64_t share_bytes;  /* JOB_EPISODE_SHARE: its share; plan.total_scan is what it may scan for it */
         uint64_t start_weight; /* its weight from the last count, when the round began */

@@ -202,6 +202,16 @@ static void job_next_scan(struct shrink_job *j) {
         struct shrinker *sh = j->shrinker;
         uint64_t nr;
 
+        if (j->kind == JOB_PROBE) {
+                /* One batch, asked once: answered in time, it ends the quarantine. */
+                if (j->explicit_left == 0 || j->scan_answered) {
+                        job_finish(j);
+                        return;
+                }
+                if (request_send(j, SHRINK_OP_SCAN, j->explicit_left) < 0)
+                        job_finish(j);
+                return;
+        }
         if (job_goal_met(j)) {
                 job_finish(j);
                 return;
@@ -266,7 +276,7 @@ static void job_finish(struct shrink_job *j) {
         job_end_with(j, JOB_END_DONE);
         j->state = JOB_ENDED;
         if (j->n_answers > 0 && j->end != JOB_END_TIMED_OUT && j->end != JOB_END_REJECTED &&
-            shrink_health_answer(&j->ss->health))
+            (j->kind != JOB_PROBE || j->scan_answered) && shrink_health_answer(&j->ss->health))
                 log_client(sh->client->uid, LOG_INFO, "Shrinker %s (id %llu) of pid %d answers again: out of quarantine.",
                            sh->name,
                          (unsigned long long) sh->id, (int) sh->client->pid);
@@ -403,8 +413,15 @@ static void job_counted(struct shrink_job *j, const struct shrink_answer *a) {
         }
         j->freeable = count;
         /* 0 means "skip me this time", EMPTY "nothing here": either way nothing to scan now. */
-        if (count == 0 || j->kind == JOB_PROBE || j->kind == JOB_DRY_RUN) {
+        if (count == 0 || j->kind == JOB_DRY_RUN) {
                 job_finish(j);
+                return;
+        }
+        if (j->kind == JOB_PROBE) {
+                /* A quarantined shrinker is probed with a scan of one batch: a count answered in time
+                 * says nothing of the scans it let run into their deadlines. */
+                j->explicit_left = MIN((uint64_t) sh->batch, count);
+                job_next_scan(j);
                 return;
         }
         if (j->kind == JOB_EXPLICIT_ALL) {
@@ -438,6 +455,7 @@ static uint64_t claim_credit(struct shrink_job *j, uint64_t bytes) {
 
 /* A scan: account what was freed, go on with the plan. */
 static void job_scanned(struct shrink_job *j, const struct shrink_answer *a, uint64_t nr_to_scan) {
+        j->scan_answered = true;
 
         if (a->stop) {
                 j->ss->stats.stops++;
@@ -461,6 +479,10 @@ static void job_scanned(struct shrink_job *j, const struct shrink_answer *a, uin
         if (j->round && j->round->goal_id > 0 && j->ss->goal_id == j->round->goal_id) {
                 struct shrinker_node_state *g = shrinker_state_node(j->ss, j->node_index);
                 g->goal_freed = sat_add(g->goal_freed, bytes);
+        }
+        if (j->kind == JOB_PROBE) {
+                job_finish(j);
+                return;
         }
         if (j->kind == JOB_EXPLICIT_NR)
                 j->explicit_left = scanned >= j->explicit_left ? 0 : j->explicit_left - scanned;

@@ -496,7 +496,7 @@ static void test_stop_at_goal(void) {
 }
 
 /* A client that does not answer holds up only itself: the others' rounds go on, its requests time out
- * and after quarantine_after timeouts in a row it is only probed with counts. */
+ * and after quarantine_after timeouts in a row it is only probed (a count and one batch). */
 static void test_slow_client(void) {
         setup();
         struct shrink_client *slow = client("slow", SHRINKER_NUMA_AWARE, 100), *b = client("b", SHRINKER_NUMA_AWARE, 100);
@@ -514,13 +514,19 @@ static void test_slow_client(void) {
         RUN_UNTIL(info(sh).stats.timeouts >= 2);
         CU_ASSERT_EQUAL(info(sh).stats.timeouts, 2u);
         CU_ASSERT_TRUE(info(sh).quarantined);
-        /* Quarantined: a count to see whether it answers again, and no scan after it. */
+        /* Quarantined: probed with a count and a scan of one batch; a count in time is not enough, the
+         * scan answered in time ends the quarantine. */
         forget(slow); /* expired */
         RUN_UNTIL(pending_for(slow));
         struct sent *probe = pending_for(slow);
         CU_ASSERT_FATAL(probe != NULL);
         CU_ASSERT_EQUAL(probe->q.op, SHRINK_OP_COUNT);
         CU_ASSERT_EQUAL(answer(probe, COUNT(1000)), 0);
+        CU_ASSERT_TRUE(info(sh).quarantined);
+        probe = pending_for(slow);
+        CU_ASSERT_FATAL(probe != NULL && probe->q.op == SHRINK_OP_SCAN);
+        CU_ASSERT_EQUAL(probe->q.nr_to_scan, 100u); /* its batch */
+        CU_ASSERT_EQUAL(answer(probe, FREED(100)), 0);
         CU_ASSERT_FALSE(info(sh).quarantined);
         CU_ASSERT_PTR_NULL(pending_for(slow));
         teardown();
@@ -810,6 +816,21 @@ static void test_count_but_never_scan(void) {
         }
         CU_ASSERT_EQUAL(info(sh).stats.timeouts, 2u);
         CU_ASSERT_TRUE(info(sh).quarantined);
+        /* Its probes: the count is answered in time, the scan of one batch is not. It stays quarantined
+         * (it used to leave at the first count and come back at the next timeouts, over and over). */
+        for (unsigned probe = 0; probe < 3; probe++) {
+                RUN_UNTIL(pending_for(half) && pending_for(half)->q.op == SHRINK_OP_COUNT);
+                struct sent *q = pending_for(half);
+                CU_ASSERT_FATAL(q && q->q.op == SHRINK_OP_COUNT);
+                CU_ASSERT_EQUAL(answer(q, COUNT(100000)), 0);
+                CU_ASSERT_TRUE(info(sh).quarantined);
+                CU_ASSERT_FATAL(pending_for(half) && pending_for(half)->q.op == SHRINK_OP_SCAN);
+                CU_ASSERT_EQUAL(pending_for(half)->q.nr_to_scan, 100u);
+                unsigned before = (unsigned) info(sh).stats.timeouts;
+                RUN_UNTIL(info(sh).stats.timeouts > before);
+                forget(half);
+                CU_ASSERT_TRUE(info(sh).quarantined);
+        }
         teardown();
 }
 

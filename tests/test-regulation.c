@@ -69,8 +69,8 @@ static void test_over_steps_within_cap(void) {
         unsigned steps = 0;
         for (size_t i = 0; i < ELEMENTSOF(series); i++) {
                 enum regulation_verdict v = feed(&r, &total, &now, series[i], true, held, &bytes);
-                CU_ASSERT(v == REGULATION_STEP || v == REGULATION_SETTLING);
-                CU_ASSERT(bytes <= held / 20);
+                CU_ASSERT(v == REGULATION_STEP || v == REGULATION_SETTLING || v == REGULATION_BACKING_OFF);
+                CU_ASSERT(bytes <= held / 4);
                 if (v == REGULATION_STEP) {
                         CU_ASSERT(bytes >= held / 200);
                         steps++;
@@ -126,6 +126,22 @@ static void test_backoff(void) {
         CU_ASSERT_EQUAL(feed(&r, &total, &now, 30000, true, held, &bytes), REGULATION_STEP);
 }
 
+/* A cache that grows back as fast as it gives (what it holds stays): the steps double, up to a quarter. */
+static void test_boost(void) {
+        struct regulation r;
+        uint64_t total = 0, now = 0, bytes, last = 0;
+        regulation_init(&r);
+        feed(&r, &total, &now, 0, true, 0, &bytes);
+        for (int i = 0; i < 12; i++) {
+                CU_ASSERT_EQUAL(feed(&r, &total, &now, 50000, true, 64 * MIB, &bytes), REGULATION_STEP);
+                CU_ASSERT(bytes >= last);
+                CU_ASSERT(bytes <= 16 * MIB);
+                last = bytes;
+        }
+        CU_ASSERT_EQUAL(last, 64 * MIB / 1000 * 250); /* 5% x 8 = 40%, cut to the quarter */
+        CU_ASSERT_EQUAL(r.backoff, 0u);
+}
+
 /* A sawtooth input (over, under, over...) steps only when over, and the steps do not grow. */
 static void test_sawtooth_input(void) {
         struct regulation r;
@@ -164,7 +180,7 @@ static void test_closed_loop(void) {
                 if (v == REGULATION_STEP) {
                         steps++;
                         cache -= (double) bytes;
-                        CU_ASSERT(bytes <= (uint64_t) cache / 19);
+                        CU_ASSERT(bytes <= (uint64_t) cache / 4);
                 }
                 cache += MIB;
                 if (i >= 100) {
@@ -189,6 +205,7 @@ int main(void) {
                 { "over budget: steps within the cap", test_over_steps_within_cap },
                 { "a falling stall settles before the next step", test_settling },
                 { "futile steps back off", test_backoff },
+                { "caches that regrow get larger steps", test_boost },
                 { "a sawtooth input does not escalate", test_sawtooth_input },
                 { "a cache growing into its limit settles in a band", test_closed_loop },
                 {},

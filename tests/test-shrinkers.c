@@ -584,7 +584,8 @@ static void test_stopped_client_delays_nobody(void) {
         struct pressure_gen g;
         char line[512];
 
-        daemon_restart_with("stopped", "hold=1s\nsample_interval=250ms\nround_interval=100ms\nrequest_timeout=20s\n");
+        daemon_restart_with("stopped", "hold=1s\nsample_interval=250ms\nround_interval=100ms\nrequest_timeout=20s\n"
+                                       "regulate_interval=500ms\n");
         group_create(&g);
         static const char *const args[] = { "--memcg", "--objects", "100000", NULL };
         CU_ASSERT_EQUAL_FATAL(client_start(&honest, g.v2_dir, false, args), 0);
@@ -740,6 +741,73 @@ static void test_stop(void) {
         unlink(conf_path);
 }
 
+/* Lines of the daemon's log with needle, waited for until there are at least n (bounded). */
+static int log_wait(const char *needle, int n, int timeout_ms) {
+        for (uint64_t end = test_now_ms() + (uint64_t) timeout_ms;; ) {
+                int k = test_daemon_log_count(&daemon_, needle);
+                if (k >= n || test_now_ms() >= end)
+                        return k;
+                usleep(50 * 1000); /* a log file has no event to wait for */
+        }
+}
+
+/* The regulator: in a group whose stall is over the budget (1 ms/s) but far below low (set to 90% here,
+ * and no headroom levels), the shrinker is asked for steps, each at most a quarter of what it counted,
+ * while the level stays ok; once the group is quiet it is asked nothing. */
+static void test_regulator_steps_below_the_levels(void) {
+        struct test_child c = { .lines.fd = -1 };
+        struct pressure_gen g;
+        char line[512], needle[300];
+
+        daemon_restart_with("regulate", "log_level=debug\nheadroom=no\nlow=some 1800ms 2s\nmedium=some 1900ms 2s\n"
+                                        "critical=some 1950ms 2s\nregulate_interval=500ms\nrequest_timeout=5s\n");
+        group_create(&g);
+        static const char *const args[] = { "--memcg", "--objects", "20000", NULL };
+        CU_ASSERT_EQUAL_FATAL(client_start(&c, g.v2_dir, false, args), 0);
+        CU_ASSERT_EQUAL_FATAL(client_wait(&c, "ready", 10000, line, sizeof(line)), 0);
+        CU_ASSERT_EQUAL_FATAL(pressure_gen_start(&g), 0);
+        test_cleanup_pid(g.pid);
+
+        /* Three rounds with scans: a count, then scans that add up to at most a quarter of it (and a batch
+         * of rounding). */
+        unsigned long long count = 0, scanned = 0;
+        unsigned rounds = 0;
+        for (uint64_t end = test_now_ms() + 60000; rounds < 3 && test_now_ms() < end;) {
+                if (client_line(&c, (int) (end - test_now_ms()), line, sizeof(line)) < 0)
+                        break;
+                const char *p;
+                if (strncmp(line, "count ", 6) == 0 && (p = strstr(line, "-> "))) {
+                        if (scanned > 0) {
+                                rounds++;
+                                CU_ASSERT(scanned <= count / 4 + 128);
+                        }
+                        count = strtoull(p + 3, NULL, 10);
+                        scanned = 0;
+                } else if (strncmp(line, "scan ", 5) == 0 && (p = strstr(line, " nr=")))
+                        scanned += strtoull(p + 4, NULL, 10);
+        }
+        CU_ASSERT_EQUAL(rounds, 3u);
+        snprintf(needle, sizeof(needle), "%s: stall", g.cgroup);
+        CU_ASSERT(test_daemon_log_count(&daemon_, needle) >= 1); /* "...over its budget..." */
+        snprintf(needle, sizeof(needle), "%s: memory pressure", g.cgroup);
+        CU_ASSERT_EQUAL(test_daemon_log_count(&daemon_, needle), 0); /* the level stayed ok */
+
+        /* Quiet: nobody in the group allocates. Once the regulator has said so and looked three more
+         * times, nothing more was asked. */
+        test_cleanup_forget_pid(g.pid);
+        pressure_gen_stop(&g);
+        snprintf(needle, sizeof(needle), "%s: stall 0.00 ms/s, back under its budget", g.cgroup);
+        CU_ASSERT_EQUAL(log_wait(needle, 1, 30000), 1);
+        while (client_line(&c, 200, line, sizeof(line)) == 0)
+                ; /* what was on its way before */
+        snprintf(needle, sizeof(needle), "%s: regulation: stall 0.00 ms/s against 1.00, under", g.cgroup);
+        int n = test_daemon_log_count(&daemon_, needle);
+        CU_ASSERT(log_wait(needle, n + 3, 30000) >= n + 3);
+        CU_ASSERT_EQUAL(client_line(&c, 10, line, sizeof(line)), -ETIMEDOUT);
+        test_child_stop(&c);
+        pressure_gen_destroy(&g);
+}
+
 int main(void) {
         static const struct test_case cases[] = {
                 { "cgroup pressure asks only its subtree", test_cgroup_pressure_asks_only_its_subtree },
@@ -751,6 +819,7 @@ int main(void) {
                 { "a client alone in its cgroup is measured by the cgroup", test_release_measured_by_own_cgroup },
                 { "a client re-registers after a daemon restart", test_client_survives_restart },
                 { "a stopped client delays nobody", test_stopped_client_delays_nobody },
+                { "the regulator steps below the levels", test_regulator_steps_below_the_levels },
                 { "hostile clients cannot pause an honest one", test_hostile_clients },
                 { "a client that never runs out cannot hold a Shrink", test_endless_client },
                 { "daemon stops cleanly", test_stop },
