@@ -138,7 +138,9 @@ static int run_policy(struct run *run, double seconds) {
         }
         bool with_daemon = run->policy == DROP || run->policy == PRESSURED;
         if (with_daemon) {
-                static const char *const args[] = { "--config", "/dev/null", NULL };
+                /* KVCACHE_BENCH_CONFIG=file: the daemon's configuration (default: none, the defaults) */
+                const char *conf = getenv("KVCACHE_BENCH_CONFIG");
+                const char *const args[] = { "--config", conf ? conf : "/dev/null", NULL };
                 if (test_daemon_start(&d, args) < 0) {
                         pressure_gen_destroy(&g);
                         return -ECHILD;

@@ -65,8 +65,13 @@ enum regulation_verdict regulation_decide(struct regulation *r, const struct reg
                 return REGULATION_FIRST;
         if (!over) {
                 regulation_rest(r);
+                r->was_over = false;
+                r->knee += MIN(r->knee / 10000, UINT64_MAX - r->knee);
                 return REGULATION_UNDER;
         }
+        if (own && !r->was_over && held > 0)
+                r->knee = r->knee == 0 ? held : MIN(r->knee, held);
+        r->was_over = own;
         if (!own) {
                 regulation_rest(r);
                 return REGULATION_NOT_OWN;
@@ -105,4 +110,9 @@ enum regulation_verdict regulation_decide(struct regulation *r, const struct reg
         r->steps++;
         r->asked_bytes += *ret_bytes;
         return REGULATION_STEP;
+}
+
+uint64_t regulation_limit(const struct regulation *r) {
+        assert(r);
+        return r->knee - r->knee / 10;
 }

@@ -13,6 +13,10 @@
  *     they give (then each step is twice the last, up to a quarter of what they hold), or have taken a
  *     quarter of what they held for nothing (the stall is someone else's): then steps are spaced further
  *     and further apart, doubling up to 32 intervals, as Senpai backs off.
+ *   - the growth limiter: the stall of a cache growing into a neighbour's working set is a cliff (0 ms/s,
+ *     then hundreds), so a regulator that waits for it falls off it again and again. The size at which the
+ *     stall last rose is remembered; under the budget the shrinkers are held a tenth below it, and the
+ *     limit creeps up by 0.01% per interval (as Senpai probes upwards) so that a cache regains room it may have.
  * regulator.c reads the kernel's figures and runs the rounds; this file only decides. */
 
 #include <stdbool.h>
@@ -53,6 +57,12 @@ struct regulation {
         unsigned boost;                 /* log2 of the factor on the proportional step (caches that regrow) */
         unsigned backoff;               /* log2 of the spacing of steps */
         unsigned skip;                  /* intervals still to skip */
+        /* The growth limiter: what the shrinkers held when the stall last rose over the budget from under
+         * it, the edge of the cliff (0: not seen). Under the budget they are held a tenth below it, and
+         * it creeps up by 0.01% per interval, so that they find room again when the neighbour's
+         * working set shrinks. */
+        uint64_t knee;
+        bool was_over;
         uint64_t steps, asked_bytes;    /* for the log and ListShrinkers */
 };
 
@@ -67,6 +77,10 @@ bool regulation_measure(struct regulation *r, const struct regulation_params *p,
  * caller's gate, asked only when over); held: bytes the shrinkers in scope hold at their last counts. */
 enum regulation_verdict regulation_decide(struct regulation *r, const struct regulation_params *p, bool over,
                                           bool own, uint64_t held, uint64_t *ret_bytes);
+
+/* Under the budget: what the shrinkers may hold (0: no limit known). Above it, the regulator asks for
+ * the difference (after a fresh count). */
+uint64_t regulation_limit(const struct regulation *r);
 
 /* The step for a rate over the budget, of held bytes (exposed for tests and documentation). */
 uint64_t regulation_step_bytes(const struct regulation_params *p, double rate, uint64_t held);

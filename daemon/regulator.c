@@ -25,6 +25,7 @@ struct regulator {
         int slot; /* on each scope: its struct regulated */
         sd_event_source *timer;
         uint64_t tick;
+        bool hot; /* some scope has a growth limit: its caches regrow within an interval, look 4x as often */
         struct regulator_stats stats;
 };
 
@@ -114,6 +115,44 @@ static void regulated_step(struct regulated *st, uint64_t bytes) {
         }); /* it may be over before this returns */
 }
 
+/* Under the budget, with a growth limit known: counted afresh, shrinkers in scope holding more than the
+ * limit are asked for the difference (at most a quarter of what they hold). */
+static void on_limit_counted(const struct round_outcome *o, void *userdata) {
+        struct regulated *st = userdata;
+        struct scope *s = st->scope;
+        (void) o;
+        st->round = NULL;
+        uint64_t limit = regulation_limit(&st->reg);
+        uint64_t held = round_engine_held_bytes(st->g->engine, scope_get_type(s), scope_cgroup(s), scope_node_index(s));
+        if (limit == 0 || held <= limit)
+                return;
+        uint64_t bytes = MIN(held - limit, held / 4);
+        log_debug("%s: regulation: holding %llu, over the growth limit of %llu: asking for %llu.", scope_name(s),
+                  (unsigned long long) held, (unsigned long long) limit, (unsigned long long) bytes);
+        st->g->stats.steps++;
+        st->g->stats.asked_bytes = sat_add(st->g->stats.asked_bytes, bytes);
+        regulated_step(st, bytes);
+}
+
+static void regulated_count(struct regulated *st) {
+        struct scope *s = st->scope;
+        struct shrink_round *r = round_new(st->g->engine, scope_name(s), on_limit_counted, st);
+        if (!r) {
+                log_oom();
+                return;
+        }
+        st->round = r;
+        round_run(r, &(struct round_spec){
+                .type = scope_get_type(s),
+                .node_index = scope_node_index(s),
+                .cgroup = scope_cgroup(s),
+                .priority = SHRINK_PRIORITY_MAX,
+                .budget = true,
+                .dry_run = true,
+                .level = scope_level(s),
+        });
+}
+
 static void regulated_log_run(struct regulated *st, enum regulation_verdict v, double rate, uint64_t budget,
                               uint64_t held) {
         const char *name = scope_name(st->scope);
@@ -153,6 +192,10 @@ static void regulated_tick(struct regulated *st, uint64_t now) {
                           rate / 1000, (double) p.budget / 1000, regulation_verdict_to_string(v),
                           (unsigned long long) held, (unsigned long long) bytes);
         regulated_log_run(st, v, rate, p.budget, held);
+        if (v == REGULATION_UNDER && regulation_limit(&st->reg) > 0 && !st->round) {
+                regulated_count(st);
+                return;
+        }
         if (v != REGULATION_STEP)
                 return;
         if (st->round)
@@ -187,7 +230,8 @@ static void regulator_arm(struct regulator *g) {
                 (void) sd_event_source_set_enabled(g->timer, SD_EVENT_OFF);
                 return;
         }
-        (void) sd_event_source_set_time(g->timer, event_now(g->event) + g->config->regulate_interval_usec);
+        uint64_t period = g->config->regulate_interval_usec / (g->hot ? 4 : 1);
+        (void) sd_event_source_set_time(g->timer, event_now(g->event) + period);
         (void) sd_event_source_set_enabled(g->timer, SD_EVENT_ONESHOT);
 }
 
@@ -200,14 +244,17 @@ static int on_tick(sd_event_source *src, uint64_t usec, void *userdata) {
         g->tick++;
         g->stats.ticks++;
         regulator_mark(g);
+        g->hot = false;
         SCOPE_REGISTRY_FOREACH(s, g->scopes) {
                 struct regulated *st = *scope_regulated(g, s);
                 if (!st)
                         continue;
-                if (st->seen_tick != g->tick)
+                if (st->seen_tick != g->tick) {
                         regulated_free(g, s);
-                else
-                        regulated_tick(st, now);
+                        continue;
+                }
+                regulated_tick(st, now);
+                g->hot = g->hot || regulation_limit(&st->reg) > 0;
         }
         regulator_arm(g);
         return 0;

@@ -18,6 +18,43 @@ static void test_defaults(void) {
         config_done(&c);
 }
 
+static void test_regulate(void) {
+        struct config c;
+        char *err = NULL;
+        config_init(&c);
+        CU_ASSERT_EQUAL(c.regulate_budget_usec, 1000u);
+        CU_ASSERT_EQUAL(c.regulate_interval_usec, 1000000u);
+        CU_ASSERT_EQUAL(c.regulate_step_max_permille, 50u);
+        CU_ASSERT_EQUAL(config_parse(&c,
+                                     "regulate_budget=2ms\nregulate_step_max=2.5%\nregulate_interval=500ms\n"
+                                     "regulate_cgroup=/system.slice/redis.service 5ms\n"
+                                     "regulate_cgroup=/user.slice/* off\n"
+                                     "regulate_cgroup=/user.slice/user-1000.slice 3ms\n",
+                                     "t.conf", NULL, NULL, &err), 0);
+        CU_ASSERT_EQUAL(c.regulate_budget_usec, 2000u);
+        CU_ASSERT_EQUAL(c.regulate_step_max_permille, 25u);
+        CU_ASSERT_EQUAL(c.regulate_interval_usec, 500000u);
+        CU_ASSERT_EQUAL(config_regulate_budget(&c, NULL), 2000u);
+        CU_ASSERT_EQUAL(config_regulate_budget(&c, "/"), 2000u);
+        CU_ASSERT_EQUAL(config_regulate_budget(&c, "/system.slice/redis.service"), 5000u);
+        CU_ASSERT_EQUAL(config_regulate_budget(&c, "/system.slice/redis.service/sub"), 5000u);
+        CU_ASSERT_EQUAL(config_regulate_budget(&c, "/system.slice/redis.service2"), 2000u);
+        CU_ASSERT_EQUAL(config_regulate_budget(&c, "/user.slice/user-1001.slice"), 0u);
+        CU_ASSERT_EQUAL(config_regulate_budget(&c, "/user.slice/user-1000.slice"), 3000u); /* the last wins */
+        static const char *const bad[] = { "regulate_budget=1s", "regulate_step_max=60%", "regulate_step_max=5",
+                                           "regulate_interval=10ms", "regulate_cgroup=/a", "regulate_cgroup=a 5ms",
+                                           "regulate_cgroup=/a 5 parsecs", "regulate_cgroup=/a 600ms" };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                free(err);
+                err = NULL;
+                CU_ASSERT(config_parse(&c, bad[i], "t.conf", NULL, NULL, &err) < 0);
+                CU_ASSERT_PTR_NOT_NULL(err);
+        }
+        CU_ASSERT_EQUAL(c.regulate_budget_usec, 2000u); /* unchanged by what was refused */
+        free(err);
+        config_done(&c);
+}
+
 static void test_durations(void) {
         uint64_t u;
         CU_ASSERT_EQUAL(config_parse_duration("100ms", &u), 0);
@@ -218,6 +255,7 @@ int main(void) {
         static const struct test_case cases[] = {
                 { "defaults", test_defaults },
                 { "durations", test_durations },
+                { "the regulator's keys", test_regulate },
                 { "a full file", test_file },
                 { "errors name file and line", test_errors_name_file_and_line },
                 { "missing file", test_missing_file },
