@@ -44,7 +44,7 @@
 #define SAMPLE_MS 250
 #define MAX_SAMPLES 1024
 
-static const unsigned caps_mib[] = { 24, 32, 40, 48 };
+static const unsigned caps_mib[] = { 24, 32, 40, 44, 48 };
 #define N_CAPS (sizeof(caps_mib) / sizeof(caps_mib[0]))
 
 enum policy { UNBOUNDED, DROP, CAP, PRESSURED };

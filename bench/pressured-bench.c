@@ -514,6 +514,105 @@ static void scenario_footprint(void) {
                 printf("ratio: wake-ups with headroom / without: %.1fx\n\n", per_min[1] / (per_min[0] > 0 ? per_min[0] : 1));
 }
 
+/* The regulator's idle cost: 100 cgroups, each with one client holding a MEMCG_AWARE shrinker and
+ * nothing allocating, for 30 s with the regulator on (the default) and, as the baseline in the same run,
+ * off (regulate_budget=0). */
+enum { IDLE_GROUPS = 100 };
+
+static int start_idle_clients(const char *parent, const char *socket, pid_t *pids, int *fds) {
+        int n = 0;
+        for (int i = 0; i < IDLE_GROUPS; i++) {
+                char dir[700], procs[760], me[32];
+                snprintf(dir, sizeof(dir), "%s/g%d", parent, i);
+                if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+                        break;
+                int p[2];
+                if (pipe2(p, O_CLOEXEC) < 0)
+                        break;
+                pid_t pid = fork();
+                if (pid == 0) {
+                        snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
+                        snprintf(me, sizeof(me), "%d", (int) getpid());
+                        FILE *f = fopen(procs, "we");
+                        if (!f || fputs(me, f) < 0 || fclose(f) != 0)
+                                _exit(3);
+                        dup2(p[1], STDOUT_FILENO);
+                        execl("./shrinker-client", "shrinker-client", "--socket", socket, "--memcg", "--objects", "100",
+                              (char *) NULL);
+                        _exit(127);
+                }
+                close(p[1]);
+                pids[n] = pid;
+                fds[n++] = p[0];
+        }
+        /* Each says "ready ... pid=" once the daemon has its shrinker. */
+        for (int i = 0; i < n; i++) {
+                char buf[256];
+                struct pollfd pf = { .fd = fds[i], .events = POLLIN };
+                if (poll(&pf, 1, 10000) <= 0 || read(fds[i], buf, sizeof(buf)) <= 0)
+                        return -1;
+        }
+        return n;
+}
+
+static void stop_idle_clients(const char *parent, pid_t *pids, int *fds, int n) {
+        for (int i = 0; i < n; i++) {
+                kill(pids[i], SIGTERM);
+                waitpid(pids[i], NULL, 0);
+                close(fds[i]);
+        }
+        for (int i = 0; i < IDLE_GROUPS; i++) {
+                char dir[700];
+                snprintf(dir, sizeof(dir), "%s/g%d", parent, i);
+                (void) rmdir(dir);
+        }
+}
+
+static void scenario_regulator_idle(void) {
+        struct pressure_gen g;
+        char cwd[400], conf[128];
+        static pid_t pids[IDLE_GROUPS];
+        static int fds[IDLE_GROUPS];
+        double per_min[2] = { -1, -1 };
+
+        printf("== the regulator's idle cost: %d cgroups, each with a client holding a MEMCG_AWARE shrinker ==\n",
+               IDLE_GROUPS);
+        if (!getcwd(cwd, sizeof(cwd)) || pressure_gen_create(&g, cwd, 1u << 30) < 0) {
+                fprintf(stderr, "footprint: cannot create the cgroup\n");
+                return;
+        }
+        snprintf(conf, sizeof(conf), "/tmp/pressured-bench-%d.conf", (int) getpid());
+        for (int on = 1; on >= 0; on--) {
+                FILE *f = fopen(conf, "we");
+                if (!f)
+                        break;
+                fprintf(f, "regulate_budget=%s\nmax_shrinkers_per_uid=1000\n", on ? "1ms" : "0");
+                fclose(f);
+                const char *const cargs[] = { "--config", conf, "--quiet", NULL };
+                if (daemon_up(cargs) < 0)
+                        break;
+                int n = start_idle_clients(g.v2_dir, daemon_.socket, pids, fds);
+                if (n == IDLE_GROUPS) {
+                        uint64_t cpu0, rss0, v0, cpu1, rss1, v1;
+                        struct pollfd none = { .fd = -1 };
+                        test_proc_stat(daemon_.pid, &cpu0, &rss0, &v0);
+                        poll(&none, 0, 30000);
+                        test_proc_stat(daemon_.pid, &cpu1, &rss1, &v1);
+                        per_min[on] = (double) (v1 - v0) * 2;
+                        printf("idle 30 s, regulator %s: CPU %llu ms, %llu wake-ups (%.1f per minute)\n", on ? "on" : "off",
+                               (unsigned long long) (cpu1 - cpu0), (unsigned long long) (v1 - v0), per_min[on]);
+                } else
+                        fprintf(stderr, "footprint: only %d of %d clients started\n", n < 0 ? 0 : n, IDLE_GROUPS);
+                stop_idle_clients(g.v2_dir, pids, fds, n < 0 ? IDLE_GROUPS : n);
+                test_daemon_stop(&daemon_);
+        }
+        unlink(conf);
+        pressure_gen_destroy(&g);
+        if (per_min[0] >= 0 && per_min[1] >= 0)
+                printf("wake-ups per minute with the regulator on: %.0f, off: %.0f (%.1fx)\n\n", per_min[1], per_min[0],
+                       per_min[1] / (per_min[0] > 0 ? per_min[0] : 1));
+}
+
 /* ---- latency ---- */
 
 static void scenario_latency(void) {
@@ -928,8 +1027,10 @@ int main(int argc, char *argv[]) {
                         scenario_fanout();
                 if (all || strcmp(s, "rounds") == 0)
                         scenario_rounds();
-                if (all || strcmp(s, "footprint") == 0)
+                if (all || strcmp(s, "footprint") == 0) {
                         scenario_footprint();
+                        scenario_regulator_idle();
+                }
                 if (all || strcmp(s, "fairness") == 0)
                         scenario_fairness();
                 if (all || strcmp(s, "flood") == 0)

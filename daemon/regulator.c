@@ -38,6 +38,7 @@ struct regulated {
         uint64_t seen_tick;         /* the tick that last found shrinkers in it */
         /* A run of intervals over the budget, for the two lines the log gets per run. */
         bool in_run;
+        uint64_t resident_counted; /* its clients' memory at the growth limit's last count */
         uint64_t run_steps, run_asked, run_freed;
         double run_peak;
 };
@@ -134,6 +135,28 @@ static void on_limit_counted(const struct round_outcome *o, void *userdata) {
         regulated_step(st, bytes);
 }
 
+/* What the kernel shows of the memory of the clients with shrinkers in the scope: a cheap read each
+ * (statm or their cgroup's usage), so that caches that did not grow are not even asked to count. */
+static uint64_t scope_clients_resident(const struct regulator *g, const struct scope *s) {
+        uint64_t sum = 0;
+        for (struct shrink_client *cl = g->shrinkers->clients; cl; cl = cl->next)
+                for (size_t i = 0; i < cl->n_shrinkers; i++) {
+                        bool all_nodes;
+                        const char *cg;
+                        uint64_t r;
+                        if (!shrink_select(scope_get_type(s), scope_cgroup(s), cl->shrinkers[i]->flags, cl->cgroup,
+                                           &all_nodes, &cg))
+                                continue;
+                        if (shrink_client_resident(cl, &r) >= 0)
+                                sum = sat_add(sum, r);
+                        break;
+                }
+        return sum;
+}
+
+/* Growth below this since the last count is not worth a round of counts. */
+#define LIMIT_RECOUNT_BYTES (256u * 1024u)
+
 static void regulated_count(struct regulated *st) {
         struct scope *s = st->scope;
         struct shrink_round *r = round_new(st->g->engine, scope_name(s), on_limit_counted, st);
@@ -193,7 +216,11 @@ static void regulated_tick(struct regulated *st, uint64_t now) {
                           (unsigned long long) held, (unsigned long long) bytes);
         regulated_log_run(st, v, rate, p.budget, held);
         if (v == REGULATION_UNDER && regulation_limit(&st->reg) > 0 && !st->round) {
-                regulated_count(st);
+                uint64_t resident = scope_clients_resident(g, s);
+                if (resident > sat_add(st->resident_counted, LIMIT_RECOUNT_BYTES) || resident < st->resident_counted) {
+                        st->resident_counted = resident;
+                        regulated_count(st);
+                }
                 return;
         }
         if (v != REGULATION_STEP)
