@@ -216,6 +216,15 @@ static void render_shrinkers(struct metrics *m, FILE *f) {
                 free(infos[i].nodes);
         free(infos);
         render_clients(m, f);
+        struct regulator_stats rs;
+        reclaim_regulator_stats(m->src.reclaim, &rs);
+        header(f, "pressured_regulator_steps_total", "counter",
+               "Steps the regulator asked of shrinkers in scopes whose stall was over its budget, or over a growth limit.");
+        fprintf(f, "pressured_regulator_steps_total %" PRIu64 "\n", rs.steps);
+        header(f, "pressured_regulator_asked_bytes_total", "counter", "Bytes those steps asked for.");
+        fprintf(f, "pressured_regulator_asked_bytes_total %" PRIu64 "\n", rs.asked_bytes);
+        header(f, "pressured_regulator_freed_bytes_total", "counter", "Bytes the shrinkers claimed to free in those steps.");
+        fprintf(f, "pressured_regulator_freed_bytes_total %" PRIu64 "\n", rs.freed_bytes);
 }
 
 int metrics_render(struct metrics *m, FILE *f) {

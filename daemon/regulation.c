@@ -69,7 +69,7 @@ enum regulation_verdict regulation_decide(struct regulation *r, const struct reg
                 r->knee += MIN(r->knee / 10000, UINT64_MAX - r->knee);
                 return REGULATION_UNDER;
         }
-        if (own && !r->was_over && held > 0)
+        if (own && !r->was_over && held > 0 && r->backoff == 0)
                 r->knee = r->knee == 0 ? held : MIN(r->knee, held);
         r->was_over = own;
         if (!own) {
@@ -98,7 +98,9 @@ enum regulation_verdict regulation_decide(struct regulation *r, const struct reg
                 r->streak_held = held;
                 r->backoff = r->boost = 0;
         } else if (held < r->streak_held - r->streak_held / 4) {
+                /* ...and the edge learnt from this stall is no edge of theirs: forget it. */
                 r->boost = 0;
+                r->knee = 0;
                 r->backoff = MIN(r->backoff + 1, (unsigned) REGULATION_BACKOFF_MAX);
         } else if (r->streak >= 2)
                 r->boost = MIN(r->boost + 1, (unsigned) REGULATION_BOOST_MAX);

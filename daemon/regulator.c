@@ -208,7 +208,8 @@ static void regulated_tick(struct regulated *st, uint64_t now) {
         bool over = regulation_measure(&st->reg, &p, total, now, &rate);
         /* Whose stall it is costs more reads: only asked when there is something to decide. */
         bool own = over && scope_stall_is_own(s, now);
-        uint64_t held = round_engine_held_bytes(g->engine, scope_get_type(s), scope_cgroup(s), scope_node_index(s));
+        /* What they hold matters only to a step: the sum walks every client. */
+        uint64_t held = over ? round_engine_held_bytes(g->engine, scope_get_type(s), scope_cgroup(s), scope_node_index(s)) : 0;
         enum regulation_verdict v = regulation_decide(&st->reg, &p, over, own, held, &bytes);
         if (v != REGULATION_FIRST)
                 log_debug("%s: regulation: stall %.2f ms/s against %.2f, %s, holding %llu, step %llu.", scope_name(s),
@@ -257,7 +258,9 @@ static void regulator_arm(struct regulator *g) {
                 (void) sd_event_source_set_enabled(g->timer, SD_EVENT_OFF);
                 return;
         }
-        uint64_t period = g->config->regulate_interval_usec / (g->hot ? 4 : 1);
+        /* Regulation turned off: a look once a minute, for a reload that turns it on again. */
+        bool off = g->config->regulate_budget_usec == 0 && g->config->n_regulate_cgroups == 0;
+        uint64_t period = off ? 60 * USEC_PER_SEC : g->config->regulate_interval_usec / (g->hot ? 4 : 1);
         (void) sd_event_source_set_time(g->timer, event_now(g->event) + period);
         (void) sd_event_source_set_enabled(g->timer, SD_EVENT_ONESHOT);
 }

@@ -118,6 +118,7 @@ static void test_backoff(void) {
                 }
         }
         CU_ASSERT_EQUAL(r.backoff, (unsigned) REGULATION_BACKOFF_MAX);
+        CU_ASSERT_EQUAL(regulation_limit(&r), 0u); /* no edge of theirs: no growth limit either */
         CU_ASSERT(steps < 60);         /* not one per interval */
         CU_ASSERT(held > 64 * MIB / 8); /* a 5% step every interval would have left 64 MiB * 0.95^600 */
         /* Under the budget once: the brakes are released. */
