@@ -355,16 +355,14 @@ static bool scope_machine_short(struct scope *s, uint64_t now) {
         return shortage_machine(&env->machine, now, shortage_recent_usec(env->config));
 }
 
-/* Whether a limit of the group's own or of an ancestor's is at hand: then its stall is its own. The usage
- * of one instant can dip far below a limit that binds (page cache dropped at once): what the kernel
- * recorded as the peak counts too. */
+/* Whether a limit of the group's own or of an ancestor's is at hand: then its stall is its own. */
 static bool scope_limit_binds(struct scope *s) {
         struct headroom_group groups[HEADROOM_GROUPS_MAX];
         size_t n = 0;
         if (!s->env->layout || cgroup_headroom_groups(s->env->layout, s->cgroup, groups, NULL, ELEMENTSOF(groups), &n) < 0)
                 return true; /* cannot tell: the stall is all there is */
         for (size_t i = 0; i < n; i++)
-                if (shortage_limit_binds(MAX(groups[i].usage, groups[i].peak), groups[i].limit))
+                if (shortage_limit_binds(groups[i].usage, groups[i].limit))
                         return true;
         return false;
 }
