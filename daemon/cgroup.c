@@ -323,6 +323,12 @@ static int group_figures(const struct cgroup_layout *l, const char *cgroup, stru
         int r = read_u64(cur, &g->usage);
         if (r < 0)
                 return r;
+        /* Kernels before 5.19 have no v2 memory.peak: the usage stands in. */
+        _cleanup_free_ char *peak = NULL;
+        if (join(l->memory_root, cgroup, l->memory_v2 ? "memory.peak" : "memory.max_usage_in_bytes", &peak) < 0)
+                return -ENOMEM;
+        if (read_u64(peak, &g->peak) < 0)
+                g->peak = g->usage;
         r = read_file_start(stat, buf, sizeof(buf));
         if (r < 0)
                 return r;

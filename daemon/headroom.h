@@ -28,6 +28,7 @@ int headroom_thresholds_check(const struct headroom_thresholds *t);
  * the limit, MemTotal - MemAvailable as the usage, reclaimable 0. */
 struct headroom_group {
         uint64_t usage, limit, reclaimable;
+        uint64_t peak; /* the highest usage the kernel recorded (memory.peak, v1 max_usage_in_bytes); usage where unknown */
 };
 
 /* A group's limit binds its descendants: of the scope's own group and its ancestors, the one nearest to

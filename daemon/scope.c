@@ -355,14 +355,17 @@ static bool scope_machine_short(struct scope *s, uint64_t now) {
         return shortage_machine(&env->machine, now, shortage_recent_usec(env->config));
 }
 
-/* Whether a limit of the group's own or of an ancestor's is at hand: then its stall is its own. */
+/* Whether a limit of the group's own or of an ancestor's is at hand: then its stall is its own. A first
+ * look judges a stall over the last 10 s, which the usage of one instant may not reflect (a writer that
+ * truncates its file drops its page cache at once): there, the peak the kernel recorded counts too. */
 static bool scope_limit_binds(struct scope *s) {
         struct headroom_group groups[HEADROOM_GROUPS_MAX];
         size_t n = 0;
         if (!s->env->layout || cgroup_headroom_groups(s->env->layout, s->cgroup, groups, NULL, ELEMENTSOF(groups), &n) < 0)
                 return true; /* cannot tell: the stall is all there is */
         for (size_t i = 0; i < n; i++)
-                if (shortage_limit_binds(groups[i].usage, groups[i].limit))
+                if (shortage_limit_binds(s->first_look ? MAX(groups[i].usage, groups[i].peak) : groups[i].usage,
+                                         groups[i].limit))
                         return true;
         return false;
 }
