@@ -92,12 +92,13 @@ static void on_step_done(const struct round_outcome *o, void *userdata) {
                   (unsigned long long) o->freed_bytes, (unsigned long long) o->want);
 }
 
-/* One step: a round over the scope's shrinkers for bytes (split by weight), at the gentlest priority
- * that covers each share, with the usual budget so that a slow client delays nobody. bytes 0: nothing is
- * known of what they hold yet, and the kernel's gentlest sizing asks a token amount after the count. */
-static void regulated_step(struct regulated *st, uint64_t bytes) {
+/* A round over the scope's shrinkers, with the usual budget so that a slow client delays nobody: a step
+ * for bytes (split by weight, at the gentlest priority that covers each share; 0: nothing is known of
+ * what they hold yet, and the kernel's gentlest sizing asks a token amount after the count), or, with
+ * count_only, their counts. on_done is called when it is over, possibly before this returns. */
+static void regulated_round(struct regulated *st, uint64_t bytes, bool count_only, round_done_fn on_done) {
         struct scope *s = st->scope;
-        struct shrink_round *r = round_new(st->g->engine, scope_name(s), on_step_done, st);
+        struct shrink_round *r = round_new(st->g->engine, scope_name(s), on_done, st);
         if (!r) {
                 log_oom();
                 return;
@@ -109,11 +110,16 @@ static void regulated_step(struct regulated *st, uint64_t bytes) {
                 .cgroup = scope_cgroup(s),
                 .priority = SHRINK_PRIORITY_MAX,
                 .want = bytes,
-                .share_sets_priority = true,
+                .share_sets_priority = !count_only,
                 .floor = 0,
                 .budget = true,
+                .dry_run = count_only,
                 .level = scope_level(s),
-        }); /* it may be over before this returns */
+        });
+}
+
+static void regulated_step(struct regulated *st, uint64_t bytes) {
+        regulated_round(st, bytes, false, on_step_done);
 }
 
 /* Under the budget, with a growth limit known: counted afresh, shrinkers in scope holding more than the
@@ -158,22 +164,7 @@ static uint64_t scope_clients_resident(const struct regulator *g, const struct s
 #define LIMIT_RECOUNT_BYTES (256u * 1024u)
 
 static void regulated_count(struct regulated *st) {
-        struct scope *s = st->scope;
-        struct shrink_round *r = round_new(st->g->engine, scope_name(s), on_limit_counted, st);
-        if (!r) {
-                log_oom();
-                return;
-        }
-        st->round = r;
-        round_run(r, &(struct round_spec){
-                .type = scope_get_type(s),
-                .node_index = scope_node_index(s),
-                .cgroup = scope_cgroup(s),
-                .priority = SHRINK_PRIORITY_MAX,
-                .budget = true,
-                .dry_run = true,
-                .level = scope_level(s),
-        });
+        regulated_round(st, 0, true, on_limit_counted);
 }
 
 static void regulated_log_run(struct regulated *st, enum regulation_verdict v, double rate, uint64_t budget,
