@@ -229,19 +229,21 @@ static void regulated_tick(struct regulated *st, uint64_t now) {
 /* The scopes with shrinkers in them now: each client's own cgroup and the limited groups above it (the
  * scopes it is watched in), and the system for everyone. Others lose their state. */
 static void regulator_mark(struct regulator *g) {
+        bool any = false;
         for (struct shrink_client *cl = g->shrinkers->clients; cl; cl = cl->next) {
                 if (cl->n_shrinkers == 0)
                         continue;
+                any = true;
                 for (size_t i = 0; i < cl->n_watched; i++) {
                         struct regulated *st = regulated_get(g, cl->watched[i]);
                         if (st)
                                 st->seen_tick = g->tick;
                 }
-                struct scope *sys = scope_registry_system(g->scopes);
-                struct regulated *st = sys ? regulated_get(g, sys) : NULL;
-                if (st)
-                        st->seen_tick = g->tick;
         }
+        struct scope *sys = any ? scope_registry_system(g->scopes) : NULL;
+        struct regulated *st = sys ? regulated_get(g, sys) : NULL;
+        if (st)
+                st->seen_tick = g->tick;
 }
 
 static void regulator_arm(struct regulator *g) {
