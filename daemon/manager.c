@@ -276,7 +276,7 @@ static int wire_modules(struct manager *m) {
 
         r = scope_registry_new(m->event, &m->config, layout, m->nodes, &m->scopes);
         if (r >= 0)
-                r = subscriptions_new(m->scopes, &m->subscriptions);
+                r = subscriptions_new(m->scopes, &service_subscription_sink, &m->subscriptions);
         if (r >= 0)
                 r = notifier_new(m->scopes, count_connections, m, &m->notifier);
         if (r >= 0)

@@ -256,6 +256,15 @@ static const struct param subscribe_table[] = {
         {}
 };
 
+static void subscription_free_void(void *p) {
+        subscription_free(p);
+}
+
+static void on_subscription_drain(struct varlink_connection *c, void *data) {
+        (void) c;
+        subscription_drained(data);
+}
+
 static int method_subscribe(struct varlink_connection *c, struct json_object *params, unsigned flags, void *userdata) {
         struct service *svc = userdata;
         struct subscribe_params p = { .min_level = LEVEL_LOW };
@@ -300,8 +309,34 @@ static int method_subscribe(struct varlink_connection *c, struct json_object *pa
         if (r < 0)
                 return reply_acquire_error(c, &ids[failed], r);
         /* ok is not a level one waits for */
-        return subscription_start(svc->subscriptions, c, scopes, n, MAX(p.min_level, LEVEL_LOW));
+        struct subscription *sub;
+        r = subscription_start(svc->subscriptions, c, peer->uid, scopes, n, MAX(p.min_level, LEVEL_LOW), &sub);
+        if (r < 0)
+                return r;
+        /* The call holds it: it goes when the call ends, however that happens. */
+        varlink_connection_set_call_data(c, sub, subscription_free_void);
+        varlink_connection_set_drain_handler(c, on_subscription_drain);
+        return subscription_send_state(sub);
 }
+
+/* Subscriptions reach their subscriber through the Subscribe call. */
+static int sink_send(void *endpoint, const char *params, size_t len) {
+        return varlink_notify_serialized(endpoint, params, len);
+}
+
+static size_t sink_queued(void *endpoint) {
+        return varlink_connection_queued(endpoint);
+}
+
+static void sink_end(void *endpoint, const char *error, struct json_object *params) {
+        (void) varlink_error(endpoint, error, params);
+}
+
+const struct subscription_sink service_subscription_sink = {
+        .send = sink_send,
+        .queued = sink_queued,
+        .end = sink_end,
+};
 
 /* ---- Serve ---- */
 

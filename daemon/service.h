@@ -24,6 +24,8 @@ int service_new(struct scope_registry *scopes, struct subscriptions *subscriptio
 struct service *service_free(struct service *svc);
 void service_set_reclaim(struct service *svc, struct reclaim *rc);
 
+/* The Subscribe call as the subscriptions' sink (the endpoint is the call's connection). */
+extern const struct subscription_sink service_subscription_sink;
 extern const struct reclaim_transport service_reclaim_transport;
 
 /* The interfaces to serve, with the service as the server's userdata. */

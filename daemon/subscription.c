@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "subscription.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 
@@ -10,11 +11,11 @@
 #include "log.h"
 #include "macro.h"
 #include "protocol.h"
-#include "varlink.h"
 
 
 struct subscriptions {
         struct scope_registry *registry;
+        const struct subscription_sink *sink;
         int slot; /* on each scope: the head of its watch list */
         size_t n_subscriptions;
 };
@@ -32,7 +33,8 @@ struct watch {
 
 struct subscription {
         struct subscriptions *subs;
-        struct varlink_connection *conn;
+        const struct subscription_sink *sink;
+        void *endpoint; /* the sink's: where this subscriber's events go */
         uid_t uid;
         enum level min_level;
         size_t n_watches, n_live;
@@ -54,14 +56,31 @@ static void watch_detach(struct watch *w) {
         scope_registry_release_for(subs->registry, w->sub->uid, s);
 }
 
-static void subscription_free(void *p) {
-        struct subscription *sub = p;
+void subscription_free(struct subscription *sub) {
         if (!sub)
                 return;
         for (size_t i = 0; i < sub->n_watches; i++)
                 watch_detach(&sub->watches[i]);
         sub->subs->n_subscriptions--;
         free(sub);
+}
+
+/* Sending goes through the sink, as serialized parameters. A notification that cannot be built or sent
+ * is the sink's to act on (the Varlink sink drops the connection): a subscriber never silently misses
+ * an event and carries on. */
+static int sub_send_serialized(struct subscription *sub, const char *text, size_t len) {
+        return sub->sink->send(sub->endpoint, text, len);
+}
+
+static int sub_send(struct subscription *sub, struct json_object *params) {
+        _cleanup_(json_text_done) struct json_text t = {};
+        int r = params ? json_text_append_value(&t, params) : -ENOMEM;
+        json_object_put(params);
+        return sub_send_serialized(sub, r < 0 ? NULL : t.data, r < 0 ? 0 : t.len);
+}
+
+static void sub_end(struct subscription *sub, const char *error, struct json_object *params) {
+        sub->sink->end(sub->endpoint, error, params);
 }
 
 static struct json_object *level_change_params(const struct scope *s, enum level previous, unsigned coalesced) {
@@ -75,7 +94,7 @@ static int watch_send(struct watch *w) {
         w->last_sent = scope_level(w->scope);
         w->pending = false;
         w->coalesced = 0;
-        return varlink_notify(w->sub->conn, p);
+        return sub_send(w->sub, p);
 }
 
 /* A change matters to a subscriber when the scope reaches its level or drops back below it, and when it
@@ -89,8 +108,12 @@ static bool watch_wants(const struct watch *w) {
         return scope_level(s) == LEVEL_OK && w->last_sent < _LEVEL_MAX && w->last_sent != LEVEL_OK;
 }
 
+static bool sub_backlogged(const struct subscription *sub) {
+        return sub->sink->queued(sub->endpoint) >= SUBSCRIPTION_QUEUE_LIMIT;
+}
+
 static bool watch_backlogged(const struct watch *w) {
-        return varlink_connection_queued(w->sub->conn) >= SUBSCRIPTION_QUEUE_LIMIT;
+        return sub_backlogged(w->sub);
 }
 
 static void watch_changed(struct watch *w) {
@@ -110,9 +133,7 @@ static void watch_changed(struct watch *w) {
 /* The client read what we had queued: send what was held back, the latest state per scope with the
  * number of changes folded into it (even if the level is back where the client last saw it: it missed
  * something). */
-static void on_drain(struct varlink_connection *c, void *data) {
-        struct subscription *sub = data;
-        (void) c;
+void subscription_drained(struct subscription *sub) {
         for (size_t i = 0; i < sub->n_watches; i++) {
                 struct watch *w = &sub->watches[i];
                 if (!w->pending || !w->scope)
@@ -163,7 +184,7 @@ static void on_level_changed(struct scope *s, void *userdata) {
                 size_t len;
                 const char *text = event_cache_get(&cache, s, w->last_sent, &len);
                 w->last_sent = scope_level(s);
-                (void) varlink_notify_serialized(w->sub->conn, text, len);
+                (void) sub_send_serialized(w->sub, text, len);
         }
         event_cache_done(&cache);
 }
@@ -177,12 +198,12 @@ static void on_gone(struct scope *s, void *userdata) {
 
                 if (sub->n_live > 1) {
                         /* Others remain: one last event for this scope, never held back. */
-                        (void) varlink_notify(sub->conn, level_change_params(s, w->last_sent, w->coalesced));
+                        (void) sub_send(sub, level_change_params(s, w->last_sent, w->coalesced));
                         watch_detach(w);
                 } else {
                         /* Nothing left to watch: end the call; this frees the subscription. */
                         struct scope_id id = scope_get_id(s);
-                        (void) varlink_error(sub->conn, PROTOCOL_ERROR_SCOPE_REMOVED, jb_object_with("scope", protocol_encode_scope_ref(&id)));
+                        sub_end(sub, PROTOCOL_ERROR_SCOPE_REMOVED, jb_object_with("scope", protocol_encode_scope_ref(&id)));
                 }
         }
 }
@@ -202,7 +223,7 @@ static void on_memory_event(struct scope *s, enum memory_event e, uint64_t count
                         w->coalesced++;
                         continue;
                 }
-                (void) varlink_notify(w->sub->conn, jb_object_with("memory_event", protocol_encode_memory_event(&snap)));
+                (void) sub_send(w->sub, jb_object_with("memory_event", protocol_encode_memory_event(&snap)));
         }
 }
 
@@ -212,11 +233,16 @@ static const struct scope_observer observer = {
         .memory_event = on_memory_event,
 };
 
-int subscriptions_new(struct scope_registry *reg, struct subscriptions **ret) {
+int subscriptions_new(struct scope_registry *reg, const struct subscription_sink *sink, struct subscriptions **ret) {
+        assert(reg);
+        assert(sink && sink->send && sink->queued && sink->end);
+        assert(ret);
+
         struct subscriptions *subs = calloc(1, sizeof(*subs));
         if (!subs)
                 return -ENOMEM;
         subs->registry = reg;
+        subs->sink = sink;
         int r = subs->slot = scope_registry_add_observer(reg, &observer, subs);
         if (r < 0) {
                 free(subs);
@@ -232,39 +258,50 @@ struct subscriptions *subscriptions_free(struct subscriptions *subs) {
         return NULL;
 }
 
-int subscription_start(struct subscriptions *subs, struct varlink_connection *c, struct scope **scopes,
-                       size_t n_scopes, enum level min_level) {
+int subscription_start(struct subscriptions *subs, void *endpoint, uid_t uid, struct scope **scopes, size_t n_scopes,
+                       enum level min_level, struct subscription **ret) {
+        assert(subs);
+        assert(endpoint);
+        assert(scopes || n_scopes == 0);
+        assert(ret);
+
         struct subscription *sub = calloc(1, sizeof(*sub) + n_scopes * sizeof(struct watch));
         if (!sub) {
                 for (size_t i = 0; i < n_scopes; i++)
-                        scope_registry_release_for(subs->registry, varlink_connection_peer(c)->uid, scopes[i]);
+                        scope_registry_release_for(subs->registry, uid, scopes[i]);
                 return -ENOMEM;
         }
         sub->subs = subs;
         subs->n_subscriptions++;
-        sub->conn = c;
-        sub->uid = varlink_connection_peer(c)->uid;
+        sub->sink = subs->sink;
+        sub->endpoint = endpoint;
+        sub->uid = uid;
         sub->min_level = min_level;
         sub->n_watches = sub->n_live = n_scopes;
 
-        struct json_object *states = json_object_new_array();
         for (size_t i = 0; i < n_scopes; i++) {
                 struct watch *w = &sub->watches[i];
                 struct scope *s = scopes[i];
-                struct watch **head = scope_watches(subs, s);
-                struct scope_snapshot snap;
 
                 w->sub = sub;
                 w->scope = s;
                 w->last_sent = scope_level(s);
-                LIST_PREPEND_F(scope_prev, scope_next, *head, w);
-                scope_snapshot(s, &snap);
+                LIST_PREPEND_F(scope_prev, scope_next, *scope_watches(subs, s), w);
+        }
+        *ret = sub;
+        return 0;
+}
+
+int subscription_send_state(struct subscription *sub) {
+        assert(sub);
+
+        struct json_object *states = json_object_new_array();
+        for (size_t i = 0; i < sub->n_watches; i++) {
+                struct scope_snapshot snap;
+                scope_snapshot(sub->watches[i].scope, &snap);
                 jb_append(&states, protocol_encode_scope_state(&snap));
         }
-        varlink_connection_set_call_data(c, sub, subscription_free);
-        varlink_connection_set_drain_handler(c, on_drain);
-
-        return varlink_notify(c, jb_object_with("state", states));
+        return sub_send(sub, jb_object_with("state", states));
 }
 
 size_t subscriptions_count(const struct subscriptions *subs) {
@@ -276,6 +313,6 @@ void subscriptions_shutdown(struct subscriptions *subs) {
                 struct watch **head = scope_watches(subs, s);
                 /* Ending a call frees its subscription and detaches its watches: always take the first. */
                 while (*head)
-                        (void) varlink_error((*head)->sub->conn, PROTOCOL_ERROR_SHUTTING_DOWN, json_object_new_object());
+                        sub_end((*head)->sub, PROTOCOL_ERROR_SHUTTING_DOWN, json_object_new_object());
         }
 }
