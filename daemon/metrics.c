@@ -63,8 +63,10 @@ static void scope_label(FILE *f, const char *name, const struct scope *s) {
         fputs("\"}", f);
 }
 
+SCOPE_SLOT_ACCESSORS(changes_slot, uint64_t);
+
 static uint64_t *changes_of(struct metrics *m, struct scope *s) {
-        return (*scope_slot(s, m->slot));
+        return changes_slot_get(s, m->slot);
 }
 
 static void render_scopes(struct metrics *m, FILE *f) {
@@ -318,7 +320,7 @@ static void on_level_changed(struct scope *s, void *userdata) {
         struct metrics *m = userdata;
         uint64_t *n = changes_of(m, s);
         if (!n && (n = calloc(1, sizeof(*n))))
-                (*scope_slot(s, m->slot)) = n;
+                changes_slot_set(s, m->slot, n);
         if (n)
                 (*n)++;
         mark_due(m);
@@ -333,8 +335,8 @@ static void on_memory_event(struct scope *s, enum memory_event e, uint64_t count
 
 static void on_freed(struct scope *s, void *userdata) {
         struct metrics *m = userdata;
-        free((*scope_slot(s, m->slot)));
-        (*scope_slot(s, m->slot)) = NULL;
+        free(changes_of(m, s));
+        changes_slot_set(s, m->slot, NULL);
 }
 
 static const struct scope_observer observer = {

@@ -44,15 +44,19 @@ struct mpsocket {
         struct ratelimit refuse_log;
 };
 
-static struct mp_client **scope_clients(struct mpsocket *mp, struct scope *s) {
-        return (struct mp_client **) scope_slot(s, mp->slot);
+SCOPE_SLOT_ACCESSORS(clients_slot, struct mp_client);
+
+/* The head of the scope's client list. */
+static struct mp_client *scope_clients(const struct mpsocket *mp, const struct scope *s) {
+        return clients_slot_get(s, mp->slot);
 }
 
 static void client_detach(struct mp_client *c) {
         if (!c->scope)
                 return;
-        struct mp_client **head = scope_clients(c->owner, c->scope);
-        LIST_REMOVE_F(scope_prev, scope_next, *head, c);
+        struct mp_client *head = scope_clients(c->owner, c->scope);
+        LIST_REMOVE_F(scope_prev, scope_next, head, c);
+        clients_slot_set(c->scope, c->owner->slot, head);
         scope_registry_release_for(c->owner->scopes, c->uid, c->scope);
         c->scope = NULL;
 }
@@ -109,7 +113,7 @@ static void on_level_changed(struct scope *s, void *userdata) {
 
         if (!(scope_previous(s) < at && scope_level(s) >= at))
                 return;
-        for (struct mp_client *c = *scope_clients(mp, s); c; c = c->scope_next)
+        for (struct mp_client *c = scope_clients(mp, s); c; c = c->scope_next)
                 (void) send(c->fd, line, sizeof(line) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
@@ -117,8 +121,8 @@ static void on_level_changed(struct scope *s, void *userdata) {
  * client spin). */
 static void on_gone(struct scope *s, void *userdata) {
         struct mpsocket *mp = userdata;
-        while (*scope_clients(mp, s))
-                client_detach(*scope_clients(mp, s));
+        for (struct mp_client *c; (c = scope_clients(mp, s));)
+                client_detach(c);
 }
 
 static const struct scope_observer observer = {
@@ -193,8 +197,9 @@ static void client_new(struct mpsocket *mp, int fd, bool fresh) {
         }
         LIST_PREPEND(mp->clients, c);
         mp->n_clients++;
-        struct mp_client **head = scope_clients(mp, s);
-        LIST_PREPEND_F(scope_prev, scope_next, *head, c);
+        struct mp_client *head = scope_clients(mp, s);
+        LIST_PREPEND_F(scope_prev, scope_next, head, c);
+        clients_slot_set(s, mp->slot, head);
         log_debug("Memory pressure socket: pid %d (uid %u) watches %s.", (int) peer.pid, (unsigned) peer.uid, scope_name(s));
 }
 

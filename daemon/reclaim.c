@@ -63,8 +63,10 @@ static const struct config *episode_config(const struct reclaim_episode *e) {
 
 /* ---- episodes: rounds while a scope is above ok ---- */
 
-static struct reclaim_episode **scope_episode(const struct reclaim *rc, struct scope *s) {
-        return (struct reclaim_episode **) scope_slot(s, rc->slot);
+SCOPE_SLOT_ACCESSORS(episode_slot, struct reclaim_episode);
+
+static struct reclaim_episode *scope_episode(const struct reclaim *rc, const struct scope *s) {
+        return episode_slot_get(s, rc->slot);
 }
 
 static void episode_round_done(const struct round_outcome *o, void *userdata);
@@ -285,20 +287,20 @@ static void episode_round_done(const struct round_outcome *r, void *userdata) {
 }
 
 static void episode_free(struct reclaim *rc, struct scope *s) {
-        struct reclaim_episode **p = scope_episode(rc, s), *e = *p;
+        struct reclaim_episode *e = scope_episode(rc, s);
         if (!e)
                 return;
         if (e->round)
                 round_detach(e->round); /* it finishes on its own */
         sd_event_source_disable_unref(e->timer);
         free(e);
-        *p = NULL;
+        episode_slot_set(s, rc->slot, NULL);
 }
 
 static struct reclaim_episode *episode_get(struct reclaim *rc, struct scope *s) {
-        struct reclaim_episode **p = scope_episode(rc, s);
-        if (*p)
-                return *p;
+        struct reclaim_episode *found = scope_episode(rc, s);
+        if (found)
+                return found;
         struct reclaim_episode *e = calloc(1, sizeof(*e));
         if (!e) {
                 log_oom();
@@ -314,7 +316,7 @@ static struct reclaim_episode *episode_get(struct reclaim *rc, struct scope *s) 
         }
         (void) sd_event_source_set_enabled(e->timer, SD_EVENT_OFF);
         (void) sd_event_source_set_description(e->timer, "reclaim-episode");
-        *p = e;
+        episode_slot_set(s, rc->slot, e);
         return e;
 }
 
@@ -415,7 +417,7 @@ static void ask_newcomer(struct reclaim *rc, const struct shrink_client *cl, con
         SCOPE_REGISTRY_FOREACH(s, rc->scopes) {
                 if (!scope_wants_reclaim(rc, s))
                         continue;
-                struct reclaim_episode *e = *scope_episode(rc, s);
+                struct reclaim_episode *e = scope_episode(rc, s);
                 if (!e)
                         scope_changed(rc, s);
                 else if (e->rounds > 0)

@@ -43,24 +43,26 @@ struct regulated {
         double run_peak;
 };
 
-static struct regulated **scope_regulated(const struct regulator *g, struct scope *s) {
-        return (struct regulated **) scope_slot(s, g->slot);
+SCOPE_SLOT_ACCESSORS(regulated_slot, struct regulated);
+
+static struct regulated *scope_regulated(const struct regulator *g, const struct scope *s) {
+        return regulated_slot_get(s, g->slot);
 }
 
 static void regulated_free(struct regulator *g, struct scope *s) {
-        struct regulated **p = scope_regulated(g, s), *st = *p;
+        struct regulated *st = scope_regulated(g, s);
         if (!st)
                 return;
         if (st->round)
                 round_detach(st->round); /* it finishes on its own */
         free(st);
-        *p = NULL;
+        regulated_slot_set(s, g->slot, NULL);
 }
 
 static struct regulated *regulated_get(struct regulator *g, struct scope *s) {
-        struct regulated **p = scope_regulated(g, s);
-        if (*p)
-                return *p;
+        struct regulated *found = scope_regulated(g, s);
+        if (found)
+                return found;
         struct regulated *st = calloc(1, sizeof(*st));
         if (!st) {
                 log_oom();
@@ -69,7 +71,7 @@ static struct regulated *regulated_get(struct regulator *g, struct scope *s) {
         st->g = g;
         st->scope = s;
         regulation_init(&st->reg);
-        *p = st;
+        regulated_slot_set(s, g->slot, st);
         return st;
 }
 
@@ -269,7 +271,7 @@ static int on_tick(sd_event_source *src, uint64_t usec, void *userdata) {
         regulator_mark(g);
         g->hot = false;
         SCOPE_REGISTRY_FOREACH(s, g->scopes) {
-                struct regulated *st = *scope_regulated(g, s);
+                struct regulated *st = scope_regulated(g, s);
                 if (!st)
                         continue;
                 if (st->seen_tick != g->tick) {

@@ -126,9 +126,16 @@ bool scope_event_counts(const struct scope *s, uint64_t ret[_MEMORY_EVENT_MAX]) 
         return true;
 }
 
-void **scope_slot(struct scope *s, int k) {
+void *scope_slot_get(const struct scope *s, int k) {
+        assert(s);
         assert(k >= 0 && k < SCOPE_SLOTS_MAX);
-        return &s->slots[k];
+        return s->slots[k];
+}
+
+void scope_slot_set(struct scope *s, int k, void *value) {
+        assert(s);
+        assert(k >= 0 && k < SCOPE_SLOTS_MAX);
+        s->slots[k] = value;
 }
 
 struct scope_id scope_get_id(const struct scope *s) {

@@ -73,8 +73,18 @@ bool scope_rides_node_sample(const struct scope *s);
 uint64_t scope_anon_bytes(const struct scope *s);
 /* The kernel's counts of memory events (memory.events) as last read; false when there are none. */
 bool scope_event_counts(const struct scope *s, uint64_t ret[_MEMORY_EVENT_MAX]);
-/* Observer slot k (scope_registry_add_observer()): its pointer, to read or set. */
-void **scope_slot(struct scope *s, int k);
+/* Observer slot k (scope_registry_add_observer()): the observer's own data on this scope. Observers read
+ * and write it through accessors of their own type, SCOPE_SLOT_ACCESSORS(name, type): name_get(s, k) and
+ * name_set(s, k, value), so nobody casts a slot by hand. */
+void *scope_slot_get(const struct scope *s, int k);
+void scope_slot_set(struct scope *s, int k, void *value);
+#define SCOPE_SLOT_ACCESSORS(name, type)                                                                   \
+        static inline type *name##_get(const struct scope *s, int k) {                                     \
+                return scope_slot_get(s, k);                                                               \
+        }                                                                                                  \
+        static inline void name##_set(struct scope *s, int k, type *value) {                               \
+                scope_slot_set(s, k, value);                                                               \
+        }
 
 /* The system scope, with its trigger armed. */
 int scope_new_system(struct scope_env *env, struct scope **ret);

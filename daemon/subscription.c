@@ -41,8 +41,11 @@ struct subscription {
         struct watch watches[];
 };
 
-static struct watch **scope_watches(const struct subscriptions *subs, struct scope *s) {
-        return (struct watch **) scope_slot(s, subs->slot);
+SCOPE_SLOT_ACCESSORS(watches_slot, struct watch);
+
+/* The head of the scope's watch list. */
+static struct watch *scope_watches(const struct subscriptions *subs, const struct scope *s) {
+        return watches_slot_get(s, subs->slot);
 }
 
 static void watch_detach(struct watch *w) {
@@ -50,7 +53,9 @@ static void watch_detach(struct watch *w) {
         if (!s)
                 return;
         struct subscriptions *subs = w->sub->subs;
-        LIST_REMOVE_F(scope_prev, scope_next, *scope_watches(subs, s), w);
+        struct watch *head = scope_watches(subs, s);
+        LIST_REMOVE_F(scope_prev, scope_next, head, w);
+        watches_slot_set(s, subs->slot, head);
         w->scope = NULL;
         w->sub->n_live--;
         scope_registry_release_for(subs->registry, w->sub->uid, s);
@@ -173,7 +178,7 @@ static void on_level_changed(struct scope *s, void *userdata) {
         struct subscriptions *subs = userdata;
         struct event_cache cache = {};
 
-        for (struct watch *w = *scope_watches(subs, s), *next; w; w = next) {
+        for (struct watch *w = scope_watches(subs, s), *next; w; w = next) {
                 next = w->scope_next;
                 /* The shared text fits only a subscriber that is up to date and reading. */
                 if (!watch_wants(w) || w->pending || w->coalesced > 0 || w->last_sent >= _LEVEL_MAX ||
@@ -192,7 +197,7 @@ static void on_level_changed(struct scope *s, void *userdata) {
 static void on_gone(struct scope *s, void *userdata) {
         struct subscriptions *subs = userdata;
 
-        for (struct watch *w = *scope_watches(subs, s), *next; w; w = next) {
+        for (struct watch *w = scope_watches(subs, s), *next; w; w = next) {
                 next = w->scope_next;
                 struct subscription *sub = w->sub;
 
@@ -217,7 +222,7 @@ static void on_memory_event(struct scope *s, enum memory_event e, uint64_t count
                 .id = scope_get_id(s), .kind = e, .count = count, .timestamp = clock_now_usec(CLOCK_MONOTONIC)
         };
 
-        for (struct watch *w = *scope_watches(subs, s), *next; w; w = next) {
+        for (struct watch *w = scope_watches(subs, s), *next; w; w = next) {
                 next = w->scope_next;
                 if (watch_backlogged(w)) {
                         w->coalesced++;
@@ -286,7 +291,9 @@ int subscription_start(struct subscriptions *subs, void *endpoint, uid_t uid, st
                 w->sub = sub;
                 w->scope = s;
                 w->last_sent = scope_level(s);
-                LIST_PREPEND_F(scope_prev, scope_next, *scope_watches(subs, s), w);
+                struct watch *head = scope_watches(subs, s);
+                LIST_PREPEND_F(scope_prev, scope_next, head, w);
+                watches_slot_set(s, subs->slot, head);
         }
         *ret = sub;
         return 0;
@@ -310,9 +317,8 @@ size_t subscriptions_count(const struct subscriptions *subs) {
 
 void subscriptions_shutdown(struct subscriptions *subs) {
         SCOPE_REGISTRY_FOREACH(s, subs->registry) {
-                struct watch **head = scope_watches(subs, s);
                 /* Ending a call frees its subscription and detaches its watches: always take the first. */
-                while (*head)
-                        sub_end((*head)->sub, PROTOCOL_ERROR_SHUTTING_DOWN, json_object_new_object());
+                for (struct watch *w; (w = scope_watches(subs, s));)
+                        sub_end(w->sub, PROTOCOL_ERROR_SHUTTING_DOWN, json_object_new_object());
         }
 }
