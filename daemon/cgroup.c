@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "cgroup.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libcgroup.h>
@@ -52,6 +53,8 @@ static int find_cgroup2_mount(char **ret) {
 }
 
 int cgroup_layout_discover(struct cgroup_layout *ret) {
+        assert(ret);
+
         struct cgroup_layout l = {};
         char *mp = NULL;
 
@@ -78,6 +81,8 @@ int cgroup_layout_discover(struct cgroup_layout *ret) {
 }
 
 void cgroup_layout_done(struct cgroup_layout *l) {
+        assert(l);
+
         free(l->v2_root);
         free(l->memory_root);
         *l = (struct cgroup_layout){};
@@ -122,10 +127,14 @@ static int join(const char *root, const char *cgroup, const char *file, char **r
 }
 
 int cgroup_file_path(const struct cgroup_layout *l, const char *cgroup, const char *file, char **ret) {
+        assert(l);
+
         return join(l->v2_root, cgroup, file, ret);
 }
 
 int cgroup_check(const struct cgroup_layout *l, const char *cgroup) {
+        assert(l);
+
         _cleanup_free_ char *p = NULL;
         int r = cgroup_file_path(l, cgroup, "memory.pressure", &p);
         if (r < 0)
@@ -146,6 +155,8 @@ static bool mode_lets_write(const struct stat *st, uid_t uid, const gid_t *gids,
 }
 
 int cgroup_may_watch(const struct cgroup_layout *l, const char *cgroup, uid_t uid, const gid_t *gids, size_t n_gids) {
+        assert(l);
+
         _cleanup_free_ char *file = NULL, *dir = NULL;
         struct stat st;
         int r;
@@ -222,6 +233,8 @@ int cgroup_memory(const struct cgroup_layout *l, const char *cgroup, uint64_t *r
 }
 
 int cgroup_parse_anon(const char *text, bool v2, uint64_t *ret_bytes) {
+        assert(ret_bytes);
+
         return headroom_parse_field(text, v2 ? "anon" : "total_rss", ret_bytes);
 }
 
@@ -238,6 +251,8 @@ int cgroup_anon(const struct cgroup_layout *l, const char *cgroup, uint64_t *ret
 }
 
 int cgroup_only_process(const struct cgroup_layout *l, const char *cgroup, pid_t pid) {
+        assert(l);
+
         _cleanup_free_ char *path = NULL;
         char buf[64]; /* one pid and a newline fit; anything longer is more than one process */
 
@@ -345,6 +360,8 @@ static int group_figures(const struct cgroup_layout *l, const char *cgroup, stru
 
 int cgroup_headroom_groups(const struct cgroup_layout *l, const char *cgroup, struct headroom_group *ret, char **ret_paths,
                            size_t max, size_t *ret_n) {
+        assert(ret);
+
         size_t n = 0;
         int r = 0;
 
@@ -386,6 +403,8 @@ int cgroup_headroom_groups(const struct cgroup_layout *l, const char *cgroup, st
 }
 
 int cgroup_parse_memory_events(const char *text, struct cgroup_memory_events *ret) {
+        assert(ret);
+
         struct cgroup_memory_events e = {};
         int r = headroom_parse_field(text, "oom_kill", &e.oom_kill);
         if (r < 0 && r != -ENODATA)

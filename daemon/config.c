@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "config.h"
 
+#include <assert.h>
 #include <ctype.h>
 #include <fnmatch.h>
 #include <errno.h>
@@ -16,6 +17,8 @@
 #include "macro.h"
 
 void config_init(struct config *c) {
+        assert(c);
+
         *c = (struct config){
                 .max_message_size = FRAME_DEFAULT_MAX_SIZE,
                 .max_connections = 4096,
@@ -52,6 +55,8 @@ void config_init(struct config *c) {
 }
 
 void config_done(struct config *c) {
+        assert(c);
+
         free(c->socket_path);
         free(c->metrics_directory);
         free(c->memory_pressure_socket);
@@ -79,6 +84,8 @@ static int fail(char **ret_error, int r, const char *fmt, ...) {
 
 /* systemd's time spans: "500ms", "2s", "1.5s", "1h 30min", "2d"; a bare number is milliseconds. */
 int config_parse_duration(const char *s, uint64_t *ret_usec) {
+        assert(ret_usec);
+
         static const struct {
                 const char *suffix;
                 uint64_t mult;
@@ -138,6 +145,8 @@ int config_parse_duration(const char *s, uint64_t *ret_usec) {
 }
 
 int config_parse_threshold(const char *s, struct psi_trigger *ret) {
+        assert(ret);
+
         char kind[8], stall[32], window[32], extra[2];
         struct psi_trigger t;
 
@@ -384,6 +393,8 @@ static bool regulate_pattern_covers(const char *pattern, const char *cgroup) {
 }
 
 uint64_t config_regulate_budget(const struct config *c, const char *cgroup) {
+        assert(c);
+
         uint64_t budget = c->regulate_budget_usec;
         for (size_t i = 0; cgroup && i < c->n_regulate_cgroups; i++)
                 if (regulate_pattern_covers(c->regulate_cgroups[i].pattern, cgroup))
@@ -457,6 +468,8 @@ static const struct config_key *config_key_find(const char *key) {
 }
 
 int config_set(struct config *c, const char *key, const char *value, char **ret_error) {
+        assert(c);
+
         const struct config_key *k = config_key_find(key);
         if (!k)
                 return fail(ret_error, -ENOKEY, "unknown key \"%s\"", key);
@@ -496,6 +509,8 @@ static void warn(config_warn_t w, void *userdata, const char *fmt, ...) {
 
 int config_parse(struct config *c, const char *text, const char *filename, config_warn_t w, void *userdata,
                  char **ret_error) {
+        assert(c);
+
         _cleanup_free_ char *copy = strdup(text);
         unsigned seen[ELEMENTSOF(config_keys)] = {}; /* line a key was last set on */
         bool skipping = false;                        /* in a section other than [pressured] */
@@ -543,6 +558,8 @@ int config_parse(struct config *c, const char *text, const char *filename, confi
 
 int config_load(struct config *c, const char *path, int must_exist, config_warn_t w, void *userdata,
                 char **ret_error) {
+        assert(c);
+
         _cleanup_fclose_ FILE *f = fopen(path, "re");
         if (!f) {
                 if (errno == ENOENT && !must_exist)
@@ -559,6 +576,8 @@ int config_load(struct config *c, const char *path, int must_exist, config_warn_
 }
 
 int config_verify(const struct config *c, char **ret_error) {
+        assert(c);
+
         if (level_psi_thresholds_check(&c->psi) < 0)
                 return fail(ret_error, -EINVAL,
                             "thresholds of the same kind must not fall from low to medium to critical");
@@ -578,6 +597,8 @@ static bool same_string(const char *a, const char *b) {
 }
 
 int config_restart_only_changed(const struct config *cur, const struct config *next, char **ret) {
+        assert(cur);
+
         const struct {
                 const char *key;
                 bool same;

@@ -179,10 +179,14 @@ void *hashmap_remove_string(struct hashmap *h, const char *key) {
 }
 
 size_t hashmap_count_get_u64(const struct hashmap *h, uint64_t key) {
+        assert(h);
+
         return (size_t) (uintptr_t) hashmap_get_u64(h, key);
 }
 
 int hashmap_count_add_u64(struct hashmap *h, uint64_t key, int delta) {
+        assert(h);
+
         size_t n = hashmap_count_get_u64(h, key);
         n = delta < 0 ? (n > (size_t) -delta ? n - (size_t) -delta : 0) : n + (size_t) delta;
         (void) hashmap_remove_u64(h, key); /* put() replaces nothing in place */

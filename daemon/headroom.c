@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "headroom.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,12 +9,16 @@
 #include "macro.h"
 
 void headroom_thresholds_default(struct headroom_thresholds *ret) {
+        assert(ret);
+
         /* Low leaves a cache growing at a tenth of the limit per second over a second to react before
          * critical; critical is one or two steps of a grower from the OOM killer. */
         *ret = (struct headroom_thresholds){ .f = { [LEVEL_LOW] = 0.85, [LEVEL_MEDIUM] = 0.92, [LEVEL_CRITICAL] = 0.97 } };
 }
 
 int headroom_thresholds_check(const struct headroom_thresholds *t) {
+        assert(t);
+
         for (int l = LEVEL_LOW; l < _LEVEL_MAX; l++)
                 if (!(t->f[l] > 0 && t->f[l] <= 1))
                         return -EINVAL;
@@ -29,6 +34,9 @@ static uint64_t unreclaimable(const struct headroom_group *g) {
 
 void headroom_evaluate(const struct headroom_group *groups, size_t n, const struct headroom_thresholds *t,
                        struct headroom *ret) {
+        assert(groups);
+        assert(ret);
+
         struct headroom h = { .level = LEVEL_OK, .limit = UINT64_MAX, .room_bytes = UINT64_MAX };
         bool found = false;
 
@@ -68,6 +76,8 @@ uint64_t headroom_next_check_usec(const struct headroom *h, uint64_t growth_per_
 }
 
 int headroom_parse_field(const char *text, const char *key, uint64_t *ret) {
+        assert(ret);
+
         size_t n = strlen(key);
 
         for (const char *line = text; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {

@@ -3,6 +3,7 @@
  * limit, looked at on a timer that runs faster the nearer it gets, or told by the kernel (v2
  * memory.events, v1 usage thresholds on an eventfd); the OOM kills it counts. The level it gives is fed
  * to scope.c's gate like PSI's (scope_apply()). */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -33,6 +34,8 @@ static void scope_unwatch_v1(struct scope *s) {
 }
 
 void scope_unwatch_headroom(struct scope *s) {
+        assert(s);
+
         scope_unwatch_v1(s);
         s->headroom_timer = sd_event_source_disable_unref(s->headroom_timer);
         s->events_source = sd_event_source_disable_unref(s->events_source);
@@ -317,6 +320,8 @@ static void scope_watch_v1(struct scope *s) {
 }
 
 int scope_watch_headroom(struct scope *s) {
+        assert(s);
+
         const struct cgroup_layout *l = s->env->layout;
         _cleanup_free_ char *events = NULL;
         int r;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "kmsg.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -42,6 +43,8 @@ static bool number(const char *s, unsigned long long max, unsigned long long *re
 }
 
 int kmsg_parse_oom_kill(const char *record, size_t size, struct oom_kill_record *ret) {
+        assert(ret);
+
         static const char tag[] = "oom-kill:";
         const char *semi = memchr(record, ';', size);
         char head[64], buf[32];
@@ -95,6 +98,8 @@ bool kmsg_memcg_in(const char *memcg, const char *cgroup) {
 
 int kmsg_find_oom_kill(const char *path, const char *cgroup, uint64_t since_usec, unsigned max_records,
                        struct oom_kill_record *ret) {
+        assert(ret);
+
         _cleanup_close_ int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
         char buf[8192];
         bool found = false;

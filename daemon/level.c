@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "level.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <string.h>
 
@@ -45,6 +46,8 @@ int memory_event_from_string(const char *s) {
 }
 
 void level_psi_thresholds_default(struct level_psi_thresholds *ret) {
+        assert(ret);
+
         /* 5% "some" stall is where systemd's MemoryPressureWatch= default (200 ms / 2 s = 10%) would
          * still be quiet: low is an early hint. Medium is a clear slow-down of some tasks; critical means
          * all non-idle tasks of the scope stalled together a fifth of the time. */
@@ -58,6 +61,8 @@ void level_psi_thresholds_default(struct level_psi_thresholds *ret) {
 }
 
 void level_node_thresholds_default(struct level_node_thresholds *ret) {
+        assert(ret);
+
         /* kswapd wakes below the low watermark and stops above high; direct reclaim starts below min. */
         *ret = (struct level_node_thresholds){
                 .low_factor = 1.0,
@@ -72,6 +77,8 @@ static double fraction(const struct psi_trigger *t) {
 }
 
 int level_psi_thresholds_check(const struct level_psi_thresholds *t) {
+        assert(t);
+
         for (int l = LEVEL_LOW; l < _LEVEL_MAX; l++)
                 if (!psi_trigger_valid(&t->t[l]))
                         return -EINVAL;
@@ -84,10 +91,14 @@ int level_psi_thresholds_check(const struct level_psi_thresholds *t) {
 }
 
 void level_samples_reset(struct level_samples *r) {
+        assert(r);
+
         r->first = r->n = 0;
 }
 
 void level_samples_push(struct level_samples *r, uint64_t usec, const struct psi_stats *st) {
+        assert(r);
+
         struct level_sample s = { .usec = usec };
         for (int k = 0; k < _PSI_KIND_MAX; k++)
                 s.total[k] = st->line[k].total;
@@ -106,6 +117,9 @@ static const struct level_sample *sample_at(const struct level_samples *r, unsig
 
 int level_samples_fraction(const struct level_samples *r, enum psi_kind kind, uint64_t window_usec,
                            double *ret) {
+        assert(r);
+        assert(ret);
+
         if (r->n < 2)
                 return -ENODATA;
 
@@ -128,6 +142,8 @@ int level_samples_fraction(const struct level_samples *r, enum psi_kind kind, ui
 }
 
 enum level level_from_samples(const struct level_samples *r, const struct level_psi_thresholds *t) {
+        assert(r);
+
         for (int l = LEVEL_CRITICAL; l > LEVEL_OK; l--) {
                 double f;
                 if (level_samples_fraction(r, t->t[l].kind, t->t[l].window_usec, &f) < 0)
@@ -150,6 +166,8 @@ enum level level_from_averages(const struct psi_stats *st, const struct level_ps
 }
 
 enum level level_from_node(const struct node_figures *f, const struct level_node_thresholds *t) {
+        assert(f);
+
         enum level l = LEVEL_OK;
 
         if (f->high_pages == 0) /* no zone with watermarks: a memoryless node */
@@ -168,6 +186,8 @@ enum level level_from_node(const struct node_figures *f, const struct level_node
 }
 
 bool level_update(struct level_state *s, enum level raw, uint64_t now_usec, uint64_t hold_usec) {
+        assert(s);
+
         for (int l = LEVEL_LOW; l < _LEVEL_MAX; l++) {
                 if ((int) raw >= l)
                         s->below_since[l] = 0;
@@ -190,6 +210,8 @@ bool level_update(struct level_state *s, enum level raw, uint64_t now_usec, uint
 }
 
 bool level_state_settled(const struct level_state *s) {
+        assert(s);
+
         return s->level == LEVEL_OK;
 }
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "listener.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,8 @@
 #define BACKOFF_MAX_USEC 2000000u
 
 bool connection_quota_take(struct connection_quota *q) {
+        assert(q);
+
         if (q->max > 0 && q->n >= q->max)
                 return false;
         q->n++;
@@ -21,6 +24,8 @@ bool connection_quota_take(struct connection_quota *q) {
 }
 
 void connection_quota_put(struct connection_quota *q) {
+        assert(q);
+
         if (q->n > 0)
                 q->n--;
 }
@@ -72,6 +77,8 @@ static int on_listen(sd_event_source *src, int fd, uint32_t revents, void *userd
 
 int listener_new(sd_event *event, int fd, const char *what, listener_accept_fn accept, void *userdata,
                  struct listener **ret) {
+        assert(event);
+
         struct listener *l = calloc(1, sizeof(*l));
         if (!l)
                 return -ENOMEM;

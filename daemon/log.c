@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "log.h"
 
+#include <assert.h>
 #include <stdarg.h>
 #include <errno.h>
 #include <stdio.h>
@@ -145,6 +146,8 @@ void log_struct_internal(int level, const char *file, int line, const char *func
 }
 
 bool ratelimit_below(struct ratelimit *rl, uint64_t now_usec, unsigned *ret_suppressed) {
+        assert(rl);
+
         *ret_suppressed = 0;
         if (rl->begin == 0 || now_usec - rl->begin >= rl->interval_usec) {
                 *ret_suppressed = rl->suppressed;

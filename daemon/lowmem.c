@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "lowmem.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -243,6 +244,8 @@ static int on_name(sd_bus_message *reply, void *userdata, sd_bus_error *ret_erro
 }
 
 int lowmem_new(sd_event *event, const struct config *config, struct scope_registry *scopes, struct lowmem **ret) {
+        assert(event);
+
         *ret = NULL;
         if (!config->low_memory_monitor)
                 return 0;

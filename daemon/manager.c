@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "manager.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -30,6 +31,8 @@
 #endif
 
 int manager_new(struct config *config, struct manager **ret) {
+        assert(config);
+
         struct manager *m = calloc(1, sizeof(*m));
         int r;
 
@@ -87,6 +90,8 @@ struct manager *manager_free(struct manager *m) {
 }
 
 bool manager_has_psi(const struct manager *m) {
+        assert(m);
+
         return m->scopes && m->scopes->system;
 }
 
@@ -159,6 +164,8 @@ static void manager_set_server_limits(struct manager *m) {
 }
 
 int manager_reload(struct manager *m, struct config *c) {
+        assert(m);
+
         bool rearm = memcmp(&c->psi.t[LEVEL_LOW], &m->config.psi.t[LEVEL_LOW], sizeof(struct psi_trigger)) != 0;
 
         /* Every module reads the configuration through m->config: replacing it in place is the reload.
@@ -434,6 +441,8 @@ static int start_server(struct manager *m, int listen_fd) {
 }
 
 int manager_start(struct manager *m, int listen_fd) {
+        assert(m);
+
         int r;
 
         r = setup_signals(m);

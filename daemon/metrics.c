@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "metrics.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -32,6 +33,8 @@ struct metrics {
 };
 
 void metrics_write_label(FILE *f, const char *value) {
+        assert(f);
+
         for (const char *p = value ? value : ""; *p; p++) {
                 size_t n = utf8_sequence_length(p);
                 if (n == 0) { /* a kernel-made name: node_exporter drops the whole file for one bad byte */
@@ -230,6 +233,8 @@ static void render_shrinkers(struct metrics *m, FILE *f) {
 }
 
 int metrics_render(struct metrics *m, FILE *f) {
+        assert(m);
+
         render_scopes(m, f);
         render_nodes(m, f);
         render_shrinkers(m, f);
@@ -379,6 +384,8 @@ int metrics_set_directory(struct metrics *m, const char *dir) {
 }
 
 int metrics_new(sd_event *event, const struct config *config, const struct metrics_sources *src, struct metrics **ret) {
+        assert(event);
+
         struct metrics *m = calloc(1, sizeof(*m));
         if (!m)
                 return -ENOMEM;

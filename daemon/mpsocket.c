@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "mpsocket.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -209,6 +210,8 @@ static void on_accept(int fd, void *userdata) {
 
 int mpsocket_new(sd_event *event, const struct config *config, struct scope_registry *scopes,
                  struct connection_quota *quota, int listen_fd, const char *path, struct mpsocket **ret) {
+        assert(event);
+
         struct mpsocket *mp = calloc(1, sizeof(*mp));
         if (!mp)
                 return -ENOMEM;
@@ -255,6 +258,8 @@ struct mpsocket *mpsocket_free(struct mpsocket *mp) {
 }
 
 void mpsocket_adopt(struct mpsocket *mp, int fd) {
+        assert(mp);
+
         (void) fd_set_nonblock(fd);
         client_new(mp, fd, false);
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "node_monitor.h"
 
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -45,6 +46,8 @@ static int read_file(const char *root, const char *path, char **ret) {
 }
 
 int node_parse_list(const char *text, int **ret_ids, size_t *ret_n) {
+        assert(ret_n);
+
         _cleanup_free_ int *ids = NULL;
         size_t n = 0;
         const char *p = text;
@@ -82,6 +85,8 @@ int node_parse_list(const char *text, int **ret_ids, size_t *ret_n) {
 }
 
 int node_parse_meminfo(const char *text, int node, struct node_sample *s) {
+        assert(s);
+
         bool have_total = false, have_free = false;
         const char *line = text;
 
@@ -106,6 +111,8 @@ int node_parse_meminfo(const char *text, int node, struct node_sample *s) {
 }
 
 int node_parse_vmstat(const char *text, struct node_sample *s) {
+        assert(s);
+
         static const struct {
                 const char *name;
                 size_t offset;
@@ -143,6 +150,8 @@ static struct node_sample *find_node(struct node_sample *nodes, size_t n, int id
 }
 
 int node_parse_zoneinfo(const char *text, struct node_sample *nodes, size_t n_nodes) {
+        assert(nodes);
+
         struct node_sample *cur = NULL;
         bool any = false;
         const char *line = text;
@@ -202,6 +211,8 @@ static int mems_allowed(int **ret_ids, size_t *ret_n) {
 }
 
 int node_monitor_enumerate(const char *root, int **ret_ids, size_t *ret_n) {
+        assert(ret_n);
+
         if (root_is_live(root)) {
                 _cleanup_free_ int *ids = NULL;
                 size_t n = 0;
@@ -262,6 +273,8 @@ struct node_monitor *node_monitor_free(struct node_monitor *m) {
 }
 
 int node_monitor_sample(struct node_monitor *m, uint64_t now_usec) {
+        assert(m);
+
         _cleanup_free_ char *zoneinfo = NULL;
         int r;
 
@@ -298,6 +311,9 @@ int node_monitor_sample(struct node_monitor *m, uint64_t now_usec) {
 }
 
 void node_monitor_figures(const struct node_monitor *m, size_t i, struct node_figures *ret) {
+        assert(m);
+        assert(ret);
+
         const struct node_sample *c = &m->cur[i], *p = &m->prev[i];
         *ret = (struct node_figures){
                 .free_pages = c->free_pages,

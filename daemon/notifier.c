@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "notifier.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,8 @@ struct notifier {
 };
 
 void notifier_status(struct notifier *n) {
+        assert(n);
+
         size_t cgroups = scope_registry_n_cgroups(n->registry), clients = n->n_clients ? n->n_clients(n->userdata) : 0;
         (void) sd_notifyf(0, "STATUS=Watching memory pressure; system level %s, %zu cgroup%s watched, %zu client%s.",
                           level_to_string(scope_level(scope_registry_system(n->registry))), cgroups, cgroups == 1 ? "" : "s",
@@ -67,6 +70,8 @@ int notifier_new(struct scope_registry *reg, size_t (*n_clients)(void *userdata)
 }
 
 struct notifier *notifier_free(struct notifier *n) {
+        assert(n);
+
         free(n);
         return NULL;
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "params.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <string.h>
 
@@ -57,6 +58,8 @@ static int dispatch_one(const struct param *p, struct json_object *v, void *fiel
 }
 
 int params_dispatch(struct json_object *params, const struct param *table, void *out, const char **ret_bad) {
+        assert(table);
+
         if (!json_object_is_type(params, json_type_object)) {
                 *ret_bad = table->name ? table->name : "parameters";
                 return -EINVAL;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "pidref.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -28,6 +29,8 @@ bool pidfd_alive(int pidfd) {
 }
 
 int pidref_parse_stat(const char *text, uint64_t *ret) {
+        assert(ret);
+
         /* "pid (comm) state ppid ...": comm may hold spaces and parentheses, so count from the last ')'.
          * The state is field 3, the start time field 22. */
         const char *p = strrchr(text, ')');
@@ -76,6 +79,8 @@ static int open_proc(pid_t pid) {
 }
 
 int pidref_set(struct pidref *p, pid_t pid) {
+        assert(p);
+
         *p = (struct pidref){ .pid = pid };
         _cleanup_close_ int fd = open_proc(pid);
         if (fd < 0)
@@ -84,6 +89,8 @@ int pidref_set(struct pidref *p, pid_t pid) {
 }
 
 int pidref_open_proc(const struct pidref *p) {
+        assert(p);
+
         uint64_t start;
         if (p->start == 0)
                 return -ESRCH;

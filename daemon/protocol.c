@@ -3,6 +3,7 @@
 
 #include "config.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -100,6 +101,8 @@ static int get_object(struct json_object *o, const char *key, struct json_object
 /* ---- ScopeRef ---- */
 
 struct json_object *protocol_encode_scope_ref(const struct scope_id *id) {
+        assert(id);
+
         struct json_object *o = json_object_new_object();
         jb_set_string(&o, "type", scope_type_to_string(id->type));
         if (id->type == SCOPE_NODE)
@@ -110,6 +113,8 @@ struct json_object *protocol_encode_scope_ref(const struct scope_id *id) {
 }
 
 int protocol_decode_scope_ref(struct json_object *o, struct scope_id *ret, const char **ret_field) {
+        assert(ret);
+
         struct scope_id id = { .node = -1 };
         struct json_object *node = NULL, *cgroup = NULL;
         const char *type = NULL;
@@ -311,6 +316,8 @@ static int decode_scope(struct json_object *o, struct scope_snapshot *s) {
 /* ---- ScopeState, LevelChange ---- */
 
 struct json_object *protocol_encode_scope_state(const struct scope_snapshot *s) {
+        assert(s);
+
         struct json_object *o = json_object_new_object();
         jb_set(&o, "scope", protocol_encode_scope_ref(&s->id));
         jb_set_string(&o, "level", level_to_string(s->level));
@@ -320,6 +327,8 @@ struct json_object *protocol_encode_scope_state(const struct scope_snapshot *s) 
 }
 
 int protocol_decode_scope_state(struct json_object *o, struct scope_snapshot *ret) {
+        assert(ret);
+
         struct scope_snapshot s = {};
         if (!json_object_is_type(o, json_type_object))
                 return -EINVAL;
@@ -332,6 +341,8 @@ int protocol_decode_scope_state(struct json_object *o, struct scope_snapshot *re
 
 struct json_object *protocol_encode_level_change(const struct scope_snapshot *s, enum level previous,
                                                  unsigned coalesced) {
+        assert(s);
+
         struct json_object *o = json_object_new_object();
         jb_set(&o, "scope", protocol_encode_scope_ref(&s->id));
         jb_set_string(&o, "previous", level_to_string(previous));
@@ -346,6 +357,8 @@ struct json_object *protocol_encode_level_change(const struct scope_snapshot *s,
 
 int protocol_decode_level_change(struct json_object *o, struct scope_snapshot *ret, enum level *ret_previous,
                                  unsigned *ret_coalesced) {
+        assert(ret);
+
         struct scope_snapshot s = {};
         enum level previous;
         int coalesced = 0;
@@ -369,6 +382,8 @@ int protocol_decode_level_change(struct json_object *o, struct scope_snapshot *r
 /* ---- MemoryEvent ---- */
 
 struct json_object *protocol_encode_memory_event(const struct memory_event_snapshot *e) {
+        assert(e);
+
         struct json_object *o = json_object_new_object();
         jb_set(&o, "scope", protocol_encode_scope_ref(&e->id));
         jb_set_string(&o, "kind", memory_event_to_string(e->kind));
@@ -378,6 +393,8 @@ struct json_object *protocol_encode_memory_event(const struct memory_event_snaps
 }
 
 int protocol_decode_memory_event(struct json_object *o, struct memory_event_snapshot *ret) {
+        assert(ret);
+
         struct memory_event_snapshot e = {};
         const char *field, *kind;
         struct json_object *ref = get(o, "scope");
@@ -403,6 +420,8 @@ static const char *op_to_string(enum shrink_op op) {
 }
 
 struct json_object *protocol_encode_shrink_request(const struct shrink_request_snapshot *q) {
+        assert(q);
+
         struct json_object *o = json_object_new_object();
         jb_set_u64(&o, "id", q->id);
         jb_set_u64(&o, "shrinker", q->shrinker);
@@ -420,6 +439,8 @@ struct json_object *protocol_encode_shrink_request(const struct shrink_request_s
 }
 
 int protocol_text_append_shrink_request(struct json_text *t, const struct shrink_request_snapshot *q) {
+        assert(t);
+
         char buf[160];
         /* Numbers saturate at INT64_MAX, as jb_set_u64() has them. */
         int n = snprintf(buf, sizeof(buf), "{\"id\":%" PRIu64 ",\"shrinker\":%" PRIu64 ",\"op\":\"%s\",\"node\":%d,\"cgroup\":",
@@ -439,6 +460,8 @@ int protocol_text_append_shrink_request(struct json_text *t, const struct shrink
 }
 
 int protocol_decode_shrink_request(struct json_object *o, struct shrink_request_snapshot *ret) {
+        assert(ret);
+
         struct shrink_request_snapshot q = {};
         const char *op;
 
@@ -474,6 +497,8 @@ int protocol_decode_shrink_request(struct json_object *o, struct shrink_request_
 }
 
 struct json_object *protocol_encode_shrink_result(const struct shrink_result *r) {
+        assert(r);
+
         struct json_object *o = json_object_new_object();
         jb_set_u64(&o, "shrinker", r->shrinker);
         jb_set_string(&o, "name", r->name);
@@ -495,6 +520,8 @@ struct json_object *protocol_encode_shrink_result(const struct shrink_result *r)
 }
 
 int protocol_decode_shrink_result(struct json_object *o, struct shrink_result *ret) {
+        assert(ret);
+
         struct shrink_result r = {};
         if (!json_object_is_type(o, json_type_object))
                 return -EINVAL;
@@ -521,6 +548,8 @@ int protocol_decode_shrink_result(struct json_object *o, struct shrink_result *r
 }
 
 struct json_object *protocol_encode_registration(const struct shrink_registration *g) {
+        assert(g);
+
         struct json_object *o = json_object_new_object(), *list = json_object_new_array();
         jb_set_string(&o, "token", g->token);
         for (size_t i = 0; i < g->n_shrinkers; i++) {
@@ -563,6 +592,8 @@ static int decode_shrinker_ref(struct json_object *o, void *p) {
 }
 
 int protocol_decode_registration(struct json_object *o, struct shrink_registration *ret) {
+        assert(ret);
+
         struct shrink_registration g = {};
         void *list;
         if (!json_object_is_type(o, json_type_object))
@@ -575,6 +606,8 @@ int protocol_decode_registration(struct json_object *o, struct shrink_registrati
 }
 
 struct json_object *protocol_encode_shrinker_info(const struct shrinker_info_snapshot *i) {
+        assert(i);
+
         struct json_object *o = json_object_new_object(), *flags = json_object_new_array();
 
         jb_set_u64(&o, "id", i->id);
@@ -647,6 +680,8 @@ static int decode_flags(struct json_object *o, unsigned *ret) {
 }
 
 int protocol_decode_shrinker_info(struct json_object *o, struct shrinker_info_snapshot *ret) {
+        assert(ret);
+
         struct shrinker_info_snapshot i = {};
         struct shrinker_stats *st = &i.stats;
         uint64_t uid = 0;
@@ -753,6 +788,8 @@ static bool answer_has_fields(const struct shrink_answer *a) {
 
 int protocol_decode_answer_call(struct json_object *params, const char **ret_token, struct shrink_answer **ret_items,
                                 size_t *ret_n, const char **ret_bad) {
+        assert(ret_n);
+
         struct answer_call call = { .one = answer_absent };
         int r = params_dispatch(params, protocol_answer_params, &call, ret_bad);
         *ret_token = call.token;
@@ -788,6 +825,8 @@ int protocol_decode_answer_call(struct json_object *params, const char **ret_tok
 /* ---- GetConfiguration ---- */
 
 struct json_object *protocol_encode_configuration(const struct config *c, int log_level) {
+        assert(c);
+
         struct json_object *o = json_object_new_object(), *levels = json_object_new_array(),
                            *cgroups = json_object_new_array();
 

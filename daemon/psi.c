@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "psi.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -64,6 +65,8 @@ static int parse_line(char *line, struct psi_line *ret) {
 }
 
 int psi_parse(const char *text, struct psi_stats *ret) {
+        assert(ret);
+
         struct psi_stats s = {};
         bool have_some = false;
 
@@ -97,6 +100,8 @@ int psi_parse(const char *text, struct psi_stats *ret) {
 }
 
 int psi_read_fd(int fd, struct psi_stats *ret) {
+        assert(ret);
+
         char buf[512];
         ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
         if (n < 0)
@@ -106,6 +111,8 @@ int psi_read_fd(int fd, struct psi_stats *ret) {
 }
 
 int psi_read_path(const char *path, struct psi_stats *ret) {
+        assert(ret);
+
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
@@ -113,6 +120,8 @@ int psi_read_path(const char *path, struct psi_stats *ret) {
 }
 
 bool psi_trigger_valid(const struct psi_trigger *t) {
+        assert(t);
+
         return t->kind >= 0 && t->kind < _PSI_KIND_MAX && t->window_usec >= PSI_WINDOW_MIN_USEC &&
                t->window_usec <= PSI_WINDOW_MAX_USEC && t->stall_usec > 0 && t->stall_usec <= t->window_usec;
 }
@@ -135,6 +144,8 @@ struct psi_trigger psi_trigger_unprivileged(struct psi_trigger t) {
 }
 
 int psi_trigger_format(const struct psi_trigger *t, char *buf, size_t size) {
+        assert(t);
+
         int n = snprintf(buf, size, "%s %" PRIu64 " %" PRIu64, psi_kind_to_string(t->kind), t->stall_usec,
                          t->window_usec);
         if (n < 0 || (size_t) n >= size)
@@ -159,6 +170,8 @@ static int arm(const char *path, const struct psi_trigger *t) {
 
 int psi_trigger_open(const char *path, const struct psi_trigger *want, bool *unprivileged,
                      struct psi_trigger *ret_used) {
+        assert(want);
+
         struct psi_trigger t = *want;
 
         if (!psi_trigger_valid(&t))

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "reclaim.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -455,10 +456,14 @@ static const struct shrink_registry_observer shrink_observer = {
 
 int reclaim_answer(struct reclaim *rc, struct shrink_client *cl, const struct shrink_answer *a,
                    const char **ret_reason) {
+        assert(rc);
+
         return round_engine_answer(rc->engine, cl, a, ret_reason);
 }
 
 int reclaim_shrink_new(struct reclaim *rc, void *caller, struct shrink_round **ret) {
+        assert(rc);
+
         struct shrink_round *r = round_new_explicit(rc->engine, caller);
         if (!r)
                 return -ENOMEM;
@@ -467,6 +472,8 @@ int reclaim_shrink_new(struct reclaim *rc, void *caller, struct shrink_round **r
 }
 
 void reclaim_shrink_start(struct shrink_round *r, const struct shrink_target *t) {
+        assert(r);
+
         round_run(r, &(struct round_spec){
                 .type = t->type,
                 .node_index = t->node_index,
@@ -481,12 +488,16 @@ void reclaim_shrink_start(struct shrink_round *r, const struct shrink_target *t)
 }
 
 void reclaim_shrink_detach(struct shrink_round *r) {
+        assert(r);
+
         round_detach(r);
 }
 
 int reclaim_new(sd_event *event, const struct config *config, struct scope_registry *scopes,
                 struct shrink_registry *shrinkers, const struct reclaim_transport *transport, void *userdata,
                 struct reclaim **ret) {
+        assert(event);
+
         struct reclaim *rc = calloc(1, sizeof(*rc));
         int r;
 
@@ -526,13 +537,21 @@ struct reclaim *reclaim_free(struct reclaim *rc) {
 }
 
 int reclaim_shrinker_info(const struct reclaim *rc, const struct shrinker *sh, struct shrinker_info_snapshot *ret) {
+        assert(rc);
+        assert(ret);
+
         return round_engine_shrinker_info(rc->engine, sh, ret);
 }
 
 void reclaim_regulator_stats(const struct reclaim *rc, struct regulator_stats *ret) {
+        assert(rc);
+        assert(ret);
+
         regulator_get_stats(rc->regulator, ret);
 }
 
 const struct round_engine *reclaim_engine(const struct reclaim *rc) {
+        assert(rc);
+
         return rc->engine;
 }

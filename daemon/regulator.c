@@ -342,5 +342,8 @@ struct regulator *regulator_free(struct regulator *g) {
 }
 
 void regulator_get_stats(const struct regulator *g, struct regulator_stats *ret) {
+        assert(g);
+        assert(ret);
+
         *ret = g->stats;
 }

@@ -79,12 +79,16 @@ void release_meter_drop_client(struct release_meter *m, const struct shrink_clie
 }
 
 unsigned release_meter_trust(const struct release_meter *m, const struct shrink_client *cl) {
+        assert(m);
+
         const struct release_client *c = client_find(m, cl);
         return c ? c->trust : SHRINK_TRUST_FULL;
 }
 
 void release_meter_client_info(const struct release_meter *m, const struct shrink_client *cl,
                                struct shrinker_info_snapshot *info) {
+        assert(m);
+
         const struct release_client *c = client_find(m, cl);
         info->client_claimed_bytes = c ? c->claimed_bytes : 0;
         info->client_released_bytes = c ? c->released_bytes : 0;
@@ -92,6 +96,8 @@ void release_meter_client_info(const struct release_meter *m, const struct shrin
 }
 
 struct release_sample *release_sample_new(struct release_meter *m, uint64_t round_id) {
+        assert(m);
+
         struct release_sample *s = calloc(1, sizeof(*s));
         if (s) {
                 s->owner = m;
@@ -226,6 +232,8 @@ uint64_t release_sample_released(const struct release_sample *s, const struct sh
 
 void release_meter_submit_then(struct release_meter *m, struct release_sample *s, const char *what,
                                release_done_fn done, void *userdata) {
+        assert(m);
+
         uint64_t now = 0;
         if (!s) {
                 if (done)
@@ -250,11 +258,15 @@ void release_meter_submit_then(struct release_meter *m, struct release_sample *s
 }
 
 void release_meter_submit(struct release_meter *m, struct release_sample *s, const char *what) {
+        assert(m);
+
         release_meter_submit_then(m, s, what, NULL, NULL);
 }
 
 int release_meter_new(sd_event *event, struct shrink_registry *shrinkers, uint64_t settle_usec,
                       struct release_meter **ret) {
+        assert(event);
+
         struct release_meter *m = calloc(1, sizeof(*m));
         if (!m)
                 return -ENOMEM;

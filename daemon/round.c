@@ -113,6 +113,8 @@ static void round_add_result(struct shrink_round *r, const struct shrink_job *j)
 }
 
 void round_job_done(struct shrink_round *r, struct shrink_job *j) {
+        assert(r);
+
         LIST_REMOVE_F(round_prev, round_next, r->jobs, j);
         j->round = NULL;
         r->freed = sat_add(r->freed, j->freed);
@@ -294,6 +296,8 @@ static struct shrink_round *round_alloc(struct round_engine *rc) {
 }
 
 struct shrink_round *round_new(struct round_engine *rc, const char *label, round_done_fn on_done, void *userdata) {
+        assert(rc);
+
         struct shrink_round *r = round_alloc(rc);
         if (!r)
                 return NULL;
@@ -304,6 +308,8 @@ struct shrink_round *round_new(struct round_engine *rc, const char *label, round
 }
 
 struct shrink_round *round_new_explicit(struct round_engine *rc, void *caller) {
+        assert(rc);
+
         struct shrink_round *r = round_alloc(rc);
         if (!r)
                 return NULL;
@@ -313,6 +319,8 @@ struct shrink_round *round_new_explicit(struct round_engine *rc, void *caller) {
 }
 
 void round_run(struct shrink_round *r, const struct round_spec *s) {
+        assert(r);
+
         r->want = s->want;
         r->share_sets_priority = s->share_sets_priority;
         r->goal = s->goal;
@@ -334,6 +342,8 @@ void round_run(struct shrink_round *r, const struct round_spec *s) {
 }
 
 void round_detach(struct shrink_round *r) {
+        assert(r);
+
         r->on_done = NULL;
         r->caller = NULL;
         /* Nobody waits for an explicit Shrink any more: its work ends with its caller. */
@@ -343,6 +353,8 @@ void round_detach(struct shrink_round *r) {
 
 /* Finish every job of the shrinker: in-flight requests are dropped, rounds get their count. */
 void round_engine_drop_shrinker(struct round_engine *rc, const struct shrinker *sh) {
+        assert(rc);
+
         struct shrinker_state *qu = hashmap_get_u64(rc->states, sh->id);
         if (!qu)
                 return;
@@ -354,6 +366,9 @@ void round_engine_drop_shrinker(struct round_engine *rc, const struct shrinker *
 
 int round_engine_shrinker_info(const struct round_engine *rc, const struct shrinker *sh,
                                struct shrinker_info_snapshot *ret) {
+        assert(rc);
+        assert(ret);
+
         int r = shrinker_info(sh, ret);
         if (r < 0)
                 return r;
@@ -371,21 +386,29 @@ int round_engine_shrinker_info(const struct round_engine *rc, const struct shrin
 }
 
 uint64_t round_engine_client_rejected(const struct round_engine *rc, const struct shrink_client *cl) {
+        assert(rc);
+
         const struct client_credit *c = hashmap_get_u64(rc->credits, (uint64_t) (uintptr_t) cl);
         return c ? c->rejected : 0;
 }
 
 unsigned round_engine_goal_asks(const struct round_engine *rc, const struct shrinker *sh, size_t node_index) {
+        assert(rc);
+
         const struct shrinker_state *ss = hashmap_get_u64(rc->states, sh->id);
         return ss ? ss->node[shrinker_node_slot(sh, node_index)].goal_asks : 0;
 }
 
 uint64_t round_engine_last_bytes(const struct round_engine *rc, const struct shrinker *sh, size_t node_index) {
+        assert(rc);
+
         const struct shrinker_state *ss = hashmap_get_u64(rc->states, sh->id);
         return ss ? ss->node[shrinker_node_slot(sh, node_index)].last_bytes : 0;
 }
 
 void round_engine_drop_client(struct round_engine *rc, struct shrink_client *cl) {
+        assert(rc);
+
         for (size_t i = 0; i < cl->n_shrinkers; i++)
                 round_engine_drop_shrinker(rc, cl->shrinkers[i]);
         free(hashmap_remove_u64(rc->credits, (uint64_t) (uintptr_t) cl));
@@ -394,6 +417,8 @@ void round_engine_drop_client(struct round_engine *rc, struct shrink_client *cl)
 
 int round_engine_new(sd_event *event, const struct config *config, struct shrink_registry *shrinkers,
                      const struct reclaim_transport *transport, void *userdata, struct round_engine **ret) {
+        assert(event);
+
         struct round_engine *rc = calloc(1, sizeof(*rc));
         int r;
 
@@ -444,6 +469,8 @@ struct round_engine *round_engine_free(struct round_engine *rc) {
 
 uint64_t round_engine_held_bytes(const struct round_engine *rc, enum scope_type type, const char *cgroup,
                                  size_t node_index) {
+        assert(rc);
+
         uint64_t sum = 0;
         for (struct shrink_client *cl = rc->shrinkers->clients; cl; cl = cl->next)
                 for (size_t i = 0; i < cl->n_shrinkers; i++) {

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "sampler.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 
@@ -40,6 +41,8 @@ static int sample_nodes(struct sampler *sp, uint64_t now) {
 }
 
 int sampler_sample_nodes(struct sampler *sp) {
+        assert(sp);
+
         return sample_nodes(sp, event_now(sp->event));
 }
 
@@ -61,6 +64,8 @@ static void arm(struct sampler *sp, uint64_t now) {
 }
 
 void sampler_arm(struct sampler *sp) {
+        assert(sp);
+
         arm(sp, event_now(sp->event));
 }
 
@@ -100,6 +105,8 @@ static const struct scope_observer observer = {
 
 int sampler_new(sd_event *event, const struct config *config, struct scope_registry *reg, struct node_monitor *nodes,
                 struct sampler **ret) {
+        assert(event);
+
         struct sampler *sp = calloc(1, sizeof(*sp));
         int r;
 

@@ -52,50 +52,74 @@ struct scope *scope_free(struct scope *s) {
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct scope *, scope_free);
 
 enum level scope_level(const struct scope *s) {
+        assert(s);
+
         return s->level.level;
 }
 
 enum level scope_previous(const struct scope *s) {
+        assert(s);
+
         return s->previous;
 }
 
 enum level_source scope_source(const struct scope *s) {
+        assert(s);
+
         return s->source;
 }
 
 enum scope_type scope_get_type(const struct scope *s) {
+        assert(s);
+
         return s->type;
 }
 
 const char *scope_name(const struct scope *s) {
+        assert(s);
+
         return s->name;
 }
 
 const char *scope_cgroup(const struct scope *s) {
+        assert(s);
+
         return s->cgroup;
 }
 
 size_t scope_node_index(const struct scope *s) {
+        assert(s);
+
         return s->node_index;
 }
 
 uint64_t scope_reclaim_target(const struct scope *s) {
+        assert(s);
+
         return s->reclaim_target;
 }
 
 const char *scope_reason(const struct scope *s) {
+        assert(s);
+
         return s->reason;
 }
 
 bool scope_is_gone(const struct scope *s) {
+        assert(s);
+
         return s->gone;
 }
 
 uint64_t scope_headroom_over_bytes(const struct scope *s) {
+        assert(s);
+
         return s->headroom.over_bytes;
 }
 
 bool scope_some_total(const struct scope *s, uint64_t *ret) {
+        assert(ret);
+
         if (s->type == SCOPE_NODE || !s->have_psi)
                 return false;
         *ret = s->psi.line[PSI_SOME].total;
@@ -103,6 +127,8 @@ bool scope_some_total(const struct scope *s, uint64_t *ret) {
 }
 
 bool scope_node_pages_short(const struct scope *s, uint64_t *ret) {
+        assert(ret);
+
         const struct node_monitor *nm = nodes_of(s);
         if (s->type != SCOPE_NODE || !nm)
                 return false;
@@ -112,10 +138,14 @@ bool scope_node_pages_short(const struct scope *s, uint64_t *ret) {
 }
 
 bool scope_rides_node_sample(const struct scope *s) {
+        assert(s);
+
         return s->rides_node_sample;
 }
 
 uint64_t scope_anon_bytes(const struct scope *s) {
+        assert(s);
+
         return s->anon_bytes;
 }
 
@@ -139,10 +169,15 @@ void scope_slot_set(struct scope *s, int k, void *value) {
 }
 
 struct scope_id scope_get_id(const struct scope *s) {
+        assert(s);
+
         return (struct scope_id){ .type = s->type, .node = s->type == SCOPE_NODE ? s->node : -1, .cgroup = s->cgroup };
 }
 
 void scope_snapshot(const struct scope *s, struct scope_snapshot *ret) {
+        assert(s);
+        assert(ret);
+
         const struct node_monitor *nm = s->env->nodes;
 
         *ret = (struct scope_snapshot){
@@ -420,15 +455,22 @@ void scope_refresh(struct scope *s) {
 }
 
 bool scope_read_some_total(struct scope *s, uint64_t *ret) {
+        assert(s);
+        assert(ret);
+
         scope_refresh_psi(s);
         return scope_some_total(s, ret);
 }
 
 bool scope_stall_is_own(struct scope *s, uint64_t now) {
+        assert(s);
+
         return scope_gate_psi(s, LEVEL_LOW, now) != LEVEL_OK;
 }
 
 void scope_refresh_target(struct scope *s) {
+        assert(s);
+
         if (s->gone)
                 return;
         scope_read_memory(s);
@@ -592,6 +634,8 @@ static void scope_first_look(struct scope *s) {
 }
 
 int scope_new_system(struct scope_env *env, struct scope **ret) {
+        assert(env);
+
         _cleanup_(scope_freep) struct scope *s = scope_alloc(env, SCOPE_SYSTEM);
         int r;
 
@@ -640,6 +684,8 @@ static int cgroup_ino(const struct scope_env *env, const char *cgroup, uint64_t 
 }
 
 bool scope_is_current(const struct scope *s) {
+        assert(s);
+
         uint64_t ino;
         if (s->type != SCOPE_CGROUP)
                 return true;

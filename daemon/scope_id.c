@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "scope_id.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -48,6 +49,8 @@ int scope_id_to_string(const struct scope_id *id, char **ret) {
 }
 
 int scope_id_from_string(const char *s, struct scope_id *ret) {
+        assert(ret);
+
         if (!s)
                 return -EINVAL;
         if (streq(s, "system")) {

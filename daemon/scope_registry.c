@@ -87,6 +87,8 @@ static int on_gc(sd_event_source *src, void *userdata) {
 
 int scope_registry_new(sd_event *event, const struct config *config, const struct cgroup_layout *layout,
                        const struct node_monitor *nodes, struct scope_registry **ret) {
+        assert(event);
+
         struct scope_registry *reg = calloc(1, sizeof(*reg));
         int r;
 
@@ -136,6 +138,8 @@ struct scope_registry *scope_registry_free(struct scope_registry *reg) {
 }
 
 int scope_registry_add_observer(struct scope_registry *reg, const struct scope_observer *ops, void *userdata) {
+        assert(reg);
+
         if (reg->n_observers >= SCOPE_SLOTS_MAX)
                 return -ENOSPC;
         reg->observers[reg->n_observers].ops = ops;
@@ -182,11 +186,15 @@ static int registry_add_nodes(struct scope_registry *reg, const struct node_moni
 /* ---- references ---- */
 
 struct scope *scope_ref(struct scope *s) {
+        assert(s);
+
         s->n_refs++;
         return s;
 }
 
 void scope_registry_release(struct scope_registry *reg, struct scope *s) {
+        assert(reg);
+
         if (!s)
                 return;
         assert(s->n_refs > 0);
@@ -195,6 +203,8 @@ void scope_registry_release(struct scope_registry *reg, struct scope *s) {
 }
 
 struct scope *scope_registry_find_node(const struct scope_registry *reg, int node) {
+        assert(reg);
+
         for (size_t i = 0; i < reg->n_nodes; i++)
                 if (reg->nodes[i]->node == node)
                         return reg->nodes[i];
@@ -202,6 +212,8 @@ struct scope *scope_registry_find_node(const struct scope_registry *reg, int nod
 }
 
 struct scope *scope_registry_find_cgroup(const struct scope_registry *reg, const char *path) {
+        assert(reg);
+
         return hashmap_get_string(reg->by_cgroup, path);
 }
 
@@ -241,6 +253,8 @@ static int acquire_cgroup(struct scope_registry *reg, const char *path, struct s
 }
 
 int scope_registry_acquire(struct scope_registry *reg, const struct scope_id *id, struct scope **ret) {
+        assert(reg);
+
         struct scope *s;
 
         switch (id->type) {
@@ -261,10 +275,14 @@ int scope_registry_acquire(struct scope_registry *reg, const struct scope_id *id
 }
 
 size_t scope_registry_held_by(const struct scope_registry *reg, uid_t uid) {
+        assert(reg);
+
         return hashmap_count_get_u64(reg->held_per_uid, uid);
 }
 
 size_t scope_registry_budget_left(const struct scope_registry *reg, uid_t uid) {
+        assert(reg);
+
         if (uid == 0)
                 return SIZE_MAX;
         size_t held = scope_registry_held_by(reg, uid), max = reg->env.config->max_cgroups_per_uid;
@@ -272,6 +290,8 @@ size_t scope_registry_budget_left(const struct scope_registry *reg, uid_t uid) {
 }
 
 int scope_registry_acquire_for(struct scope_registry *reg, uid_t uid, const struct scope_id *id, struct scope **ret) {
+        assert(reg);
+
         bool counted = id->type == SCOPE_CGROUP && uid != 0;
         if (counted && scope_registry_budget_left(reg, uid) == 0)
                 return -EDQUOT;
@@ -288,6 +308,8 @@ int scope_registry_acquire_for(struct scope_registry *reg, uid_t uid, const stru
 }
 
 void scope_registry_release_for(struct scope_registry *reg, uid_t uid, struct scope *s) {
+        assert(reg);
+
         if (!s)
                 return;
         if (s->type == SCOPE_CGROUP && uid != 0)
@@ -296,6 +318,8 @@ void scope_registry_release_for(struct scope_registry *reg, uid_t uid, struct sc
 }
 
 void scope_registry_watch_configured(struct scope_registry *reg) {
+        assert(reg);
+
         const struct config *c = reg->env.config;
         struct scope **list = calloc(MAX(c->n_cgroups, 1u), sizeof(struct scope *));
         size_t n = 0;
@@ -326,6 +350,8 @@ void scope_registry_watch_configured(struct scope_registry *reg) {
 /* ---- iteration ---- */
 
 struct scope *scope_registry_next(const struct scope_registry *reg, const struct scope *prev) {
+        assert(reg);
+
         if (!prev)
                 return reg->system;
         if (prev->type == SCOPE_CGROUP)
@@ -335,10 +361,14 @@ struct scope *scope_registry_next(const struct scope_registry *reg, const struct
 }
 
 struct scope *scope_registry_next_cgroup(const struct scope_registry *reg, const struct scope *prev) {
+        assert(reg);
+
         return prev ? prev->next : reg->cgroups;
 }
 
 void scope_registry_rearm(struct scope_registry *reg) {
+        assert(reg);
+
         SCOPE_REGISTRY_FOREACH(s, reg) {
                 int r = scope_rearm(s);
                 if (r < 0)
@@ -347,17 +377,25 @@ void scope_registry_rearm(struct scope_registry *reg) {
 }
 
 struct scope *scope_registry_system(const struct scope_registry *reg) {
+        assert(reg);
+
         return reg->system;
 }
 
 const struct config *scope_registry_config(const struct scope_registry *reg) {
+        assert(reg);
+
         return reg->env.config;
 }
 
 const struct cgroup_layout *scope_registry_layout(const struct scope_registry *reg) {
+        assert(reg);
+
         return reg->env.layout;
 }
 
 size_t scope_registry_n_cgroups(const struct scope_registry *reg) {
+        assert(reg);
+
         return reg->n_cgroups;
 }

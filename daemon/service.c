@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "service.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -817,6 +818,8 @@ const size_t service_n_interfaces = ELEMENTSOF(service_interfaces);
 
 int service_new(struct scope_registry *scopes, struct subscriptions *subscriptions, struct shrink_registry *shrinkers,
                 const struct cgroup_layout *layout, const struct config *config, struct service **ret) {
+        assert(scopes);
+
         struct service *svc = calloc(1, sizeof(*svc));
         if (!svc)
                 return -ENOMEM;
@@ -850,5 +853,7 @@ struct service *service_free(struct service *svc) {
 }
 
 void service_set_reclaim(struct service *svc, struct reclaim *rc) {
+        assert(svc);
+
         svc->reclaim = rc;
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "shortage.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -18,6 +19,8 @@
 static const char *const global_scan[] = { "pgscan_kswapd", "pgscan_direct", "pgscan_khugepaged" };
 
 int shortage_parse_vmstat(const char *text, uint64_t *ret) {
+        assert(ret);
+
         uint64_t sum = 0;
         bool found = false;
 
@@ -73,6 +76,8 @@ static int read_text(const char *root, const char *name, char *buf, size_t size)
 }
 
 void shortage_read(struct shortage *s, const char *root, uint64_t now, uint64_t min_interval) {
+        assert(s);
+
         char buf[16384]; /* /proc/vmstat is about 6 KiB on 6.x */
         uint64_t scanned, total, avail;
         int64_t sc = -1;
@@ -89,6 +94,8 @@ void shortage_read(struct shortage *s, const char *root, uint64_t now, uint64_t 
 }
 
 bool shortage_machine(const struct shortage *s, uint64_t now, uint64_t recent) {
+        assert(s);
+
         if (s->have_counters)
                 return s->grew_usec > 0 && now - s->grew_usec <= recent;
         if (s->have_available)

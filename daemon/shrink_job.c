@@ -17,6 +17,8 @@
 #include "round-private.h"
 
 const struct config *round_engine_config(const struct round_engine *rc) {
+        assert(rc);
+
         return rc->config;
 }
 
@@ -107,6 +109,8 @@ static void request_expire(struct shrink_request *q) {
 }
 
 int requests_on_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
+        assert(s);
+
         struct round_engine *rc = userdata;
         uint64_t now = event_now(rc->event); /* usec is when the timer was set for, the loop's time may be later */
         (void) s;
@@ -253,6 +257,8 @@ void job_run(struct shrink_job *j) {
 
 /* Take the job at the head of its shrinker's queue off it, report it to its round, free it. */
 void job_retire(struct shrink_job *j) {
+        assert(j);
+
         struct shrinker_state *qu = j->ss;
 
         assert(qu->head == j);
@@ -287,6 +293,8 @@ static void job_finish(struct shrink_job *j) {
 }
 
 struct shrinker_state *shrinker_state_get(struct round_engine *rc, struct shrinker *sh) {
+        assert(rc);
+
         struct shrinker_state *ss = hashmap_get_u64(rc->states, sh->id);
         if (ss)
                 return ss;
@@ -303,15 +311,21 @@ struct shrinker_state *shrinker_state_get(struct round_engine *rc, struct shrink
 }
 
 struct shrinker_node_state *shrinker_state_node(struct shrinker_state *ss, size_t node_index) {
+        assert(ss);
+
         return &ss->node[shrinker_node_slot(ss->shrinker, node_index)];
 }
 
 void job_enqueue(struct shrink_job *j) {
+        assert(j);
+
         QUEUE_APPEND(j->ss->head, j->ss->tail, j);
 }
 
 struct shrink_job *job_new(struct shrink_round *r, struct shrinker *sh, size_t node_index, const char *cgroup,
                                   int priority) {
+        assert(r);
+
         struct shrinker_state *ss = shrinker_state_get(r->rc, sh);
         if (!ss)
                 return NULL;
@@ -506,6 +520,8 @@ static void job_scanned(struct shrink_job *j, const struct shrink_answer *a, uin
 
 int round_engine_answer(struct round_engine *rc, struct shrink_client *cl, const struct shrink_answer *a,
                         const char **ret_reason) {
+        assert(rc);
+
         struct shrink_request *q = a->request >= 0 ? hashmap_get_u64(rc->requests, (uint64_t) a->request) : NULL;
 
         /* Another client's request is as unknown to this one as a request that never was. */

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 #include "shrink_policy.h"
 
+#include <assert.h>
 #include <string.h>
 
 #include "macro.h"
 
 void shrink_plan_start(struct shrink_plan *p, uint64_t freeable, int priority, unsigned seeks, uint64_t deferred) {
+        assert(p);
+
         priority = MAX(0, MIN(priority, SHRINK_PRIORITY_MAX));
         uint64_t delta;
 
@@ -26,6 +29,8 @@ void shrink_plan_start(struct shrink_plan *p, uint64_t freeable, int priority, u
 }
 
 bool shrink_plan_next(const struct shrink_plan *p, unsigned batch, uint64_t *ret_nr_to_scan) {
+        assert(p);
+
         if (batch == 0)
                 batch = SHRINK_DEFAULT_BATCH;
         if (p->total_scan == 0 || (p->total_scan < batch && p->total_scan < p->freeable))
@@ -35,17 +40,23 @@ bool shrink_plan_next(const struct shrink_plan *p, unsigned batch, uint64_t *ret
 }
 
 void shrink_plan_scanned(struct shrink_plan *p, uint64_t nr_scanned) {
+        assert(p);
+
         p->total_scan = nr_scanned >= p->total_scan ? 0 : p->total_scan - nr_scanned;
         p->scanned = sat_add(p->scanned, nr_scanned);
 }
 
 uint64_t shrink_plan_finish(const struct shrink_plan *p) {
+        assert(p);
+
         uint64_t want = sat_add(p->nr_deferred, p->delta);
         uint64_t next = want > p->scanned ? want - p->scanned : 0;
         return MIN(next, sat_mul(2, p->freeable));
 }
 
 void shrink_priorities_default(struct shrink_priorities *ret) {
+        assert(ret);
+
         *ret = (struct shrink_priorities){
                 .at = { [LEVEL_OK] = SHRINK_PRIORITY_MAX, [LEVEL_LOW] = SHRINK_PRIORITY_MAX, [LEVEL_MEDIUM] = 9,
                         [LEVEL_CRITICAL] = 6 },
@@ -118,6 +129,8 @@ bool shrink_cgroup_within(const char *path, const char *ancestor) {
 
 bool shrink_select(enum scope_type type, const char *scope_cgroup, unsigned flags, const char *client_cgroup,
                    bool *ret_all_nodes, const char **ret_cgroup) {
+        assert(ret_all_nodes);
+
         switch (type) {
         case SCOPE_SYSTEM:
                 *ret_all_nodes = flags & SHRINKER_NUMA_AWARE;
@@ -146,6 +159,8 @@ bool shrink_health_timeout(struct shrink_health *h, unsigned limit) {
 }
 
 bool shrink_health_answer(struct shrink_health *h) {
+        assert(h);
+
         bool was = h->quarantined;
         h->consecutive_timeouts = 0;
         h->quarantined = false;

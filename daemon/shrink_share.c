@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "shrink_share.h"
 
+#include <assert.h>
+
 #include "macro.h"
 
 static bool given(int64_t v) {
@@ -30,6 +32,8 @@ const char *shrink_answer_check(enum shrink_op op, uint64_t nr_to_scan, const st
 }
 
 uint64_t shrink_share(const struct shrink_split *sp, uint64_t w, uint64_t start_weight) {
+        assert(sp);
+
         uint64_t unknown = sp->n_known > 0 ? sp->known_weight / sp->n_known : w;
         uint64_t total = sat_add(sp->known_weight, sat_mul(sp->n_unknown, unknown));
         /* Its own part of the estimate is replaced by what it weighs now. */
@@ -44,6 +48,8 @@ uint64_t shrink_share_scan_budget(uint64_t share_bytes, uint64_t bytes_per_objec
 }
 
 uint64_t shrink_claim_credit(uint64_t bytes, uint64_t *credit_left, unsigned trust, uint64_t *ret_claim) {
+        assert(credit_left);
+
         uint64_t claim = MIN(bytes, *credit_left);
         *credit_left -= claim;
         *ret_claim = claim;

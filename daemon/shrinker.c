@@ -209,6 +209,8 @@ fail:
 
 int shrink_client_new(struct shrink_registry *reg, pid_t pid, int pidfd, uid_t uid, void *owner,
                       const struct shrinker_spec *specs, size_t n, struct shrink_client **ret) {
+        assert(reg);
+
         int r;
 
         if (pid <= 0)
@@ -245,6 +247,8 @@ int shrink_client_new(struct shrink_registry *reg, pid_t pid, int pidfd, uid_t u
 }
 
 void shrink_client_start(struct shrink_client *cl) {
+        assert(cl);
+
         struct shrink_registry *reg = cl->registry;
         for (size_t i = 0; i < reg->n_observers; i++)
                 if (reg->observers[i].ops->client_added)
@@ -276,6 +280,8 @@ void shrink_client_free(struct shrink_client *cl) {
 
 int shrink_client_add_shrinker(struct shrink_client *cl, const struct shrinker_spec *spec, size_t max,
                                struct shrinker **ret) {
+        assert(cl);
+
         struct shrink_registry *reg = cl->registry;
         struct shrinker *sh;
         int r;
@@ -309,6 +315,8 @@ int shrink_client_add_shrinker(struct shrink_client *cl, const struct shrinker_s
 }
 
 void shrink_client_remove_shrinker(struct shrink_client *cl, struct shrinker *sh) {
+        assert(cl);
+
         struct shrink_registry *reg = cl->registry;
         size_t i;
 
@@ -327,14 +335,21 @@ void shrink_client_remove_shrinker(struct shrink_client *cl, struct shrinker *sh
 }
 
 struct shrink_client *shrink_client_by_token(const struct shrink_registry *reg, const char *token) {
+        assert(reg);
+
         return hashmap_get_string(reg->by_token, token);
 }
 
 struct shrinker *shrinker_by_id(const struct shrink_registry *reg, uint64_t id) {
+        assert(reg);
+
         return hashmap_get_u64(reg->by_id, id);
 }
 
 int shrink_client_resident(struct shrink_client *cl, uint64_t *ret) {
+        assert(cl);
+        assert(ret);
+
         char buf[128];
         const struct cgroup_layout *layout = scope_registry_layout(cl->registry->scopes);
 
@@ -365,14 +380,21 @@ int shrink_client_resident(struct shrink_client *cl, uint64_t *ret) {
 }
 
 size_t shrink_registry_n_nodes(const struct shrink_registry *reg) {
+        assert(reg);
+
         return reg->nodes ? reg->nodes->n_nodes : 1;
 }
 
 int shrink_registry_node_id(const struct shrink_registry *reg, size_t node_index) {
+        assert(reg);
+
         return reg->nodes && node_index < reg->nodes->n_nodes ? reg->nodes->cur[node_index].id : 0;
 }
 
 int shrinker_info(const struct shrinker *sh, struct shrinker_info_snapshot *ret) {
+        assert(sh);
+        assert(ret);
+
         const struct shrink_client *cl = sh->client;
         struct shrinker_node_figures *nodes = calloc(MAX(sh->n_nodes, 1u), sizeof(*nodes));
         if (!nodes)
@@ -400,11 +422,15 @@ int shrinker_info(const struct shrinker *sh, struct shrinker_info_snapshot *ret)
 }
 
 void shrinker_set_deferred(struct shrinker *sh, size_t node_index, uint64_t nr) {
+        assert(sh);
+
         sh->deferred[shrinker_node_slot(sh, node_index)] = nr;
 }
 
 int shrink_registry_new(sd_event *event, struct scope_registry *scopes, const struct node_monitor *nodes,
                         struct shrink_registry **ret) {
+        assert(event);
+
         struct shrink_registry *reg = calloc(1, sizeof(*reg));
         int r;
 
@@ -440,6 +466,8 @@ struct shrink_registry *shrink_registry_free(struct shrink_registry *reg) {
 
 int shrink_registry_add_observer(struct shrink_registry *reg, const struct shrink_registry_observer *ops,
                                  void *userdata) {
+        assert(reg);
+
         if (reg->n_observers >= SHRINK_REGISTRY_OBSERVERS_MAX)
                 return -ENOSPC;
         reg->observers[reg->n_observers].ops = ops;

@@ -139,6 +139,8 @@ static void watch_changed(struct watch *w) {
  * number of changes folded into it (even if the level is back where the client last saw it: it missed
  * something). */
 void subscription_drained(struct subscription *sub) {
+        assert(sub);
+
         for (size_t i = 0; i < sub->n_watches; i++) {
                 struct watch *w = &sub->watches[i];
                 if (!w->pending || !w->scope)
@@ -258,6 +260,8 @@ int subscriptions_new(struct scope_registry *reg, const struct subscription_sink
 }
 
 struct subscriptions *subscriptions_free(struct subscriptions *subs) {
+        assert(subs);
+
         /* Subscriptions themselves belong to their connections, which are gone by now. */
         free(subs);
         return NULL;
@@ -312,10 +316,14 @@ int subscription_send_state(struct subscription *sub) {
 }
 
 size_t subscriptions_count(const struct subscriptions *subs) {
+        assert(subs);
+
         return subs->n_subscriptions;
 }
 
 void subscriptions_shutdown(struct subscriptions *subs) {
+        assert(subs);
+
         SCOPE_REGISTRY_FOREACH(s, subs->registry) {
                 /* Ending a call frees its subscription and detaches its watches: always take the first. */
                 for (struct watch *w; (w = scope_watches(subs, s));)

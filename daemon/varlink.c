@@ -79,6 +79,8 @@ static bool connection_wants_input(const struct varlink_connection *c) {
 /* ---- output ---- */
 
 void connection_kill(struct varlink_connection *c) {
+        assert(c);
+
         if (connection_dead(c))
                 return;
         connection_set_state(c, CONNECTION_DEAD);
@@ -128,6 +130,8 @@ static void buffers_enforce(struct varlink_server *s, uid_t uid) {
 
 /* c's buffers may have grown or shrunk: bring the server's total and its user's up to date. */
 void connection_account_buffers(struct varlink_connection *c) {
+        assert(c);
+
         struct varlink_server *s = c->server;
         size_t now = connection_dead(c) ? c->accounted : connection_buffered(c);
         if (now != c->accounted)
@@ -171,6 +175,8 @@ void connection_call_end(struct varlink_connection *c) {
 
 
 int varlink_check_fields(struct varlink_connection *c, struct json_object *params, const char *const *known) {
+        assert(c);
+
         json_object_object_foreach(params, key, val) {
                 (void) val;
                 bool ok = false;
@@ -188,6 +194,8 @@ int varlink_check_fields(struct varlink_connection *c, struct json_object *param
 }
 
 const struct varlink_interface *varlink_server_find_interface(const struct varlink_server *s, const char *name) {
+        assert(s);
+
         for (size_t i = 0; i < s->n_interfaces; i++)
                 if (streq(s->interfaces[i].name, name))
                         return &s->interfaces[i];
@@ -195,15 +203,21 @@ const struct varlink_interface *varlink_server_find_interface(const struct varli
 }
 
 const struct varlink_info *varlink_server_info(const struct varlink_server *s) {
+        assert(s);
+
         return &s->info;
 }
 
 const struct varlink_interface *varlink_server_interfaces(const struct varlink_server *s, size_t *ret_n) {
+        assert(s);
+
         *ret_n = s->n_interfaces;
         return s->interfaces;
 }
 
 struct varlink_server *varlink_connection_server(const struct varlink_connection *c) {
+        assert(c);
+
         return c->server;
 }
 
@@ -321,6 +335,8 @@ static void connection_set_events(struct varlink_connection *c, bool rearm) {
 }
 
 void connection_update_events(struct varlink_connection *c) {
+        assert(c);
+
         connection_set_events(c, false);
 }
 
@@ -573,6 +589,8 @@ static void on_accept(int fd, void *userdata) {
 
 int varlink_server_new(sd_event *event, const struct varlink_interface *interfaces, size_t n_interfaces,
                        const struct varlink_info *info, void *userdata, struct varlink_server **ret) {
+        assert(event);
+
         struct varlink_server *s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
@@ -610,12 +628,16 @@ int varlink_server_new(sd_event *event, const struct varlink_interface *interfac
 }
 
 void varlink_server_set_max_message_size(struct varlink_server *s, size_t size) {
+        assert(s);
+
         s->max_message_size = size;
         for (struct varlink_connection *c = s->connections; c; c = c->next)
                 c->in.max_size = size;
 }
 
 int varlink_server_set_limits(struct varlink_server *s, const struct varlink_limits *limits) {
+        assert(s);
+
         s->limits = *limits;
         /* A new or shorter timeout applies to the connections that hold nothing now, too. */
         for (struct varlink_connection *c = s->connections; c && limits->idle_timeout_usec > 0; c = c->next)
@@ -649,6 +671,8 @@ struct varlink_server *varlink_server_free(struct varlink_server *s) {
 }
 
 int varlink_server_listen_fd(struct varlink_server *s, int fd) {
+        assert(s);
+
         int r;
 
         if (s->listener)
@@ -678,10 +702,14 @@ int varlink_server_listen_path(struct varlink_server *s, const char *path, mode_
 }
 
 void varlink_server_set_quota(struct varlink_server *s, struct connection_quota *q) {
+        assert(s);
+
         s->quota = q;
 }
 
 size_t varlink_server_n_connections(const struct varlink_server *s) {
+        assert(s);
+
         return s->n_connections;
 }
 
@@ -696,14 +724,20 @@ void varlink_connection_set_drain_handler(struct varlink_connection *c,
 }
 
 void varlink_connection_close(struct varlink_connection *c) {
+        assert(c);
+
         connection_kill(c);
 }
 
 size_t varlink_connection_queued(const struct varlink_connection *c) {
+        assert(c);
+
         return frame_writer_queued(&c->out);
 }
 
 int varlink_connection_peer_groups(const struct varlink_connection *c, gid_t **ret, size_t *ret_n) {
+        assert(c);
+
         socklen_t len = 16 * sizeof(gid_t);
         for (;;) {
                 _cleanup_free_ gid_t *g = malloc(sizeof(gid_t) + len);
@@ -725,6 +759,8 @@ int varlink_connection_peer_groups(const struct varlink_connection *c, gid_t **r
 }
 
 int varlink_connection_peer_pidfd(const struct varlink_connection *c) {
+        assert(c);
+
         /* The kernel keeps the connecting process with the socket: asked now, it still names that one
          * (one descriptor per connection for the whole of its life would halve how many fit). */
         int pidfd = -EBADF;
@@ -735,13 +771,19 @@ int varlink_connection_peer_pidfd(const struct varlink_connection *c) {
 }
 
 const struct pidref *varlink_connection_peer_ref(const struct varlink_connection *c) {
+        assert(c);
+
         return &c->peer_ref;
 }
 
 const struct ucred *varlink_connection_peer(const struct varlink_connection *c) {
+        assert(c);
+
         return &c->peer;
 }
 
 void *varlink_connection_server_userdata(const struct varlink_connection *c) {
+        assert(c);
+
         return c->server->userdata;
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "varlink_call.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <string.h>
 
@@ -40,6 +41,8 @@ struct json_object *varlink_call_parse_object(const char *text, size_t len, cons
 
 /* The call's envelope: method, parameters and at most one flag. Returns what is wrong, or NULL. */
 const char *varlink_call_parse(struct json_object *msg, struct varlink_call *ret) {
+        assert(ret);
+
         struct varlink_call call = {};
         unsigned n_flags = 0;
         const char *bad = NULL;

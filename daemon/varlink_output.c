@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* What goes out on a connection: replies, notifications, errors, each framed into the connection's
  * output buffer and written as far as the socket takes it (the rest on EPOLLOUT, varlink.c). */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +79,8 @@ static int send_serialized(struct varlink_connection *c, const char *params, siz
 }
 
 int varlink_notify_serialized(struct varlink_connection *c, const char *params, size_t len) {
+        assert(c);
+
         if (!connection_in_call(c) || !(c->call_flags & VARLINK_CALL_MORE))
                 return -EPROTO;
         return send_serialized(c, params, len, true);
@@ -85,6 +88,8 @@ int varlink_notify_serialized(struct varlink_connection *c, const char *params, 
 
 
 int varlink_reply_serialized(struct varlink_connection *c, const char *params, size_t len) {
+        assert(c);
+
         if (!connection_in_call(c))
                 return -EBADMSG; /* programmer error: nothing to answer */
         int r = c->call_flags & VARLINK_CALL_ONEWAY ? 0 : send_serialized(c, params, len, false);
@@ -128,10 +133,14 @@ static int send_reply(struct varlink_connection *c, const char *error, struct js
 }
 
 int varlink_reply(struct varlink_connection *c, struct json_object *params) {
+        assert(c);
+
         return send_reply(c, NULL, params, false);
 }
 
 int varlink_notify(struct varlink_connection *c, struct json_object *params) {
+        assert(c);
+
         if (!(c->call_flags & VARLINK_CALL_MORE)) {
                 json_object_put(params);
                 return -EPROTO;
@@ -140,16 +149,22 @@ int varlink_notify(struct varlink_connection *c, struct json_object *params) {
 }
 
 int varlink_error(struct varlink_connection *c, const char *error, struct json_object *params) {
+        assert(c);
+
         return send_reply(c, error, params, false);
 }
 
 int varlink_error_invalid_parameter(struct varlink_connection *c, const char *parameter) {
+        assert(c);
+
         struct json_object *p = json_object_new_object();
         jb_set_string(&p, "parameter", parameter);
         return varlink_error(c, VARLINK_ERROR_INVALID_PARAMETER, p);
 }
 
 void connection_protocol_violation(struct varlink_connection *c, const char *reason) {
+        assert(c);
+
         log_debug("Connection of pid %d broke the protocol (%s), closing it.", (int) c->peer.pid, reason);
 
         /* A last, best-effort error so that the peer learns why; then the connection goes. */
@@ -163,6 +178,8 @@ void connection_protocol_violation(struct varlink_connection *c, const char *rea
 }
 
 int varlink_parse_params(struct varlink_connection *c, struct json_object *params, const struct param *table, void *out) {
+        assert(c);
+
         const char *bad;
         if (params_dispatch(params, table, out, &bad) < 0) {
                 (void) varlink_error_invalid_parameter(c, bad);

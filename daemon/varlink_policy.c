@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 #include "varlink_policy.h"
 
+#include <assert.h>
 #include <stdlib.h>
 
 #include "hashmap.h"
 
 const char *varlink_policy_admit(const struct varlink_limits *l, size_t n, size_t n_of_uid, uid_t uid, unsigned quota_n,
                                  unsigned quota_max) {
+        assert(l);
+
         if (l->max_connections > 0 && n >= l->max_connections)
                 return "max_connections";
         if (quota_max > 0 && quota_n >= quota_max)
@@ -45,6 +48,9 @@ static size_t pick(size_t i, enum varlink_overflow why, bool *gone, size_t *ret,
 
 size_t varlink_policy_overflow(const struct varlink_limits *l, const struct varlink_holder *h, size_t n, uid_t uid,
                                size_t *ret, enum varlink_overflow *ret_why) {
+        assert(l);
+        assert(ret);
+
         size_t k = 0, total = 0;
         if (l->max_buffered == 0 || n == 0)
                 return 0;
@@ -90,5 +96,7 @@ size_t varlink_policy_overflow(const struct varlink_limits *l, const struct varl
 }
 
 bool varlink_policy_idle(const struct varlink_limits *l, uint64_t last_active_usec, uint64_t now_usec) {
+        assert(l);
+
         return l->idle_timeout_usec > 0 && now_usec - last_active_usec >= l->idle_timeout_usec;
 }
