@@ -278,14 +278,20 @@ int test_daemon_stop(struct test_daemon *d) {
 }
 
 int test_daemon_log_count(struct test_daemon *d, const char *needle) {
+        return test_daemon_log_count_both(d, needle, NULL);
+}
+
+int test_daemon_log_count_both(struct test_daemon *d, const char *needle, const char *then) {
         char line[1024];
         int n = 0;
         FILE *f = fopen(d->log, "re");
         if (!f)
                 return -errno;
-        while (fgets(line, sizeof(line), f))
-                if (strstr(line, needle))
+        while (fgets(line, sizeof(line), f)) {
+                const char *p = strstr(line, needle);
+                if (p && (!then || strstr(p + strlen(needle), then)))
                         n++;
+        }
         fclose(f);
         return n;
 }

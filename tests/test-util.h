@@ -37,6 +37,8 @@ struct test_daemon {
 
 /* How many lines of the daemon's log contain `needle`. */
 int test_daemon_log_count(struct test_daemon *d, const char *needle);
+/* Lines with `needle` and, after it, `then` (a figure between them may vary). */
+int test_daemon_log_count_both(struct test_daemon *d, const char *needle, const char *then);
 
 /* Whether this process has CAP_SYS_RESOURCE in its effective set. */
 bool test_have_cap_sys_resource(void);
