@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "json_build.h"
-#include "log.h"
 #include "macro.h"
 #include "params.h"
 #include "utf8.h"
@@ -585,10 +584,20 @@ static int decode_array(struct json_object *o, const char *key, size_t size, int
         return 0;
 }
 
+int protocol_decode_shrinker_ref(struct json_object *o, struct shrinker_ref *ret) {
+        assert(ret);
+
+        struct shrinker_ref s = {};
+        if (!json_object_is_type(o, json_type_object))
+                return -EINVAL;
+        TRY(get_u64(o, "id", true, &s.id));
+        TRY(get_string(o, "name", true, &s.name));
+        *ret = s;
+        return 0;
+}
+
 static int decode_shrinker_ref(struct json_object *o, void *p) {
-        struct shrinker_ref *s = p;
-        TRY(get_u64(o, "id", true, &s->id));
-        return get_string(o, "name", true, &s->name);
+        return protocol_decode_shrinker_ref(o, p);
 }
 
 int protocol_decode_registration(struct json_object *o, struct shrink_registration *ret) {
@@ -603,6 +612,11 @@ int protocol_decode_registration(struct json_object *o, struct shrink_registrati
         g.shrinkers = list;
         *ret = g;
         return 0;
+}
+
+void protocol_registration_done(struct shrink_registration *g) {
+        free(g->shrinkers);
+        *g = (struct shrink_registration){};
 }
 
 struct json_object *protocol_encode_shrinker_info(const struct shrinker_info_snapshot *i) {
@@ -824,7 +838,7 @@ int protocol_decode_answer_call(struct json_object *params, const char **ret_tok
 
 /* ---- GetConfiguration ---- */
 
-struct json_object *protocol_encode_configuration(const struct config *c, int log_level) {
+struct json_object *protocol_encode_configuration(const struct config *c, const char *log_level) {
         assert(c);
 
         struct json_object *o = json_object_new_object(), *levels = json_object_new_array(),
@@ -858,6 +872,6 @@ struct json_object *protocol_encode_configuration(const struct config *c, int lo
         jb_set(&o, "cgroups", cgroups);
         jb_set_string(&o, "memory_pressure_level", level_to_string(c->memory_pressure_level));
         jb_set(&o, "low_memory_monitor", json_object_new_boolean(c->low_memory_monitor));
-        jb_set_string(&o, "log_level", log_level_to_string(log_level));
+        jb_set_string(&o, "log_level", log_level);
         return o;
 }

@@ -150,7 +150,10 @@ struct json_object *protocol_encode_shrink_result(const struct shrink_result *r)
 int protocol_decode_shrink_result(struct json_object *o, struct shrink_result *ret);
 
 struct json_object *protocol_encode_registration(const struct shrink_registration *g);
+/* Decoded: free the array with protocol_registration_done(). */
 int protocol_decode_registration(struct json_object *o, struct shrink_registration *ret);
+void protocol_registration_done(struct shrink_registration *g);
+int protocol_decode_shrinker_ref(struct json_object *o, struct shrinker_ref *ret);
 
 struct json_object *protocol_encode_shrinker_info(const struct shrinker_info_snapshot *i);
 int protocol_decode_shrinker_info(struct json_object *o, struct shrinker_info_snapshot *ret);
@@ -193,4 +196,4 @@ extern const char protocol_interface_description[];
 /* GetConfiguration: the thresholds and intervals in effect. */
 struct config;
 /* log_level: what is logged now (SetLogLevel may have changed it since the configuration was read). */
-struct json_object *protocol_encode_configuration(const struct config *c, int log_level);
+struct json_object *protocol_encode_configuration(const struct config *c, const char *log_level);

@@ -123,7 +123,7 @@ static int method_get_configuration(struct varlink_connection *c, struct json_ob
         (void) flags;
         if (parse_params(c, params, no_params, NULL) < 0)
                 return 0;
-        return varlink_reply(c, protocol_encode_configuration(svc->config, log_get_max_level()));
+        return varlink_reply(c, protocol_encode_configuration(svc->config, log_level_to_string(log_get_max_level())));
 }
 
 /* ---- SetLogLevel ---- */

@@ -55,7 +55,6 @@ struct json_object *json_get(struct json_object *o, const char *key);
 /* A reply to method (its short name) as the interface defines it, or -EPROTO (logged to c, if given).
  * Error replies pass: they are the caller's to read. */
 int reply_check(struct pressure_client *c, struct json_object *msg, const char *method);
-uint64_t json_get_u64(struct json_object *o, const char *key);
 int scope_parse(struct json_object *o, struct pressure_scope *ret);
 /* A GetStatus reply (taken over) as a status. */
 int status_from_reply(struct json_object *reply, struct pressure_status **ret);

@@ -10,9 +10,9 @@
 
 #include "internal.h"
 #include "macro.h"
+#include "protocol.h"
 
 #define get json_get
-#define get_u64 json_get_u64
 
 struct pressure_status {
         int n_ref;
@@ -98,105 +98,89 @@ struct json_object *json_get(struct json_object *o, const char *key) {
         return o && json_object_object_get_ex(o, key, &v) ? v : NULL;
 }
 
-uint64_t json_get_u64(struct json_object *o, const char *key) {
-        struct json_object *v = json_get(o, key);
-        if (!v || !json_object_is_type(v, json_type_int))
-                return 0;
-        int64_t i = json_object_get_int64(v);
-        return i > 0 ? (uint64_t) i : 0;
+/* The codec's enums and the public ones are the same values in the same order. */
+_Static_assert((int) PRESSURE_LEVEL_OK == (int) LEVEL_OK && (int) PRESSURE_LEVEL_CRITICAL == (int) LEVEL_CRITICAL,
+               "levels differ");
+_Static_assert((int) PRESSURE_STALL_SOME == (int) PSI_SOME && (int) PRESSURE_STALL_FULL == (int) PSI_FULL,
+               "stall kinds differ");
+
+static enum pressure_scope_type scope_type_public(enum scope_type t) {
+        return t == SCOPE_CGROUP ? PRESSURE_SCOPE_CGROUP : t == SCOPE_NODE ? PRESSURE_SCOPE_NODE : PRESSURE_SCOPE_SYSTEM;
 }
 
-static int get_level(struct json_object *o, const char *key) {
-        struct json_object *v = get(o, key);
-        return v && json_object_is_type(v, json_type_string) ? pressure_level_from_string(json_object_get_string(v))
-                                                              : -EINVAL;
+static void stall_public(const struct psi_line *l, struct pressure_stall *ret) {
+        *ret = (struct pressure_stall){ .avg10 = l->avg10, .avg60 = l->avg60, .avg300 = l->avg300, .total = l->total };
 }
 
-static void parse_stall(struct json_object *o, struct pressure_stall *ret, bool *have) {
-        if (!o || !json_object_is_type(o, json_type_object))
-                return;
-        ret->avg10 = json_object_get_double(get(o, "avg10"));
-        ret->avg60 = json_object_get_double(get(o, "avg60"));
-        ret->avg300 = json_object_get_double(get(o, "avg300"));
-        ret->total = get_u64(o, "total");
-        *have = true;
-}
-
-/* The ScopeRef: its type and its name for people. */
-static int scope_ref_parse(struct json_object *ref, struct pressure_scope *s) {
-        const char *type = json_object_get_string(get(ref, "type"));
-        if (!type)
-                return -EPROTO;
-        if (streq(type, "system")) {
-                s->type = PRESSURE_SCOPE_SYSTEM;
-                snprintf(s->name, sizeof(s->name), "system");
-        } else if (streq(type, "node")) {
-                s->type = PRESSURE_SCOPE_NODE;
-                s->node = (int) get_u64(ref, "node");
-                snprintf(s->name, sizeof(s->name), "node:%d", s->node);
-        } else if (streq(type, "cgroup")) {
-                s->type = PRESSURE_SCOPE_CGROUP;
-                s->cgroup = json_object_get_string(get(ref, "cgroup"));
-                if (!s->cgroup)
-                        return -EPROTO;
-                snprintf(s->name, sizeof(s->name), "%s", s->cgroup);
-        } else
-                return -EPROTO;
-        return 0;
-}
-
-/* NodeMemory and CgroupMemory, where the scope has them. */
-static void memory_parse(struct json_object *o, struct pressure_scope *s) {
-        struct json_object *mem = get(o, "memory");
-        if (mem) {
-                s->mem_total = get_u64(mem, "total");
-                s->mem_free = get_u64(mem, "free");
-                s->have_memory = true;
-                s->have_watermarks = json_get(mem, "watermark_high") != NULL;
-                s->wmark_min = get_u64(mem, "watermark_min");
-                s->wmark_low = get_u64(mem, "watermark_low");
-                s->wmark_high = get_u64(mem, "watermark_high");
-        }
-        struct json_object *cgm = get(o, "cgroup_memory");
-        if (json_object_is_type(cgm, json_type_object)) {
-                s->have_cgroup_memory = true;
-                s->cg_usage = get_u64(cgm, "usage");
-                s->have_limit = json_get(cgm, "limit") != NULL;
-                s->cg_limit = s->have_limit ? get_u64(cgm, "limit") : UINT64_MAX;
-        }
-}
-
-/* A ScopeState or a LevelChange; the message was checked against the interface (reply_check()). */
+/* A ScopeState or a LevelChange, decoded by the daemon's own codec (protocol.c): a field the interface
+ * makes mandatory and the message lacks, or one of the wrong type, refuses the whole message (-EPROTO)
+ * rather than reading as 0. Strings point into o. */
 int scope_parse(struct json_object *o, struct pressure_scope *ret) {
-        struct pressure_scope s = { .obj = o, .node = -1 };
+        struct scope_snapshot snap;
+        enum level previous;
+        unsigned coalesced = 0;
+        int r;
 
-        if (!o || !json_object_is_type(o, json_type_object) || scope_ref_parse(get(o, "scope"), &s) < 0)
+        if (!o || !json_object_is_type(o, json_type_object))
                 return -EPROTO;
-        int l = get_level(o, "level");
-        if (l < 0)
+        if (get(o, "previous"))
+                r = protocol_decode_level_change(o, &snap, &previous, &coalesced);
+        else {
+                r = protocol_decode_scope_state(o, &snap);
+                previous = snap.level;
+        }
+        if (r < 0)
                 return -EPROTO;
-        s.level = l;
-        int p = get_level(o, "previous");
-        s.previous = p >= 0 ? p : l;
 
-        struct json_object *pressure = get(o, "pressure");
-        parse_stall(get(pressure, "some"), &s.stall[PRESSURE_STALL_SOME], &s.have_stall[PRESSURE_STALL_SOME]);
-        parse_stall(get(pressure, "full"), &s.stall[PRESSURE_STALL_FULL], &s.have_stall[PRESSURE_STALL_FULL]);
-
-        memory_parse(o, &s);
-        s.reclaim_target = get_u64(o, "reclaim_target");
-        s.timestamp = get_u64(o, "timestamp");
-        if (!s.timestamp)
-                s.timestamp = get_u64(o, "since");
-        s.coalesced = (unsigned) get_u64(o, "coalesced");
-        s.removed = json_object_get_boolean(get(o, "removed"));
-        struct json_object *source = get(o, "source"), *h = get(o, "headroom");
-        if (json_object_is_type(source, json_type_string))
-                s.source = json_object_get_string(source);
-        if (json_object_is_type(h, json_type_object)) {
+        struct pressure_scope s = {
+                .obj = o,
+                .type = scope_type_public(snap.id.type),
+                .node = snap.id.type == SCOPE_NODE ? snap.id.node : -1,
+                .cgroup = snap.id.type == SCOPE_CGROUP ? snap.id.cgroup : NULL,
+                .level = (enum pressure_level) snap.level,
+                .previous = (enum pressure_level) previous,
+                .reclaim_target = snap.reclaim_target,
+                .timestamp = snap.since,
+                .coalesced = coalesced,
+                .removed = snap.removed,
+                .source = snap.level != LEVEL_OK ? level_source_to_string(snap.source) : NULL,
+        };
+        switch (snap.id.type) {
+        case SCOPE_NODE:
+                snprintf(s.name, sizeof(s.name), "node:%d", s.node);
+                break;
+        case SCOPE_CGROUP:
+                snprintf(s.name, sizeof(s.name), "%s", s.cgroup);
+                break;
+        default:
+                snprintf(s.name, sizeof(s.name), "system");
+        }
+        if (snap.have_psi) {
+                stall_public(&snap.psi.line[PSI_SOME], &s.stall[PRESSURE_STALL_SOME]);
+                s.have_stall[PRESSURE_STALL_SOME] = true;
+                if (snap.psi.has_full) {
+                        stall_public(&snap.psi.line[PSI_FULL], &s.stall[PRESSURE_STALL_FULL]);
+                        s.have_stall[PRESSURE_STALL_FULL] = true;
+                }
+        }
+        if (snap.have_node_memory) {
+                s.have_memory = s.have_watermarks = true;
+                s.mem_total = snap.node.total;
+                s.mem_free = snap.node.free;
+                s.wmark_min = snap.node.watermark_min;
+                s.wmark_low = snap.node.watermark_low;
+                s.wmark_high = snap.node.watermark_high;
+        }
+        if (snap.have_cgroup_memory) {
+                s.have_cgroup_memory = true;
+                s.cg_usage = snap.usage;
+                s.have_limit = snap.limit != UINT64_MAX;
+                s.cg_limit = snap.limit;
+        }
+        if (snap.have_headroom) {
                 s.have_headroom = true;
-                s.headroom_limit = get_u64(h, "limit");
-                s.headroom_unreclaimable = get_u64(h, "unreclaimable");
+                s.headroom_limit = snap.headroom_limit;
+                s.headroom_unreclaimable = snap.headroom_unreclaimable;
         }
         *ret = s;
         return 0;

@@ -14,6 +14,7 @@
 #include "internal.h"
 #include "list.h"
 #include "macro.h"
+#include "protocol.h"
 
 #define NAME_MAX_LEN 64
 /* Answers of one batch, sent in one call. */
@@ -109,7 +110,13 @@ static void remove_on_daemon(struct pressure_client *c, uint64_t id) {
 
 static void add_done(struct pressure_client *c, struct json_object *reply, void *data) {
         struct pressure_shrinker *s = data;
-        uint64_t id = json_get_u64(json_get(json_get(reply, "parameters"), "shrinker"), "id");
+        struct shrinker_ref ref = {};
+        /* Through the daemon's own codec: an AddShrinker reply without a whole ShrinkerRef is no id. */
+        if (reply && !json_get(reply, "error") &&
+            (reply_check(c, reply, "AddShrinker") < 0 ||
+             protocol_decode_shrinker_ref(json_get(json_get(reply, "parameters"), "shrinker"), &ref) < 0))
+                ref.id = 0;
+        uint64_t id = ref.id;
         bool freed = s->state == SHRINKER_FREED_ACKING;
         if (!reply || json_get(reply, "error") || id == 0) {
                 /* Lost with the connection: asked again when the daemon is back. */
@@ -196,22 +203,21 @@ static void serve_members_done(struct pressure_client *c) {
 }
 
 static int serve_registered(struct pressure_client *c, struct json_object *msg) {
-        struct json_object *reg = json_get(json_get(msg, "parameters"), "registered");
-        struct json_object *ids = json_get(reg, "shrinkers");
-        const char *token = json_object_get_string(json_get(reg, "token"));
+        _cleanup_(protocol_registration_done) struct shrink_registration g = {};
         int r = reply_to_errno(msg);
         if (r >= 0)
                 r = reply_check(c, msg, "Serve");
-
-        if (r >= 0 && (!token || strlen(token) >= sizeof(c->token) || !json_object_is_type(ids, json_type_array) ||
-                       json_object_array_length(ids) != c->n_serve_members))
+        /* Through the daemon's own codec: one id per shrinker sent, a token that fits. */
+        if (r >= 0 && protocol_decode_registration(json_get(json_get(msg, "parameters"), "registered"), &g) < 0)
+                r = -EPROTO;
+        if (r >= 0 && (strlen(g.token) >= sizeof(c->token) || g.n_shrinkers != c->n_serve_members))
                 r = -EPROTO;
         if (r < 0)
                 return r;
-        snprintf(c->token, sizeof(c->token), "%s", token);
+        snprintf(c->token, sizeof(c->token), "%s", g.token);
         for (size_t i = 0; i < c->n_serve_members; i++) {
                 struct pressure_shrinker *s = c->serve_members[i];
-                uint64_t id = json_get_u64(json_object_array_get_idx(ids, i), "id");
+                uint64_t id = g.shrinkers[i].id;
                 if (shrinker_freed(s))
                         remove_on_daemon(c, id);
                 else {
@@ -340,33 +346,33 @@ static struct json_object *answer_of(bool scan, uint64_t n, const struct pressur
         return p;
 }
 
+/* A Request, decoded by the daemon's own codec: one that lacks a mandatory field or has one out of range
+ * is not run (it runs into its deadline on the daemon's side). */
 static void run_request(struct pressure_client *c, struct json_object *req, struct answers *out) {
-        uint64_t id = json_get_u64(req, "id"), deadline = json_get_u64(req, "deadline");
-        const char *op = json_object_get_string(json_get(req, "op"));
-        const char *scope = json_object_get_string(json_get(req, "scope"));
-        int level = pressure_level_from_string(json_object_get_string(json_get(req, "level")));
+        struct shrink_request_snapshot q;
 
-        if (!op || now_usec() > deadline)
+        if (protocol_decode_shrink_request(req, &q) < 0) {
+                client_log(c, LOG_ERR, "pressured sent a request that breaks the interface: ignored");
+                return;
+        }
+        uint64_t id = q.id, deadline = q.deadline;
+        if (now_usec() > deadline)
                 return; /* past its deadline (we were busy): the daemon has given up on it */
         struct pressure_shrink_control sc = {
-                .node = (int) json_get_u64(req, "node"),
-                .cgroup = json_object_get_string(json_get(req, "cgroup")),
-                .nr_to_scan = json_get_u64(req, "nr_to_scan"),
-                .priority = (int) json_get_u64(req, "priority"),
-                .level = level >= 0 ? (enum pressure_level) level : PRESSURE_LEVEL_OK,
-                .scope_type = scope && streq(scope, "cgroup") ? PRESSURE_SCOPE_CGROUP
-                              : scope && streq(scope, "node") ? PRESSURE_SCOPE_NODE
-                                                              : PRESSURE_SCOPE_SYSTEM,
+                .node = q.node,
+                .cgroup = q.cgroup,
+                .nr_to_scan = q.nr_to_scan,
+                .priority = q.priority,
+                .level = q.level >= 0 ? (enum pressure_level) q.level : PRESSURE_LEVEL_OK,
+                .scope_type = q.scope_type == SCOPE_CGROUP ? PRESSURE_SCOPE_CGROUP
+                              : q.scope_type == SCOPE_NODE ? PRESSURE_SCOPE_NODE
+                                                           : PRESSURE_SCOPE_SYSTEM,
                 .deadline = deadline,
         };
-        if (!sc.cgroup)
-                sc.cgroup = "/";
-        bool scan = streq(op, "scan");
-        if (!scan && !streq(op, "count"))
-                return;
+        bool scan = q.op == SHRINK_OP_SCAN;
 
         client_lock(c);
-        struct pressure_shrinker *s = shrinker_get(c, json_get_u64(req, "shrinker"));
+        struct pressure_shrinker *s = shrinker_get(c, q.shrinker);
         if (s)
                 s->active++;
         client_unlock(c);

@@ -11,6 +11,7 @@
 #include "internal.h"
 #include "list.h"
 #include "macro.h"
+#include "protocol.h"
 
 static void sub_close(struct pressure_subscription *s) {
         conn_close(&s->conn, s->client->epoll_fd);
@@ -216,10 +217,9 @@ void subscription_run(struct pressure_client *c, struct work *w) {
                 break;
         }
         case WORK_MEMORY_EVENT: {
-                struct json_object *cg = json_get(json_get(w->item, "scope"), "cgroup"), *kind = json_get(w->item, "kind");
-                if (mem && json_object_is_type(cg, json_type_string) && json_object_is_type(kind, json_type_string))
-                        mem(c, json_object_get_string(cg), json_object_get_string(kind), json_get_u64(w->item, "count"),
-                            mem_userdata);
+                struct memory_event_snapshot e;
+                if (mem && protocol_decode_memory_event(w->item, &e) >= 0 && e.id.type == SCOPE_CGROUP)
+                        mem(c, e.id.cgroup, memory_event_to_string(e.kind), e.count, mem_userdata);
                 break;
         }
         case WORK_SUB_END:

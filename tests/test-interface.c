@@ -265,7 +265,7 @@ static void test_codec_against_idl(void) {
         struct config c;
         config_init(&c);
         CU_ASSERT_EQUAL(config_set(&c, "cgroup", "/a", NULL), 0);
-        struct json_object *conf = protocol_encode_configuration(&c, LOG_INFO);
+        struct json_object *conf = protocol_encode_configuration(&c, log_level_to_string(LOG_INFO));
         const struct idl_method *m = idl_method(idl, "GetConfiguration");
         char *err = NULL;
         int r = idl_validate(idl, &m->out, conf, 0, &err);
