@@ -872,6 +872,17 @@ struct json_object *protocol_encode_configuration(const struct config *c, const 
         jb_set(&o, "cgroups", cgroups);
         jb_set_string(&o, "memory_pressure_level", level_to_string(c->memory_pressure_level));
         jb_set(&o, "low_memory_monitor", json_object_new_boolean(c->low_memory_monitor));
+        jb_set_u64(&o, "regulate_budget_usec", c->regulate_budget_usec);
+        jb_set_u64(&o, "regulate_interval_usec", c->regulate_interval_usec);
+        jb_set(&o, "regulate_step_max_percent", percent((double) c->regulate_step_max_permille / 10));
+        struct json_object *regulated = json_object_new_array();
+        for (size_t i = 0; i < c->n_regulate_cgroups; i++) {
+                struct json_object *e = json_object_new_object();
+                jb_set_string(&e, "pattern", c->regulate_cgroups[i].pattern);
+                jb_set_u64(&e, "budget_usec", c->regulate_cgroups[i].budget_usec);
+                jb_append(&regulated, e);
+        }
+        jb_set(&o, "regulate_cgroups", regulated);
         jb_set_string(&o, "log_level", log_level);
         return o;
 }

@@ -265,6 +265,7 @@ static void test_codec_against_idl(void) {
         struct config c;
         config_init(&c);
         CU_ASSERT_EQUAL(config_set(&c, "cgroup", "/a", NULL), 0);
+        CU_ASSERT_EQUAL(config_set(&c, "regulate_cgroup", "/a/* 5ms", NULL), 0);
         struct json_object *conf = protocol_encode_configuration(&c, log_level_to_string(LOG_INFO));
         const struct idl_method *m = idl_method(idl, "GetConfiguration");
         char *err = NULL;
@@ -276,6 +277,8 @@ static void test_codec_against_idl(void) {
         for (size_t i = 0; i < m->out.n_fields; i++)
                 CU_ASSERT_TRUE(json_object_object_get_ex(conf, m->out.fields[i].name, NULL));
         mark(idl_type(idl, "LevelThresholds"), json_object_array_get_idx(json_object_object_get(conf, "levels"), 0));
+        mark(idl_type(idl, "RegulatedCgroup"),
+             json_object_array_get_idx(json_object_object_get(conf, "regulate_cgroups"), 0));
         json_object_put(conf);
         config_done(&c);
 
@@ -284,7 +287,7 @@ static void test_codec_against_idl(void) {
         static const char *const written[] = { "ScopeState", "LevelChange", "MemoryEvent", "Request", "ShrinkResult",
                                                "Registration", "ShrinkerInfo", "ScopeRef", "Pressure", "Stall",
                                                "NodeMemory", "CgroupMemory", "Headroom", "ShrinkerNode",
-                                               "RegisteredShrinker", "LevelThresholds", "PsiThreshold" };
+                                               "RegisteredShrinker", "LevelThresholds", "PsiThreshold", "RegulatedCgroup" };
         unsigned missing = 0;
         for (size_t i = 0; i < ELEMENTSOF(written); i++) {
                 const struct idl_struct *s = idl_type(idl, written[i]);

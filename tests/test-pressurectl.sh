@@ -86,13 +86,18 @@ check "the duplicate is warned about with its lines" $(grep -q "spans.conf:4: ho
 check "the foreign section is warned about" $(grep -q "spans.conf:5: unknown section \[Unit\], its keys are ignored" "$dir/spans.log"; echo $?)
 check "log lines carry a timestamp off the journal" $(grep -qE '^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8}\.[0-9]{3} pressured: ' "$dir/spans.log"; echo $?)
 # A reload names what changed but needs a restart.
-printf '[pressured]\nhold=5s\nlock_memory=no\n' >"$dir/spans.conf"
+printf '[pressured]\nhold=5s\nlock_memory=no\nregulate_budget=5ms\nregulate_cgroup=/a.slice off\n' >"$dir/spans.conf"
 kill -HUP "$spans_pid"
 for _ in $(seq 1 500); do grep -q "Configuration reloaded" "$dir/spans.log" && break; sleep 0.01; done
 check "reload names the keys that need a restart" \
         $(grep -q "Configuration reloaded; lock_memory changed in it but take effect only when pressured restarts" "$dir/spans.log"; echo $?)
 "$PRESSURECTL_BIN" --socket "$dir/spans.sock" --json config >"$dir/json"
 check "and the rest is taken" $(python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["hold_usec"] == 5000000' "$dir/json"; echo $?)
+check "GetConfiguration has the regulator's budget and its overrides" \
+        $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["regulate_budget_usec"] == 5000; assert d["regulate_cgroups"] == [{"pattern": "/a.slice", "budget_usec": 0}]' "$dir/json"; echo $?)
+"$PRESSURECTL_BIN" --socket "$dir/spans.sock" config >"$dir/out"
+check "and config prints them" \
+        $(grep -q "under 5.00 ms/s" "$dir/out" && grep -q "^  /a.slice: not regulated" "$dir/out"; echo $?)
 # The memory pressure socket beside a socket of another name is named after it.
 check "a socket of another name gets <socket>-memory-pressure" $([ -S "$dir/spans.sock-memory-pressure" ] && [ ! -e "$dir/memory-pressure" ]; echo $?)
 kill "$spans_pid"; wait "$spans_pid"

@@ -292,6 +292,25 @@ static int cmd_config(void) {
         printf("systemd's memory pressure clients are told at %s; GLib's LowMemoryMonitor is %s.\n",
                json_object_get_string(jget(conf, "memory_pressure_level")),
                json_object_get_boolean(jget(conf, "low_memory_monitor")) ? "served" : "off");
+        int64_t budget = json_object_get_int64(jget(conf, "regulate_budget_usec"));
+        if (!jget(conf, "regulate_budget_usec"))
+                ; /* a daemon from before the regulator */
+        else if (budget > 0)
+                printf("The regulator holds the stall of scopes with shrinkers under %.2f ms/s, looking every %s, "
+                       "in steps of at most %.2f%%.\n",
+                       (double) budget / 1000, usec(json_object_get_int64(jget(conf, "regulate_interval_usec")), a, sizeof(a)),
+                       json_object_get_double(jget(conf, "regulate_step_max_percent")));
+        else
+                printf("The regulator is off (regulate_budget=0).\n");
+        struct json_object *regulated = jget(conf, "regulate_cgroups");
+        for (size_t i = 0; regulated && i < json_object_array_length(regulated); i++) {
+                struct json_object *e = json_object_array_get_idx(regulated, i);
+                int64_t sub = json_object_get_int64(jget(e, "budget_usec"));
+                if (sub > 0)
+                        printf("  %s: %.2f ms/s\n", json_object_get_string(jget(e, "pattern")), (double) sub / 1000);
+                else
+                        printf("  %s: not regulated\n", json_object_get_string(jget(e, "pattern")));
+        }
         json_object_put(conf);
         return EXIT_OK;
 }
