@@ -136,8 +136,11 @@ static void on_limit_counted(const struct round_outcome *o, void *userdata) {
         if (limit == 0 || held <= limit)
                 return;
         uint64_t bytes = MIN(held - limit, held / 4);
-        log_debug("%s: regulation: holding %llu, over the growth limit of %llu: asking for %llu.", scope_name(s),
-                  (unsigned long long) held, (unsigned long long) limit, (unsigned long long) bytes);
+        /* With what the kernel showed of their memory when the count began: what they say they hold and
+         * what the group feels can drift apart. */
+        log_debug("%s: regulation: holding %llu (resident %llu), over the growth limit of %llu: asking for %llu.",
+                  scope_name(s), (unsigned long long) held, (unsigned long long) st->resident_counted,
+                  (unsigned long long) limit, (unsigned long long) bytes);
         st->g->stats.steps++;
         st->g->stats.asked_bytes = sat_add(st->g->stats.asked_bytes, bytes);
         regulated_step(st, bytes);
