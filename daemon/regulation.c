@@ -66,7 +66,7 @@ enum regulation_verdict regulation_decide(struct regulation *r, const struct reg
         if (!over) {
                 regulation_rest(r);
                 r->was_over = false;
-                r->knee += MIN(r->knee / 10000, UINT64_MAX - r->knee);
+                r->knee += MIN(r->knee / REGULATION_CREEP_PER_LOOK, UINT64_MAX - r->knee);
                 return REGULATION_UNDER;
         }
         if (own && !r->was_over && held > 0 && r->backoff == 0)

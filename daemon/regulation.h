@@ -16,7 +16,7 @@
  *   - the growth limiter: the stall of a cache growing into a neighbour's working set is a cliff (0 ms/s,
  *     then hundreds), so a regulator that waits for it falls off it again and again. The size at which the
  *     stall last rose is remembered; under the budget the shrinkers are held a tenth below it, and the
- *     limit creeps up by 0.01% per interval (as Senpai probes upwards) so that a cache regains room it may have.
+ *     limit creeps up by 0.1% per look (as Senpai probes upwards) so that a cache regains room it may have.
  * regulator.c reads the kernel's figures and runs the rounds; this file only decides. */
 
 #include <stdbool.h>
@@ -32,6 +32,13 @@ struct regulation_params {
 #define REGULATION_BACKOFF_MAX 5     /* spacing of at most 2^5 = 32 intervals */
 #define REGULATION_BOOST_MAX 3       /* steps up to 2^3 times the proportional one... */
 #define REGULATION_STEP_HARD_MAX_PERMILLE 250 /* ...and never more than a quarter of what is held */
+/* The growth limit's edge rises by a thousandth per look under the budget: at the four looks per interval
+ * of a scope with a limit, the tenth it is held below the edge comes back in about 25 intervals. Each
+ * rise of the stall sets the edge to what is held then, a tenth or more lower: a creep of a
+ * ten-thousandth per look (the first version) lost that much faster than it came back, and the limit
+ * ratcheted down to 33 of the 44 MiB a fixed cap serves best (docs/performance-history.md,
+ * 2026-12-06). */
+#define REGULATION_CREEP_PER_LOOK 1000
 
 enum regulation_verdict {
         REGULATION_FIRST,       /* the first reading (or the counter went back): nothing to compare yet */
@@ -59,7 +66,7 @@ struct regulation {
         unsigned skip;                  /* intervals still to skip */
         /* The growth limiter: what the shrinkers held when the stall last rose over the budget from under
          * it, the edge of the cliff (0: not seen). Under the budget they are held a tenth below it, and
-         * it creeps up by 0.01% per interval, so that they find room again when the neighbour's
+         * it creeps up by REGULATION_CREEP_PER_LOOK, so that they find room again when the neighbour's
          * working set shrinks. */
         uint64_t knee;
         bool was_over;

@@ -159,11 +159,11 @@ static void test_growth_limit(void) {
         CU_ASSERT_EQUAL(r.knee, 50 * MIB);
         CU_ASSERT_EQUAL(feed(&r, &total, &now, 0, true, 44 * MIB, &bytes), REGULATION_UNDER);
         uint64_t limit = regulation_limit(&r);
-        CU_ASSERT(limit >= 45 * MIB && limit < 45 * MIB + 45 * MIB / 1000);
-        for (int i = 0; i < 1000; i++)
+        CU_ASSERT(limit >= 45 * MIB && limit <= 45 * MIB + 45 * MIB / REGULATION_CREEP_PER_LOOK + 1);
+        for (int i = 0; i < 100; i++)
                 feed(&r, &total, &now, 0, true, 44 * MIB, &bytes);
-        CU_ASSERT(regulation_limit(&r) > limit);                 /* creeping up... */
-        CU_ASSERT(regulation_limit(&r) < 50 * MIB);              /* ...slowly: 1000 intervals, not yet the edge */
+        CU_ASSERT(regulation_limit(&r) > limit + 4 * MIB);       /* creeping up: the tenth is back... */
+        CU_ASSERT(regulation_limit(&r) < 50 * MIB);              /* ...in about 100 looks, not at once */
         /* The neighbour's working set grew: the stall rises at 30 MiB, the new edge. */
         CU_ASSERT_EQUAL(feed(&r, &total, &now, 100000, true, 30 * MIB, &bytes), REGULATION_STEP);
         CU_ASSERT_EQUAL(r.knee, 30 * MIB);
@@ -221,13 +221,16 @@ static void test_closed_loop(void) {
                         stall_sum += rate;
                 }
         }
-        /* The band: within 6 MiB (under 10% of the limit), never far past the limit, never emptied. */
-        CU_ASSERT(hi - lo <= 6 * MIB);
+        /* The band: the creep takes the cache back to the edge now and then, and a step takes it back
+         * (58.9 to 65.0 MiB when this was written): within 8 MiB (an eighth of the limit), never far past
+         * the limit, never emptied. */
+        CU_ASSERT(hi - lo <= 8 * MIB);
         CU_ASSERT(hi <= limit + 4 * MIB);
         CU_ASSERT(lo >= limit - 6 * MIB);
         CU_ASSERT(steps > 0);
-        /* Once the edge is known, the cache is held under it: no stall after the warm-up. */
-        CU_ASSERT(stall_sum / 500 < 1000);
+        /* Once the edge is known, the cache is held under it but for those probes: a mean stall of a
+         * fifth of the budget at most after the warm-up (90 us/s when this was written). */
+        CU_ASSERT(stall_sum / 500 < 200);
 }
 
 int main(void) {
