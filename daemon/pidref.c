@@ -4,6 +4,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "macro.h"
 
 #ifndef SYS_pidfd_open
@@ -26,6 +28,49 @@ int pidfd_open(pid_t pid) {
 bool pidfd_alive(int pidfd) {
         struct pollfd p = { .fd = pidfd, .events = POLLIN };
         return poll(&p, 1, 0) == 0;
+}
+
+int proc_status_parse_uids(const char *text, uid_t ret[4]) {
+        assert(text);
+        assert(ret);
+
+        const char *p = strstr(text, "\nUid:");
+        unsigned long long v[4];
+        if (!p || sscanf(p + 5, "%llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3]) != 4)
+                return -EINVAL;
+        for (int i = 0; i < 4; i++) {
+                if (v[i] > UINT32_MAX)
+                        return -EINVAL;
+                ret[i] = (uid_t) v[i];
+        }
+        return 0;
+}
+
+int pidfd_open_for_uid(pid_t pid, uid_t uid, int *ret_pidfd) {
+        assert(ret_pidfd);
+
+        char path[64], buf[4096];
+        uid_t uids[4];
+        if (pid <= 0)
+                return -ESRCH;
+        _cleanup_close_ int pidfd = pidfd_open(pid);
+        if (pidfd < 0)
+                return pidfd == -EINVAL ? -ESRCH : pidfd;
+        /* Read after the pin, checked alive after the read: the status read is the pinned process's. */
+        snprintf(path, sizeof(path), "/proc/%d/status", (int) pid);
+        int r = read_file_start(path, buf, sizeof(buf));
+        if (r < 0)
+                return r == -ENOENT ? -ESRCH : r;
+        if (proc_status_parse_uids(buf, uids) < 0)
+                return -EIO;
+        if (!pidfd_alive(pidfd))
+                return -ESRCH;
+        if (uid != 0)
+                for (int i = 0; i < 4; i++)
+                        if (uids[i] != uid)
+                                return -EPERM;
+        *ret_pidfd = TAKE_FD(pidfd);
+        return 0;
 }
 
 int pidref_parse_stat(const char *text, uint64_t *ret) {

@@ -31,6 +31,13 @@ int pidref_open_proc_of_uid(pid_t pid, uid_t uid);
 
 /* A pidfd for pid (pidfd_open(2)), or a negative errno. */
 int pidfd_open(pid_t pid);
+
+/* The real, effective, saved and filesystem uids of a /proc/PID/status text. -EINVAL when it has none. */
+int proc_status_parse_uids(const char *text, uid_t ret[4]);
+/* A pidfd for a process uid may act for: any, for root; otherwise one whose every uid is uid (so no
+ * set-user-ID program another user started, nor anyone else's), as kill(2) would allow and no more.
+ * -ESRCH: no such process, or it exited while looked at; -EPERM: not uid's. */
+int pidfd_open_for_uid(pid_t pid, uid_t uid, int *ret_pidfd);
 /* A pidfd turns readable when its process exits. Not signal 0: sending it to another user's process
  * needs CAP_KILL, which the service's capability bounding set leaves out (every unprivileged client was
  * refused under systemd). */

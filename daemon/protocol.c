@@ -627,6 +627,8 @@ struct json_object *protocol_encode_shrinker_info(const struct shrinker_info_sna
         jb_set_u64(&o, "id", i->id);
         jb_set_string(&o, "name", i->name);
         jb_set_int(&o, "pid", (int) i->pid);
+        if (i->for_pid > 0)
+                jb_set_int(&o, "for_pid", (int) i->for_pid);
         jb_set_u64(&o, "uid", i->uid);
         jb_set_string(&o, "cgroup", i->cgroup);
         if (i->flags & SHRINKER_NUMA_AWARE)
@@ -699,7 +701,7 @@ int protocol_decode_shrinker_info(struct json_object *o, struct shrinker_info_sn
         struct shrinker_info_snapshot i = {};
         struct shrinker_stats *st = &i.stats;
         uint64_t uid = 0;
-        int pid = 0, seeks = 0, batch = 0;
+        int pid = 0, for_pid = 0, seeks = 0, batch = 0;
         const char *state;
         void *nodes;
 
@@ -708,6 +710,9 @@ int protocol_decode_shrinker_info(struct json_object *o, struct shrinker_info_sn
         TRY(get_u64(o, "id", true, &i.id));
         TRY(get_string(o, "name", true, &i.name));
         TRY(get_int(o, "pid", true, &pid));
+        TRY(get_int(o, "for_pid", false, &for_pid));
+        if (for_pid < 0)
+                return -EINVAL;
         TRY(get_u64(o, "uid", true, &uid));
         TRY(get_string(o, "cgroup", true, &i.cgroup));
         TRY(decode_flags(o, &i.flags));
@@ -740,6 +745,7 @@ int protocol_decode_shrinker_info(struct json_object *o, struct shrinker_info_sn
         TRY(decode_array(o, "nodes", sizeof(struct shrinker_node_figures), decode_node_figures, &nodes, &i.n_nodes));
         i.nodes = nodes;
         i.pid = pid;
+        i.for_pid = for_pid;
         i.uid = (uid_t) uid;
         i.seeks = (unsigned) seeks;
         i.batch = (unsigned) batch;

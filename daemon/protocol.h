@@ -111,6 +111,7 @@ struct shrinker_info_snapshot {
         uint64_t id;
         const char *name;
         pid_t pid;
+        pid_t for_pid; /* 0: the shrinkers free pid's own memory */
         uid_t uid;
         const char *cgroup;
         unsigned flags; /* SHRINKER_NUMA_AWARE, SHRINKER_MEMCG_AWARE */

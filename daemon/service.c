@@ -359,11 +359,13 @@ const struct param service_shrinker_spec_params[] = {
 struct serve_params {
         struct json_object *shrinkers;
         bool batched;
+        int64_t for_pid;
 };
 
 static const struct param serve_table[] = {
         { "shrinkers", PARAM_ARRAY, offsetof(struct serve_params, shrinkers), .mandatory = true },
         { "batched", PARAM_BOOL, offsetof(struct serve_params, batched) },
+        { "for_pid", PARAM_INT, offsetof(struct serve_params, for_pid), .min = 1, .max = INT32_MAX },
         {}
 };
 
@@ -441,13 +443,27 @@ static int method_serve(struct varlink_connection *c, struct json_object *params
         if (!(flags & VARLINK_CALL_MORE))
                 return varlink_error(c, VARLINK_ERROR_EXPECTED_MORE, json_object_new_object());
 
+        const struct ucred *peer = varlink_connection_peer(c);
+        _cleanup_close_ int pidfd = -EBADF;
+        pid_t measured = peer->pid;
+        if (p.for_pid > 0 && p.for_pid != peer->pid) {
+                /* An adapter for a server that cannot link libpressure: the server's memory is what its
+                 * shrinkers free. Only for a process the caller could signal itself: nobody places
+                 * shrinkers in, or is measured by, another user's process. */
+                measured = (pid_t) p.for_pid;
+                int r = pidfd_open_for_uid(measured, peer->uid, &pidfd);
+                if (r == -EPERM)
+                        return varlink_error(c, VARLINK_ERROR_PERMISSION_DENIED, json_object_new_object());
+                if (r < 0)
+                        return varlink_error_invalid_parameter(c, "for_pid");
+        }
         struct serve_call *call = calloc(1, sizeof(*call));
         if (!call)
                 return -ENOMEM;
         *call = (struct serve_call){ .svc = svc, .conn = c, .batched = p.batched };
-        const struct ucred *peer = varlink_connection_peer(c);
-        _cleanup_close_ int pidfd = varlink_connection_peer_pidfd(c);
-        if (pidfd < 0) {
+        if (measured == peer->pid)
+                pidfd = varlink_connection_peer_pidfd(c);
+        if (measured == peer->pid && pidfd < 0) {
                 /* No SO_PEERPIDFD (before Linux 6.5): pin the pid now, then check it is still the process
                  * that connected, so that the pin is that process's and not a successor's. */
                 pidfd = pidfd_open(peer->pid);
@@ -457,7 +473,7 @@ static int method_serve(struct varlink_connection *c, struct json_object *params
                         return varlink_error(c, VARLINK_ERROR_PERMISSION_DENIED, json_object_new_object());
                 }
         }
-        int r = shrink_client_new(svc->shrinkers, peer->pid, pidfd, peer->uid, call, specs, n, &cl);
+        int r = shrink_client_new(svc->shrinkers, peer->pid, measured, pidfd, peer->uid, call, specs, n, &cl);
         if (r < 0) {
                 free(call);
                 if (r == -ENOMEM)

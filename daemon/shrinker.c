@@ -81,19 +81,19 @@ static void client_destroy(struct shrink_client *cl) {
  * (an open proc file keeps reading its own process, and fails once that is gone). */
 static int client_pin(struct shrink_client *cl, int pidfd) {
         char path[64];
-        int r = pidfd >= 0 ? fcntl(pidfd, F_DUPFD_CLOEXEC, 3) : pidfd_open(cl->pid);
+        int r = pidfd >= 0 ? fcntl(pidfd, F_DUPFD_CLOEXEC, 3) : pidfd_open(cl->measured_pid);
         if (r < 0)
                 return pidfd >= 0 ? -errno : r;
         cl->pidfd = r;
-        r = cgroup_pid_get_path(cl->pid, &cl->cgroup);
+        r = cgroup_pid_get_path(cl->measured_pid, &cl->cgroup);
         if (r < 0)
                 return r;
-        snprintf(path, sizeof(path), "/proc/%d/statm", (int) cl->pid);
+        snprintf(path, sizeof(path), "/proc/%d/statm", (int) cl->measured_pid);
         cl->statm_fd = open(path, O_RDONLY | O_CLOEXEC);
         if (cl->statm_fd < 0)
                 return -errno;
         const struct cgroup_layout *layout = scope_registry_layout(cl->registry->scopes);
-        cl->own_cgroup = layout && cgroup_only_process(layout, cl->cgroup, cl->pid) > 0;
+        cl->own_cgroup = layout && cgroup_only_process(layout, cl->cgroup, cl->measured_pid) > 0;
         if (!pidfd_alive(cl->pidfd))
                 return -ESRCH;
         r = sd_event_add_io(cl->registry->event, &cl->pidfd_source, cl->pidfd, EPOLLIN, on_pidfd, cl);
@@ -207,13 +207,13 @@ fail:
         return r;
 }
 
-int shrink_client_new(struct shrink_registry *reg, pid_t pid, int pidfd, uid_t uid, void *owner,
+int shrink_client_new(struct shrink_registry *reg, pid_t pid, pid_t measured_pid, int pidfd, uid_t uid, void *owner,
                       const struct shrinker_spec *specs, size_t n, struct shrink_client **ret) {
         assert(reg);
 
         int r;
 
-        if (pid <= 0)
+        if (pid <= 0 || measured_pid <= 0)
                 return -ESRCH;
         struct shrink_client *cl = calloc(1, sizeof(*cl));
         if (!cl)
@@ -221,6 +221,7 @@ int shrink_client_new(struct shrink_registry *reg, pid_t pid, int pidfd, uid_t u
         cl->registry = reg;
         cl->owner = owner;
         cl->pid = pid;
+        cl->measured_pid = measured_pid;
         cl->uid = uid;
         cl->pidfd = -EBADF;
         cl->statm_fd = -EBADF;
@@ -240,8 +241,12 @@ int shrink_client_new(struct shrink_registry *reg, pid_t pid, int pidfd, uid_t u
 
         LIST_PREPEND(reg->clients, cl);
         reg->n_clients++;
-        log_client(cl->uid, LOG_INFO, "pid %d (uid %u, cgroup %s) registered %zu shrinker%s.", (int) cl->pid, (unsigned) cl->uid,
-                         cl->cgroup, n, n == 1 ? "" : "s");
+        if (cl->measured_pid != cl->pid)
+                log_client(cl->uid, LOG_INFO, "pid %d (uid %u) registered %zu shrinker%s for pid %d (cgroup %s).",
+                           (int) cl->pid, (unsigned) cl->uid, n, n == 1 ? "" : "s", (int) cl->measured_pid, cl->cgroup);
+        else
+                log_client(cl->uid, LOG_INFO, "pid %d (uid %u, cgroup %s) registered %zu shrinker%s.", (int) cl->pid,
+                           (unsigned) cl->uid, cl->cgroup, n, n == 1 ? "" : "s");
         *ret = cl;
         return 0;
 }
@@ -356,7 +361,7 @@ int shrink_client_resident(struct shrink_client *cl, uint64_t *ret) {
         /* Its own cgroup sees what the RSS does not: memory it freed but the heap kept, page cache it
          * dropped. Checked again each time (cgroup.procs of a group of one is a few bytes): a child or
          * a second process makes the group no longer the client's alone. */
-        if (cl->own_cgroup && cgroup_only_process(layout, cl->cgroup, cl->pid) > 0) {
+        if (cl->own_cgroup && cgroup_only_process(layout, cl->cgroup, cl->measured_pid) > 0) {
                 uint64_t usage, limit;
                 if (cgroup_memory(layout, cl->cgroup, &usage, &limit) >= 0 && pidfd_alive(cl->pidfd)) {
                         *ret = usage;
@@ -408,6 +413,7 @@ int shrinker_info(const struct shrinker *sh, struct shrinker_info_snapshot *ret)
                 .id = sh->id,
                 .name = sh->name,
                 .pid = cl->pid,
+                .for_pid = cl->measured_pid != cl->pid ? cl->measured_pid : 0,
                 .uid = cl->uid,
                 .cgroup = cl->cgroup,
                 .flags = sh->flags,

@@ -42,9 +42,10 @@ struct shrink_client {
         struct shrink_registry *registry;
         struct shrink_client *prev, *next;
         void *owner; /* the serving connection, to whoever registered the client */
-        pid_t pid;
+        pid_t pid;          /* the process that registered: it answers, and its connection is the client's */
+        pid_t measured_pid; /* whose memory the shrinkers free: pid, or a server it serves for (for_pid) */
         uid_t uid;
-        int pidfd;
+        int pidfd;          /* measured_pid's pin */
         sd_event_source *pidfd_source;
         int statm_fd; /* /proc/PID/statm, opened under the pin */
         bool own_cgroup; /* alone in its cgroup: measured by the cgroup's memory, not its RSS */
@@ -101,10 +102,12 @@ struct shrinker_spec {
 };
 
 /* Register process pid (of uid, as the kernel vouched for it) with its shrinkers (the caller has
- * validated the specs). pidfd: the kernel's pidfd of that process where there is one (borrowed; it is
+ * validated the specs). measured_pid: whose memory they free, pid itself or a process pid serves for
+ * (the caller checked pid may); its cgroup places the shrinkers and its memory is measured, and its exit
+ * ends the client. pidfd: the kernel's pidfd of measured_pid where there is one (borrowed; it is
  * duplicated), else -EBADF and the pid is pinned now, which a pid reused since it was read would fool.
  * -ESRCH when the process cannot be pinned (it exited). */
-int shrink_client_new(struct shrink_registry *reg, pid_t pid, int pidfd, uid_t uid, void *owner,
+int shrink_client_new(struct shrink_registry *reg, pid_t pid, pid_t measured_pid, int pidfd, uid_t uid, void *owner,
                       const struct shrinker_spec *specs, size_t n, struct shrink_client **ret);
 /* Tell the observers that the client is there (reclaim may send it requests at once). Separate from
  * shrink_client_new() so that the owner can first tell the client its token and ids. */

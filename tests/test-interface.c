@@ -258,7 +258,7 @@ static void test_codec_against_idl(void) {
                                        .token = "t", .n_shrinkers = 1, .shrinkers = refs }));
         struct shrinker_node_figures nodes[] = { { .node = 0, .objects = 1, .bytes = 2, .deferred = 3 } };
         sample("ShrinkerInfo", protocol_encode_shrinker_info(&(struct shrinker_info_snapshot){
-                                       .id = 1, .name = "n", .cgroup = "/", .flags = SHRINKER_NUMA_AWARE | SHRINKER_MEMCG_AWARE,
+                                       .id = 1, .name = "n", .for_pid = 2, .cgroup = "/", .flags = SHRINKER_NUMA_AWARE | SHRINKER_MEMCG_AWARE,
                                        .n_nodes = 1, .nodes = nodes, .client_trust = 900 }));
 
         /* GetConfiguration's reply is the codec's whole: held to the method's output. */

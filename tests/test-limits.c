@@ -1094,6 +1094,82 @@ static char *call_root(const char *call) {
         return reply;
 }
 
+/* Serve for another process (an adapter for a server that cannot link libpressure): root may name any
+ * process, a user only one all of whose uids are its own; the process named places and measures the
+ * shrinkers, and its exit ends the call. */
+static char *serve_for(int c, long long pid) {
+        char call[256], *msg = NULL;
+        snprintf(call, sizeof(call), "{\"method\":\"io.pressured.Serve\",\"parameters\":{\"shrinkers\":[{\"name\":\"adapted\"}],"
+                                     "\"for_pid\":%lld},\"more\":true}", pid);
+        if (test_send_raw(c, call, strlen(call) + 1) < 0 || test_recv_msg(c, 10000, &msg) != 1)
+                return NULL;
+        return msg;
+}
+
+static char answer_letter(const char *msg) {
+        return !msg ? '?' : strstr(msg, "\"token\"") ? 'y' : strstr(msg, "PermissionDenied") ? 'p' : strstr(msg, "InvalidParameter") ? 'i' : '?';
+}
+
+static void test_serve_for_pid(void) {
+        CU_ASSERT_EQUAL_FATAL(start_with(""), 0);
+
+        /* Root serves for a process of its own: registered, listed with it, ended by its exit. */
+        pid_t server = fork();
+        CU_ASSERT_FATAL(server >= 0);
+        if (server == 0) {
+                for (;;)
+                        pause();
+        }
+        test_cleanup_pid(server);
+        int c = test_connect(daemon_.socket);
+        CU_ASSERT_FATAL(c >= 0);
+        _cleanup_free_ char *reg = serve_for(c, server);
+        CU_ASSERT_EQUAL(answer_letter(reg), 'y');
+        _cleanup_free_ char *list = call_root("{\"method\":\"io.pressured.ListShrinkers\"}");
+        char want[64];
+        snprintf(want, sizeof(want), "\"for_pid\":%d", (int) server);
+        CU_ASSERT_PTR_NOT_NULL(list && strstr(list, want));
+        snprintf(want, sizeof(want), "\"pid\":%d", (int) getpid());
+        CU_ASSERT_PTR_NOT_NULL(list && strstr(list, want)); /* the caller answers */
+        kill(server, SIGKILL);
+        waitpid(server, NULL, 0);
+        test_cleanup_forget_pid(server);
+        char *more = NULL;
+        CU_ASSERT_EQUAL(test_recv_msg(c, 10000, &more), 0); /* the call ends with the server */
+        free(more);
+        close(c);
+
+        /* A user: not root's process (pid 1), not a process that is not there, but its own. */
+        int fd;
+        pid_t pid = fork_as_nobody(&fd);
+        CU_ASSERT_FATAL(pid >= 0);
+        if (pid == 0) {
+                char result[3] = "???";
+                pid_t own = fork();
+                if (own == 0) {
+                        for (;;)
+                                pause();
+                }
+                for (int i = 0; i < 3; i++) {
+                        int k = test_connect(daemon_.socket);
+                        char *msg = k >= 0 ? serve_for(k, i == 0 ? 1 : i == 1 ? INT32_MAX : own) : NULL;
+                        result[i] = answer_letter(msg);
+                        free(msg);
+                        if (k >= 0)
+                                close(k);
+                }
+                kill(own, SIGKILL);
+                (void) !write(fd, result, 3);
+                _exit(0);
+        }
+        char result[4] = "";
+        CU_ASSERT_EQUAL(read(fd, result, 3), 3);
+        CU_ASSERT_STRING_EQUAL(result, "piy");
+        close(fd);
+        waitpid(pid, NULL, 0);
+        CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
+}
+
 static bool log_level_is(const char *level) {
         char want[64];
         snprintf(want, sizeof(want), "\"log_level\":\"%s\"", level);
@@ -1173,6 +1249,7 @@ int main(void) {
                 { "a oneway flood on one connection", test_oneway_flood },
                 { "descriptors kept for the daemon's own work", test_fd_reserve },
                 { "the log level at run time", test_set_log_level },
+                { "serving for another process", test_serve_for_pid },
                 {},
         };
         const char *skip = test_need_root_psi();
