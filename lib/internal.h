@@ -131,6 +131,7 @@ struct pressure_client {
         int wake_fd;    /* readable while work waits that no socket shows */
         int retry_fd;   /* timerfd: reach the daemon again */
         int release_fd; /* timerfd: a release that was not due yet */
+        pid_t serve_for; /* Serve's for_pid: whose memory the shrinkers free (0: this process's) */
 
         /* The daemon: away after a stream ended or a connect failed; retried with a backoff. */
         bool away;

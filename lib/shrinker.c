@@ -12,6 +12,7 @@
 #include <syslog.h>
 
 #include "internal.h"
+#include "pressure-private.h"
 #include "list.h"
 #include "macro.h"
 #include "protocol.h"
@@ -165,6 +166,8 @@ static void serve_start(struct pressure_client *c) {
         json_object_object_add(params, "shrinkers", list);
         /* Requests made together come in one message, and go back in one Answer. */
         json_object_object_add(params, "batched", json_object_new_boolean(1));
+        if (c->serve_for > 0)
+                json_object_object_add(params, "for_pid", json_object_new_int64(c->serve_for));
         struct json_object *call = call_new("io.pressured.Serve", params, true, false);
 
         int r = members ? conn_open(&c->serve, c->path, c->epoll_fd) : -ENOMEM;
@@ -443,6 +446,15 @@ EXPORT int pressure_client_set_release(struct pressure_client *c, pressure_relea
         client_lock(c);
         c->release = release;
         c->release_userdata = userdata;
+        client_unlock(c);
+        return 0;
+}
+
+EXPORT int pressure_client_set_serve_for(struct pressure_client *c, pid_t pid) {
+        if (!c || pid < 0)
+                return -EINVAL;
+        client_lock(c);
+        c->serve_for = pid;
         client_unlock(c);
         return 0;
 }

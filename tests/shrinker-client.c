@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "pressure.h"
+#include "pressure-private.h"
 
 struct cache {
         void **objects;
@@ -139,12 +139,14 @@ int main(int argc, char *argv[]) {
                 { "pin", no_argument, NULL, 'p' },
                 { "no-release", no_argument, NULL, 'r' },
                 { "grow", required_argument, NULL, 'g' },
+                /* as an adapter: the shrinkers free memory of this other process */
+                { "serve-for", required_argument, NULL, 'F' },
                 {},
         };
         const char *socket_path = NULL;
         size_t objects = 10000, k = 1;
         unsigned flags = 0;
-        int use_thread = 0, pin = 0, no_release = 0, grow_ms = -1, c;
+        int use_thread = 0, pin = 0, no_release = 0, grow_ms = -1, serve_for = 0, c;
 
         cache.size = 1024;
         while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
@@ -164,6 +166,7 @@ int main(int argc, char *argv[]) {
                 case 'p': pin = 1; break;
                 case 'r': no_release = 1; break;
                 case 'g': grow_ms = atoi(optarg); break;
+                case 'F': serve_for = atoi(optarg); break;
                 default: return 2;
                 }
 
@@ -183,6 +186,8 @@ int main(int argc, char *argv[]) {
         }
         if (no_release)
                 (void) pressure_client_set_release(client, NULL, NULL);
+        if (serve_for > 0)
+                (void) pressure_client_set_serve_for(client, serve_for);
         printf("ready");
         for (size_t i = 0; i < k; i++) {
                 char name[32];

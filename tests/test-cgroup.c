@@ -13,6 +13,7 @@
 #include "cgroup.h"
 #include "kmsg.h"
 #include "macro.h"
+#include "pidref.h"
 #include "pressure-gen.h"
 #include "test-util.h"
 
@@ -282,6 +283,35 @@ static void test_kmsg(void) {
         CU_ASSERT(kmsg_find_oom_kill("/dev/null", "/", 0, 10, &r) < 0);
 }
 
+/* /proc/PID/status and /proc/PID/stat, as the kernel writes them and as they must not be read. */
+static void test_proc_texts(void) {
+        uid_t u[4];
+        CU_ASSERT_EQUAL(proc_status_parse_uids("Name:\tredis-server\nUmask:\t0022\nState:\tS (sleeping)\n"
+                                               "Uid:\t107\t108\t109\t110\nGid:\t0\t0\t0\t0\n", u), 0);
+        CU_ASSERT(u[0] == 107 && u[1] == 108 && u[2] == 109 && u[3] == 110);
+        CU_ASSERT_EQUAL(proc_status_parse_uids("Name:\tx\nUid:\t4294967295\t0\t0\t0\n", u), 0);
+        CU_ASSERT_EQUAL(u[0], (uid_t) 4294967295u);
+        CU_ASSERT_EQUAL(proc_status_parse_uids("Name:\tx\nUid:\t4294967296\t0\t0\t0\n", u), -EINVAL);
+        CU_ASSERT_EQUAL(proc_status_parse_uids("Name:\tx\nUid:\t1\t2\t3\n", u), -EINVAL);
+        CU_ASSERT_EQUAL(proc_status_parse_uids("Name:\tUid:\t1\t2\t3\t4\n", u), -EINVAL); /* not a line of its own */
+        CU_ASSERT_EQUAL(proc_status_parse_uids("", u), -EINVAL);
+        /* The real thing: this process's own. */
+        char buf[4096];
+        FILE *f = fopen("/proc/self/status", "re");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[n] = 0;
+        CU_ASSERT_EQUAL(proc_status_parse_uids(buf, u), 0);
+        CU_ASSERT(u[0] == getuid() && u[1] == geteuid());
+
+        uint64_t start;
+        CU_ASSERT_EQUAL(pidref_parse_stat("42 (a (b) c) S 1 42 42 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 12345 0 0", &start), 0);
+        CU_ASSERT_EQUAL(start, 12345u);
+        CU_ASSERT_EQUAL(pidref_parse_stat("42 (x) S 1 2", &start), -EINVAL);
+        CU_ASSERT_EQUAL(pidref_parse_stat("no parenthesis", &start), -EINVAL);
+}
+
 int main(int argc, char *argv[]) {
         if (argc == 2 && strcmp(argv[1], "--grow") == 0) {
                 size_t size = 32u << 20;
@@ -303,6 +333,7 @@ int main(int argc, char *argv[]) {
                 { "headroom levels, thresholds and the next look", test_headroom_arithmetic },
                 { "meminfo and memory.events text", test_headroom_texts },
                 { "the kernel log's oom-kill lines", test_kmsg },
+                { "process status and stat texts", test_proc_texts },
                 {},
         };
         return test_run("cgroup", cases, NULL);

@@ -826,6 +826,52 @@ static void test_regulator_steps_below_the_levels(void) {
         pressure_gen_destroy(&g);
 }
 
+/* An adapter's client: shrinker-client serving for a sleeping "server" in a group of its own. The
+ * shrinkers are placed in the server's cgroup and listed with it; when the server exits, they are
+ * unregistered (the daemon ends the call) and the client keeps trying, refused, without crashing. */
+static void test_serve_for_another_process(void) {
+        struct test_child c = { .lines.fd = -1 };
+        struct pressure_gen g;
+        char line[512], arg[32];
+
+        group_create(&g);
+        pid_t server = fork();
+        CU_ASSERT_FATAL(server >= 0);
+        if (server == 0) {
+                char path[700];
+                snprintf(path, sizeof(path), "%s/cgroup.procs", g.v2_dir);
+                FILE *f = fopen(path, "we");
+                if (!f || fputs("0", f) < 0 || fclose(f) != 0)
+                        _exit(3);
+                for (;;)
+                        pause();
+        }
+        test_cleanup_pid(server);
+        snprintf(arg, sizeof(arg), "%d", (int) server);
+        const char *const args[] = { "--serve-for", arg, NULL };
+        CU_ASSERT_EQUAL_FATAL(client_start(&c, NULL, false, args), 0);
+        CU_ASSERT_EQUAL_FATAL(client_wait(&c, "ready", 10000, line, sizeof(line)), 0);
+
+        struct json_object *sh = shrinker_of(c.pid);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(sh);
+        CU_ASSERT_EQUAL(json_object_get_int(jget(sh, "for_pid")), server);
+        CU_ASSERT_STRING_EQUAL(json_object_get_string(jget(sh, "cgroup")), g.cgroup);
+        json_object_put(sh);
+
+        kill(server, SIGKILL);
+        waitpid(server, NULL, 0);
+        test_cleanup_forget_pid(server);
+        char needle[64];
+        snprintf(needle, sizeof(needle), "pid %d left", (int) c.pid);
+        CU_ASSERT(log_wait_both(needle, NULL, 1, 10000) >= 1);
+        sh = shrinker_of(c.pid);
+        CU_ASSERT_PTR_NULL(sh);
+        json_object_put(sh);
+        CU_ASSERT_EQUAL(kill(c.pid, 0), 0); /* refused since, and still there */
+        test_child_stop(&c);
+        pressure_gen_destroy(&g);
+}
+
 int main(void) {
         static const struct test_case cases[] = {
                 { "cgroup pressure asks only its subtree", test_cgroup_pressure_asks_only_its_subtree },
@@ -838,6 +884,7 @@ int main(void) {
                 { "a client re-registers after a daemon restart", test_client_survives_restart },
                 { "a stopped client delays nobody", test_stopped_client_delays_nobody },
                 { "the regulator steps below the levels", test_regulator_steps_below_the_levels },
+                { "an adapter serves for another process", test_serve_for_another_process },
                 { "hostile clients cannot pause an honest one", test_hostile_clients },
                 { "a client that never runs out cannot hold a Shrink", test_endless_client },
                 { "daemon stops cleanly", test_stop },

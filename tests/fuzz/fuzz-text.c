@@ -123,6 +123,8 @@ static void parse(unsigned which, const char *text) {
         case TEXT_PROC_STAT: {
                 uint64_t v;
                 (void) pidref_parse_stat(text, &v);
+                uid_t u[4];
+                (void) proc_status_parse_uids(text, u);
                 break;
         }
         case TEXT_KMSG: {
