@@ -1,0 +1,170 @@
+#!/bin/bash
+# pressure-adapt against a real Redis (Debian's, installed by build-aux/install-deps) and the real daemon:
+# it registers for Redis's pid, a Shrink lowers maxmemory and Redis evicts, the cap rises back once
+# quiet, Redis's own setting comes back when the adapter stops, a noeviction Redis and a wrong password
+# are refused with nothing changed, and a restarted Redis is served again.
+set -u
+PRESSURED_BIN=${PRESSURED_BIN:-./pressured}
+PRESSURECTL_BIN=${PRESSURECTL_BIN:-./pressurectl}
+ADAPT_BIN=${PRESSURE_ADAPT_BIN:-./pressure-adapt}
+
+pass=0
+fail=0
+check() { # name, condition result
+        if [ "$2" -eq 0 ]; then pass=$((pass + 1)); echo "ok - $1"; else fail=$((fail + 1)); echo "FAIL - $1"; fi
+}
+# Wait up to $1 seconds for a command to succeed (Redis's settings have no event to wait on).
+until_ok() { t=$(($1 * 10)); shift; while [ "$t" -gt 0 ]; do "$@" && return 0; sleep 0.1; t=$((t - 1)); done; return 1; }
+
+# Debian ships the server binary in redis-tools as redis-check-rdb; it is the server when called so.
+redis_bin=$(command -v redis-server || true)
+dir=$(mktemp -d /tmp/pressured-adapt-test-XXXXXX)
+if [ -z "$redis_bin" ] && [ -x /usr/bin/redis-check-rdb ]; then
+        ln -s /usr/bin/redis-check-rdb "$dir/redis-server"
+        redis_bin=$dir/redis-server
+fi
+if [ -z "$redis_bin" ] || ! command -v redis-cli >/dev/null; then
+        echo "SKIP: no redis-server (build-aux/install-deps installs redis-tools)"
+        rm -rf "$dir"
+        exit 77
+fi
+daemon_pid=
+adapt_pid=
+redis_pid=
+cleanup() {
+        [ -n "$adapt_pid" ] && kill "$adapt_pid" 2>/dev/null && wait "$adapt_pid" 2>/dev/null
+        [ -n "$redis_pid" ] && kill "$redis_pid" 2>/dev/null && wait "$redis_pid" 2>/dev/null
+        [ -n "$daemon_pid" ] && kill "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null
+        rm -rf "$dir"
+}
+trap cleanup EXIT
+
+sock=$dir/io.pressured
+rsock=$dir/redis.sock
+rcli() { redis-cli -s "$rsock" "$@"; }
+start_redis() { # extra arguments
+        "$redis_bin" --port 0 --unixsocket "$rsock" --save '' --appendonly no --maxmemory-policy allkeys-lru "$@" \
+                >>"$dir/redis.log" 2>&1 &
+        redis_pid=$!
+        until_ok 10 sh -c "redis-cli -s '$rsock' ping 2>/dev/null | grep -q PONG"
+}
+# 15,000 values of 4,000 bytes: about 63 MB of used_memory.
+fill() {
+        python3 - "$rsock" <<'EOF'
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+val, buf = b"v" * 4000, b""
+for i in range(15000):
+    k = b"key%d" % i
+    buf += b"*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(k), k, len(val), val)
+    if len(buf) > 1 << 20:
+        s.sendall(buf)
+        buf = b""
+s.sendall(buf + b"*1\r\n$4\r\nPING\r\n")
+got = b""
+while not got.endswith(b"+PONG\r\n"):
+    got += s.recv(1 << 20)
+EOF
+}
+used() { rcli info memory | tr -d '\r' | sed -n 's/^used_memory://p'; }
+maxmemory() { rcli config get maxmemory | tail -n 1; }
+shrinker_json() { "$PRESSURECTL_BIN" --socket "$sock" --json shrinkers; }
+for_pid_is() { # pid
+        shrinker_json | python3 -c 'import json, sys
+d = json.load(sys.stdin)
+sys.exit(0 if any(s.get("for_pid") == int(sys.argv[1]) and s["name"].startswith("redis:") for s in d["shrinkers"]) else 1)' "$1"
+}
+shrinker_id() { shrinker_json | python3 -c 'import json, sys; print([s["id"] for s in json.load(sys.stdin)["shrinkers"] if s["name"].startswith("redis:")][0])'; }
+
+"$PRESSURED_BIN" --config /dev/null --socket "$sock" 2>"$dir/daemon.log" &
+daemon_pid=$!
+until_ok 10 test -S "$sock"
+check "the daemon listens" $?
+start_redis
+check "redis-server runs ($("$redis_bin" --version | cut -d' ' -f3))" $?
+fill
+before=$(used)
+check "Redis holds the values (used_memory $before)" $([ "${before:-0}" -gt 50000000 ]; echo $?)
+
+# Registered for Redis's pid.
+"$ADAPT_BIN" -v --socket "$sock" --floor 4M --quiet 2 redis "$rsock" 2>"$dir/adapt.log" &
+adapt_pid=$!
+until_ok 10 for_pid_is "$redis_pid"
+check "the adapter's shrinker is registered for Redis's pid" $?
+
+# A Shrink of 160 objects of 64 KiB (10 MiB): maxmemory lowered, Redis evicted.
+"$PRESSURECTL_BIN" --socket "$sock" shrink --shrinker "$(shrinker_id)" --nr 160 >"$dir/shrink.out" 2>&1
+check "pressurectl shrink of the adapter's shrinker succeeds" $?
+after=$(used)
+cap=$(maxmemory)
+check "maxmemory lowered ($cap) and Redis evicted (used_memory $before -> $after)" \
+        $([ "$cap" -gt 0 ] && [ $((before - after)) -gt 8000000 ]; echo $?)
+check "the adapter measured and said what it asked and what fell" $(grep -q "asked .* used_memory fell" "$dir/adapt.log"; echo $?)
+
+# Quiet: the cap is raised back to Redis's own (none) step by step.
+maxmemory_is() { [ "$(maxmemory)" = "$1" ]; }
+until_ok 60 maxmemory_is 0
+check "once quiet, maxmemory rises back to Redis's own (0)" $?
+check "in steps" $(grep -q "quiet, maxmemory raised to" "$dir/adapt.log"; echo $?)
+
+# Stopped after a Shrink: Redis's own setting back, exactly.
+rcli config set maxmemory 200000000 >/dev/null
+kill "$adapt_pid"; wait "$adapt_pid"
+"$ADAPT_BIN" -v --socket "$sock" --floor 4M --quiet 600 redis "$rsock" 2>"$dir/adapt2.log" &
+adapt_pid=$!
+until_ok 10 for_pid_is "$redis_pid"
+"$PRESSURECTL_BIN" --socket "$sock" shrink --shrinker "$(shrinker_id)" --nr 80 >/dev/null 2>&1
+cap=$(maxmemory)
+check "a second adapter lowers a set maxmemory ($cap)" $([ "$cap" -lt 200000000 ]; echo $?)
+kill "$adapt_pid"; wait "$adapt_pid"
+status=$?
+adapt_pid=
+check "SIGTERM: exit 0" $([ "$status" = 0 ]; echo $?)
+check "and Redis's own maxmemory is back, exactly" $([ "$(maxmemory)" = 200000000 ]; echo $?)
+
+# Redis restarted under the adapter: served again, for the new pid.
+"$ADAPT_BIN" -v --socket "$sock" --floor 4M redis "$rsock" 2>"$dir/adapt3.log" &
+adapt_pid=$!
+until_ok 10 for_pid_is "$redis_pid"
+old_pid=$redis_pid
+kill "$redis_pid"; wait "$redis_pid" 2>/dev/null
+redis_pid=
+start_redis
+until_ok 60 for_pid_is "$redis_pid"
+check "Redis restarted (pid $old_pid -> $redis_pid): the shrinker is registered for the new one" $?
+kill "$adapt_pid"; wait "$adapt_pid"
+adapt_pid=
+
+# A noeviction Redis: refused, and nothing changed.
+rcli config set maxmemory-policy noeviction >/dev/null
+rcli config set maxmemory 0 >/dev/null
+"$ADAPT_BIN" --socket "$sock" redis "$rsock" 2>"$dir/noevict.log"
+status=$?
+check "noeviction: exit 1" $([ "$status" = 1 ]; echo $?)
+check "and says why" $(grep -q "maxmemory-policy noeviction" "$dir/noevict.log"; echo $?)
+check "and changed nothing" $([ "$(maxmemory)" = 0 ] && [ "$(rcli config get maxmemory-policy | tail -n 1)" = noeviction ]; echo $?)
+rcli config set maxmemory-policy allkeys-lru >/dev/null
+
+# A wrong password: refused, and the password is not printed.
+rcli config set requirepass right-one >/dev/null
+echo wrong-one >"$dir/password"
+"$ADAPT_BIN" --socket "$sock" --password-file "$dir/password" redis "$rsock" 2>"$dir/auth.log"
+status=$?
+check "a wrong password: exit 1" $([ "$status" = 1 ]; echo $?)
+check "named as refused, the password itself not printed" \
+        $(grep -q "refused the password from" "$dir/auth.log" && ! grep -q wrong-one "$dir/auth.log"; echo $?)
+echo right-one >"$dir/password"
+"$ADAPT_BIN" --socket "$sock" --password-file "$dir/password" redis "$rsock" 2>"$dir/auth2.log" &
+adapt_pid=$!
+until_ok 10 for_pid_is "$redis_pid"
+check "the right password: registered" $?
+
+# Bad arguments.
+"$ADAPT_BIN" memcached "$rsock" 2>/dev/null
+check "an unknown server kind: exit 2" $([ $? = 2 ]; echo $?)
+"$ADAPT_BIN" --floor lots redis "$rsock" 2>/dev/null
+check "a bad --floor: exit 2" $([ $? = 2 ]; echo $?)
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
