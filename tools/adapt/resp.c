@@ -161,9 +161,12 @@ static int parse_at(const char *text, size_t n, struct resp_reply *ret, size_t *
         case RESP_STATUS:
         case RESP_ERROR:
                 ret->type = (enum resp_type) text[0];
-                ret->str = strndup(body, body_len);
+                /* Not strndup(): a NUL inside would make the copy shorter than len says. */
+                ret->str = malloc(body_len + 1);
                 if (!ret->str)
                         return -ENOMEM;
+                memcpy(ret->str, body, body_len);
+                ret->str[body_len] = 0;
                 ret->len = body_len;
                 *ret_used = used;
                 return 0;

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/* pressure-adapt's RESP parser on replies as Redis writes them, cut short, and malformed; and INFO text. */
+#include <errno.h>
+#include <string.h>
+
+#include "resp.h"
+#include "test-util.h"
+
+static int parse(const char *text, struct resp_reply *r, size_t *used) {
+        return resp_parse(text, strlen(text), r, used);
+}
+
+static void test_replies(void) {
+        struct resp_reply r;
+        size_t used;
+        CU_ASSERT_EQUAL(parse("+OK\r\n", &r, &used), 0);
+        CU_ASSERT(r.type == RESP_STATUS && strcmp(r.str, "OK") == 0 && used == 5);
+        resp_reply_done(&r);
+        CU_ASSERT_EQUAL(parse("-ERR wrong\r\n:1\r\n", &r, &used), 0);
+        CU_ASSERT(r.type == RESP_ERROR && strcmp(r.str, "ERR wrong") == 0 && used == 12); /* the next stays */
+        resp_reply_done(&r);
+        CU_ASSERT_EQUAL(parse(":-42\r\n", &r, &used), 0);
+        CU_ASSERT(r.type == RESP_INTEGER && r.integer == -42);
+        resp_reply_done(&r);
+        CU_ASSERT_EQUAL(parse("$-1\r\n", &r, &used), 0);
+        CU_ASSERT(r.type == RESP_BULK && r.integer == -1 && !r.str);
+        resp_reply_done(&r);
+        CU_ASSERT_EQUAL(parse("$4\r\na\r\nb\r\n", &r, &used), 0); /* a bulk holds CRLF */
+        CU_ASSERT(r.type == RESP_BULK && r.len == 4 && memcmp(r.str, "a\r\nb", 4) == 0 && used == 10);
+        resp_reply_done(&r);
+        /* CONFIG GET maxmemory */
+        CU_ASSERT_EQUAL(parse("*2\r\n$9\r\nmaxmemory\r\n$8\r\n20971520\r\n", &r, &used), 0);
+        CU_ASSERT_EQUAL_FATAL(r.n_elements, 2u);
+        CU_ASSERT_STRING_EQUAL(r.elements[1].str, "20971520");
+        resp_reply_done(&r);
+        CU_ASSERT_EQUAL(parse("*0\r\n", &r, &used), 0);
+        CU_ASSERT(r.type == RESP_ARRAY && r.n_elements == 0);
+        resp_reply_done(&r);
+}
+
+static void test_short_and_bad(void) {
+        struct resp_reply r;
+        size_t used;
+        static const char *const short_[] = { "", "+OK", "+OK\r", "$5\r\nabc", "$5\r\nabcde\r", "*2\r\n:1\r\n", ":12" };
+        for (size_t i = 0; i < sizeof(short_) / sizeof(short_[0]); i++)
+                CU_ASSERT_EQUAL(parse(short_[i], &r, &used), -EAGAIN);
+        static const char *const bad[] = {
+                "\r\n", "?x\r\n", ":12a\r\n", ":\r\n", "$-2\r\n", "$3\r\nabcd\r\n", "*-5\r\n", "*1025\r\n",
+                "$99999999999\r\n", "*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n:1\r\n", /* deeper than 4 */
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                CU_ASSERT_EQUAL(parse(bad[i], &r, &used), -EPROTO);
+        /* A status line with a NUL: the copy is as long as the line (a fuzzer found the short copy). */
+        CU_ASSERT_EQUAL(resp_parse("+a\0b\r\n", 6, &r, &used), 0);
+        CU_ASSERT(r.len == 3 && r.str[3] == 0);
+        resp_reply_done(&r);
+}
+
+static void test_info(void) {
+        static const char info[] = "# Memory\r\nused_memory:63487152\r\nused_memory_human:60.55M\r\n"
+                                   "used_memory_rss:76906496\r\nused_memory_peak:1\r\n";
+        unsigned long long v;
+        CU_ASSERT_EQUAL(resp_info_u64(info, "used_memory", &v), 0);
+        CU_ASSERT_EQUAL(v, 63487152u);
+        CU_ASSERT_EQUAL(resp_info_u64(info, "used_memory_rss", &v), 0);
+        CU_ASSERT_EQUAL(v, 76906496u);
+        CU_ASSERT_EQUAL(resp_info_u64(info, "used_memory_human", &v), -EINVAL);
+        CU_ASSERT_EQUAL(resp_info_u64(info, "process_id", &v), -ENOENT);
+        CU_ASSERT_EQUAL(resp_info_u64("used_memory:-5\r\n", "used_memory", &v), -EINVAL);
+        CU_ASSERT_EQUAL(resp_info_u64("used_memory:99999999999999999999999\r\n", "used_memory", &v), -EINVAL);
+}
+
+int main(void) {
+        static const struct test_case cases[] = {
+                { "replies as Redis writes them", test_replies },
+                { "replies cut short, and malformed", test_short_and_bad },
+                { "INFO fields", test_info },
+                {},
+        };
+        return test_run("resp", cases, NULL);
+}
