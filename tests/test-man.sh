@@ -32,7 +32,7 @@ sed -n '/^\.SH SYNOPSIS/,/^\.SH DESCRIPTION/p' "$SRC/man/libpressure.3" | grep -
 missing=$(comm -23 "$tmp/symbols" "$tmp/listed")
 check "libpressure(3) lists all $(wc -l <"$tmp/symbols") stable functions" $([ -z "$missing" ]; echo $?)
 [ -n "$missing" ] && echo "    missing: $missing"
-for page in pressurectl.1 pressured.8 pressured.conf.5 libpressure.3; do
+for page in pressurectl.1 pressured.8 pressured.conf.5 libpressure.3 pressure-adapt.1; do
         check "$page has EXAMPLES" $(grep -q '^\.SH EXAMPLES' "$SRC/man/$page"; echo $?)
 done
 
