@@ -2,7 +2,7 @@
 # pressure-adapt against a real Redis (Debian's, installed by build-aux/install-deps) and the real daemon:
 # it registers for Redis's pid, a Shrink lowers maxmemory and Redis evicts, the cap rises back once
 # quiet, Redis's own setting comes back when the adapter stops, a noeviction Redis and a wrong password
-# are refused with nothing changed, and a restarted Redis is served again.
+# are refused with nothing changed (volatile-* too), and a restarted Redis is served again.
 set -u
 PRESSURED_BIN=${PRESSURED_BIN:-./pressured}
 PRESSURECTL_BIN=${PRESSURECTL_BIN:-./pressurectl}
@@ -144,6 +144,10 @@ status=$?
 check "noeviction: exit 1" $([ "$status" = 1 ]; echo $?)
 check "and says why" $(grep -q "maxmemory-policy noeviction" "$dir/noevict.log"; echo $?)
 check "and changed nothing" $([ "$(maxmemory)" = 0 ] && [ "$(rcli config get maxmemory-policy | tail -n 1)" = noeviction ]; echo $?)
+rcli config set maxmemory-policy volatile-lru >/dev/null
+"$ADAPT_BIN" --socket "$sock" redis "$rsock" 2>/dev/null
+status=$?
+check "volatile-lru: refused too (it would fail writes once the keys with a TTL are gone)" $([ "$status" = 1 ]; echo $?)
 rcli config set maxmemory-policy allkeys-lru >/dev/null
 
 # A wrong password: refused, and the password is not printed.

@@ -140,9 +140,11 @@ static int server_reach(struct adapter *a) {
                         return k;
         }
         k = config_get(a, "maxmemory-policy", policy, sizeof(policy));
-        if (k >= 0 && strcmp(policy, "noeviction") == 0) {
-                say(a, 0, "%s has maxmemory-policy noeviction: a lower maxmemory would make its writes fail, not "
-                          "evict. Set an allkeys-* or volatile-* policy to adapt it.", a->address);
+        /* Only a policy that may evict any key: under noeviction a lower cap makes writes fail, and under
+         * volatile-* it does as soon as the keys with a TTL are gone. */
+        if (k >= 0 && strncmp(policy, "allkeys-", 8) != 0) {
+                say(a, 0, "%s has maxmemory-policy %s: a lower maxmemory would make its writes fail where it "
+                          "has nothing it may evict. Set an allkeys-* policy to adapt it.", a->address, policy);
                 return -EPERM;
         }
         if (k >= 0)
