@@ -52,7 +52,10 @@ static int on_pidfd(sd_event_source *s, int fd, uint32_t revents, void *userdata
         (void) s;
         (void) fd;
         (void) revents;
-        log_debug("Shrinker client pid %d exited.", (int) cl->pid);
+        if (cl->measured_pid != cl->pid)
+                log_debug("Pid %d, which shrinker client pid %d serves for, exited.", (int) cl->measured_pid, (int) cl->pid);
+        else
+                log_debug("Shrinker client pid %d exited.", (int) cl->pid);
         cl->pidfd_source = sd_event_source_disable_unref(cl->pidfd_source);
         if (reg->on_exit)
                 reg->on_exit(cl, reg->exit_userdata);

@@ -123,10 +123,17 @@ adapt_pid=
 check "SIGTERM: exit 0" $([ "$status" = 0 ]; echo $?)
 check "and Redis's own maxmemory is back, exactly" $([ "$(maxmemory)" = 200000000 ]; echo $?)
 
-# Redis restarted under the adapter: served again, for the new pid.
+# Redis restarted under the adapter (and the daemon): served again, for the new pid.
 "$ADAPT_BIN" -v --socket "$sock" --floor 4M redis "$rsock" 2>"$dir/adapt3.log" &
 adapt_pid=$!
 until_ok 10 for_pid_is "$redis_pid"
+
+# The daemon restarted under the adapter: the library registers again, for Redis still.
+kill "$daemon_pid"; wait "$daemon_pid"
+"$PRESSURED_BIN" --config /dev/null --socket "$sock" 2>>"$dir/daemon.log" &
+daemon_pid=$!
+until_ok 30 for_pid_is "$redis_pid"
+check "pressured restarted: the adapter's shrinker is registered again, for Redis's pid" $?
 old_pid=$redis_pid
 kill "$redis_pid"; wait "$redis_pid" 2>/dev/null
 redis_pid=
