@@ -431,6 +431,29 @@ static void serve_free(void *data) {
         free(call);
 }
 
+/* Pin the process whose memory the shrinkers free. The caller itself: the kernel's pidfd of the peer,
+ * or (before Linux 6.5) its pid pinned now and checked to be the process that connected. Another
+ * process (for_pid: an adapter for a server that cannot link libpressure): only one the caller could
+ * signal itself, so that nobody places shrinkers in, or is measured by, another user's process.
+ * -EPERM: not the caller's to name; -ESRCH: no such process (or the caller is gone). */
+static int serve_pin(struct varlink_connection *c, pid_t measured, int *ret_pidfd) {
+        const struct ucred *peer = varlink_connection_peer(c);
+        if (measured != peer->pid)
+                return pidfd_open_for_uid(measured, peer->uid, ret_pidfd);
+        int pidfd = varlink_connection_peer_pidfd(c);
+        if (pidfd < 0) {
+                pidfd = pidfd_open(peer->pid);
+                _cleanup_close_ int proc = pidfd >= 0 ? pidref_open_proc(varlink_connection_peer_ref(c)) : -ESRCH;
+                if (proc < 0) {
+                        if (pidfd >= 0)
+                                close(pidfd);
+                        return -EPERM;
+                }
+        }
+        *ret_pidfd = pidfd;
+        return 0;
+}
+
 static int method_serve(struct varlink_connection *c, struct json_object *params, unsigned flags, void *userdata) {
         struct service *svc = userdata;
         struct shrinker_spec specs[SERVE_MAX_SHRINKERS];
@@ -444,36 +467,17 @@ static int method_serve(struct varlink_connection *c, struct json_object *params
                 return varlink_error(c, VARLINK_ERROR_EXPECTED_MORE, json_object_new_object());
 
         const struct ucred *peer = varlink_connection_peer(c);
+        pid_t measured = p.for_pid > 0 ? (pid_t) p.for_pid : peer->pid;
         _cleanup_close_ int pidfd = -EBADF;
-        pid_t measured = peer->pid;
-        if (p.for_pid > 0 && p.for_pid != peer->pid) {
-                /* An adapter for a server that cannot link libpressure: the server's memory is what its
-                 * shrinkers free. Only for a process the caller could signal itself: nobody places
-                 * shrinkers in, or is measured by, another user's process. */
-                measured = (pid_t) p.for_pid;
-                int r = pidfd_open_for_uid(measured, peer->uid, &pidfd);
-                if (r == -EPERM)
-                        return varlink_error(c, VARLINK_ERROR_PERMISSION_DENIED, json_object_new_object());
-                if (r < 0)
-                        return varlink_error_invalid_parameter(c, "for_pid");
-        }
+        int r = serve_pin(c, measured, &pidfd);
+        if (r < 0)
+                return r == -EPERM ? varlink_error(c, VARLINK_ERROR_PERMISSION_DENIED, json_object_new_object())
+                                   : varlink_error_invalid_parameter(c, "for_pid");
         struct serve_call *call = calloc(1, sizeof(*call));
         if (!call)
                 return -ENOMEM;
         *call = (struct serve_call){ .svc = svc, .conn = c, .batched = p.batched };
-        if (measured == peer->pid)
-                pidfd = varlink_connection_peer_pidfd(c);
-        if (measured == peer->pid && pidfd < 0) {
-                /* No SO_PEERPIDFD (before Linux 6.5): pin the pid now, then check it is still the process
-                 * that connected, so that the pin is that process's and not a successor's. */
-                pidfd = pidfd_open(peer->pid);
-                _cleanup_close_ int proc = pidfd >= 0 ? pidref_open_proc(varlink_connection_peer_ref(c)) : -ESRCH;
-                if (proc < 0) {
-                        free(call);
-                        return varlink_error(c, VARLINK_ERROR_PERMISSION_DENIED, json_object_new_object());
-                }
-        }
-        int r = shrink_client_new(svc->shrinkers, peer->pid, measured, pidfd, peer->uid, call, specs, n, &cl);
+        r = shrink_client_new(svc->shrinkers, peer->pid, measured, pidfd, peer->uid, call, specs, n, &cl);
         if (r < 0) {
                 free(call);
                 if (r == -ENOMEM)

@@ -112,6 +112,37 @@ static void stall_public(const struct psi_line *l, struct pressure_stall *ret) {
         *ret = (struct pressure_stall){ .avg10 = l->avg10, .avg60 = l->avg60, .avg300 = l->avg300, .total = l->total };
 }
 
+/* What a scope state carries beside its level: stall, memory, headroom. */
+static void figures_public(const struct scope_snapshot *snap, struct pressure_scope *s) {
+        if (snap->have_psi) {
+                stall_public(&snap->psi.line[PSI_SOME], &s->stall[PRESSURE_STALL_SOME]);
+                s->have_stall[PRESSURE_STALL_SOME] = true;
+                if (snap->psi.has_full) {
+                        stall_public(&snap->psi.line[PSI_FULL], &s->stall[PRESSURE_STALL_FULL]);
+                        s->have_stall[PRESSURE_STALL_FULL] = true;
+                }
+        }
+        if (snap->have_node_memory) {
+                s->have_memory = s->have_watermarks = true;
+                s->mem_total = snap->node.total;
+                s->mem_free = snap->node.free;
+                s->wmark_min = snap->node.watermark_min;
+                s->wmark_low = snap->node.watermark_low;
+                s->wmark_high = snap->node.watermark_high;
+        }
+        if (snap->have_cgroup_memory) {
+                s->have_cgroup_memory = true;
+                s->cg_usage = snap->usage;
+                s->have_limit = snap->limit != UINT64_MAX;
+                s->cg_limit = snap->limit;
+        }
+        if (snap->have_headroom) {
+                s->have_headroom = true;
+                s->headroom_limit = snap->headroom_limit;
+                s->headroom_unreclaimable = snap->headroom_unreclaimable;
+        }
+}
+
 /* A ScopeState or a LevelChange, decoded by the daemon's own codec (protocol.c): a field the interface
  * makes mandatory and the message lacks, or one of the wrong type, refuses the whole message (-EPROTO)
  * rather than reading as 0. Strings point into o. */
@@ -155,33 +186,7 @@ int scope_parse(struct json_object *o, struct pressure_scope *ret) {
         default:
                 snprintf(s.name, sizeof(s.name), "system");
         }
-        if (snap.have_psi) {
-                stall_public(&snap.psi.line[PSI_SOME], &s.stall[PRESSURE_STALL_SOME]);
-                s.have_stall[PRESSURE_STALL_SOME] = true;
-                if (snap.psi.has_full) {
-                        stall_public(&snap.psi.line[PSI_FULL], &s.stall[PRESSURE_STALL_FULL]);
-                        s.have_stall[PRESSURE_STALL_FULL] = true;
-                }
-        }
-        if (snap.have_node_memory) {
-                s.have_memory = s.have_watermarks = true;
-                s.mem_total = snap.node.total;
-                s.mem_free = snap.node.free;
-                s.wmark_min = snap.node.watermark_min;
-                s.wmark_low = snap.node.watermark_low;
-                s.wmark_high = snap.node.watermark_high;
-        }
-        if (snap.have_cgroup_memory) {
-                s.have_cgroup_memory = true;
-                s.cg_usage = snap.usage;
-                s.have_limit = snap.limit != UINT64_MAX;
-                s.cg_limit = snap.limit;
-        }
-        if (snap.have_headroom) {
-                s.have_headroom = true;
-                s.headroom_limit = snap.headroom_limit;
-                s.headroom_unreclaimable = snap.headroom_unreclaimable;
-        }
+        figures_public(&snap, &s);
         *ret = s;
         return 0;
 }
