@@ -24,6 +24,7 @@
 
 #include "pressure-private.h"
 #include "resp.h"
+#include "time-util.h"
 
 #define UNIT (64u * 1024u) /* bytes per object: Redis frees in keys, we count in 64 KiB */
 #define EXIT_USAGE 2
@@ -44,12 +45,6 @@ struct adapter {
         uint64_t last_scan_usec;
         uint64_t claimed, measured; /* bytes: what Redis said it freed, how far its RSS fell */
 };
-
-static uint64_t now_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
-}
 
 static void say(const struct adapter *a, int verbose, const char *fmt, ...) {
         if (verbose > a->verbose)
@@ -215,7 +210,7 @@ static uint64_t scan_objects(struct pressure_shrinker *s, struct pressure_shrink
         if (set_maxmemory(a, target) < 0)
                 return PRESSURE_SHRINK_STOP;
         a->cap = target;
-        a->last_scan_usec = now_usec();
+        a->last_scan_usec = clock_now_usec(CLOCK_MONOTONIC);
         /* Redis evicted down to the new cap as it took it; the pages go back to the kernel with a purge
          * (jemalloc keeps them otherwise). */
         struct resp_reply r = {};
@@ -237,7 +232,7 @@ static uint64_t scan_objects(struct pressure_shrinker *s, struct pressure_shrink
 /* Quiet for a while: raise the cap by a tenth of the room to the ceiling per step, and give Redis its
  * own setting back once it is reached. */
 static void regrow(struct adapter *a) {
-        if (a->cap == 0 || !a->connected || now_usec() - a->last_scan_usec < a->quiet_usec)
+        if (a->cap == 0 || !a->connected || clock_now_usec(CLOCK_MONOTONIC) - a->last_scan_usec < a->quiet_usec)
                 return;
         uint64_t ceiling = ceiling_of(a);
         unsigned long long used;

@@ -15,10 +15,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "time-util.h"
+
 static long long now_ms(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (long long) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+        return (long long) (clock_now_usec(CLOCK_MONOTONIC) / USEC_PER_MSEC);
 }
 
 /* Wait for fd to be ready for events until the deadline. */
