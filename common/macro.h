@@ -5,6 +5,7 @@
  * systemd's _cleanup_, without depending on libsystemd's private headers. */
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -73,3 +74,14 @@ static inline int negative_errno(void) {
 }
 
 #define streq(a, b) (strcmp((a), (b)) == 0)
+
+/* Numbers from clients go up to INT64_MAX: arithmetic on them saturates rather than wraps. */
+static inline uint64_t sat_add(uint64_t a, uint64_t b) {
+        uint64_t r;
+        return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+static inline uint64_t sat_mul(uint64_t a, uint64_t b) {
+        uint64_t r;
+        return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}

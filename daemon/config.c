@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cgroup.h"
 #include "frame.h"
 #include "log.h"
 #include "macro.h"
@@ -66,6 +67,9 @@ void config_done(struct config *c) {
         for (size_t i = 0; i < c->n_regulate_cgroups; i++)
                 free(c->regulate_cgroups[i].pattern);
         free(c->regulate_cgroups);
+        for (size_t i = 0; i < c->n_reclaim_cgroups; i++)
+                free(c->reclaim_cgroups[i]);
+        free(c->reclaim_cgroups);
         free(c->sysfs_root);
         *c = (struct config){};
 }
@@ -383,6 +387,21 @@ static int parse_regulate_cgroup(struct config *c, const struct config_key *k, c
         return 0;
 }
 
+/* "reclaim_cgroup=/system.slice/foo-*.service": groups the daemon reclaims from itself. Globs match whole
+ * paths component by component (FNM_PATHNAME): a pattern names groups, not subtrees. */
+static int parse_reclaim_cgroup(struct config *c, const struct config_key *k, const char *value, char **ret_error) {
+        (void) k;
+        _cleanup_free_ char *norm = NULL;
+        if (value[0] != '/' || streq(value, "/") || cgroup_path_normalize(value, &norm) < 0)
+                return fail(ret_error, -EINVAL, "reclaim_cgroup: expected a cgroup v2 path or glob below the root, such as /system.slice/*.service, got \"%s\"", value);
+        char **a = realloc(c->reclaim_cgroups, (c->n_reclaim_cgroups + 1) * sizeof(char *));
+        if (!a)
+                return -ENOMEM;
+        c->reclaim_cgroups = a;
+        a[c->n_reclaim_cgroups++] = TAKE_PTR(norm);
+        return 0;
+}
+
 static bool regulate_pattern_covers(const char *pattern, const char *cgroup) {
         if (fnmatch(pattern, cgroup, FNM_PATHNAME) == 0)
                 return true;
@@ -457,6 +476,7 @@ static const struct config_key config_keys[] = {
         { "regulate_interval", parse_bounded_duration, AT(regulate_interval_usec), 100000, 60000000, "100ms..60s" },
         { "regulate_step_max", parse_permille_key, AT(regulate_step_max_permille), 1, 500, "0.1%..50%" },
         { "regulate_cgroup", parse_regulate_cgroup },
+        { "reclaim_cgroup", parse_reclaim_cgroup },
         { "sysfs_root", parse_sysfs_root, AT(sysfs_root) },
 };
 
@@ -541,7 +561,8 @@ int config_parse(struct config *c, const char *text, const char *filename, confi
                 char *key = strip(s), *value = strip(eq + 1);
 
                 const struct config_key *k = config_key_find(key);
-                if (k && k->parse != parse_cgroup && k->parse != parse_regulate_cgroup) { /* lists: each line adds one */
+                if (k && k->parse != parse_cgroup && k->parse != parse_regulate_cgroup &&
+                    k->parse != parse_reclaim_cgroup) { /* lists: each line adds one */
                         size_t i = (size_t) (k - config_keys);
                         if (seen[i])
                                 warn(w, userdata, "%s:%u: %s is also set on line %u; this line wins", filename, lineno,

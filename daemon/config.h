@@ -53,6 +53,10 @@ struct config {
                 uint64_t budget_usec;
         } *regulate_cgroups; /* in file order: the last that matches wins */
         size_t n_regulate_cgroups;
+        /* proactive reclaim (docs/adapters.md): cgroups (v2 paths or globs) whose reclaimable memory the
+         * daemon takes through memory.reclaim, in steps, while their stall is under their budget */
+        char **reclaim_cgroups;
+        size_t n_reclaim_cgroups;
 
         int log_level;    /* LOG_ERR ... LOG_DEBUG: what is logged (SetLogLevel changes it until a reload) */
         bool lock_memory; /* mlockall() at start-up */

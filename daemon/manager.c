@@ -18,6 +18,7 @@
 #include "mpsocket.h"
 #include "macro.h"
 #include "notifier.h"
+#include "proactive.h"
 #include "reclaim.h"
 #include "sampler.h"
 #include "scope_registry.h"
@@ -73,6 +74,7 @@ struct manager *manager_free(struct manager *m) {
         m->scopes = scope_registry_free(m->scopes);
         m->metrics = metrics_free(m->metrics); /* after the scopes: it lets go of their slots as they go */
         m->reclaim = reclaim_free(m->reclaim);
+        m->proactive = proactive_free(m->proactive);
         m->service = service_free(m->service);
         m->sampler = sampler_free(m->sampler);
         m->notifier = notifier_free(m->notifier);
@@ -178,6 +180,7 @@ int manager_reload(struct manager *m, struct config *c) {
                 scope_registry_rearm(m->scopes);
         scope_registry_watch_configured(m->scopes);
         sampler_arm(m->sampler);
+        proactive_reconfigure(m->proactive);
         return 0;
 }
 
@@ -303,6 +306,8 @@ static int wire_modules(struct manager *m) {
         }
         if (r >= 0)
                 r = lowmem_new(m->event, &m->config, m->scopes, &m->lowmem);
+        if (r >= 0)
+                r = proactive_new(m->event, &m->config, layout, &m->proactive);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up: %m");
         service_set_reclaim(m->service, m->reclaim);

@@ -22,6 +22,7 @@ struct lowmem;
 struct mpsocket;
 struct metrics;
 struct reclaim;
+struct proactive;
 struct service;
 struct varlink_server;
 
@@ -42,6 +43,7 @@ struct manager {
         struct mpsocket *mpsocket;
         struct sampler *sampler;
         struct reclaim *reclaim;
+        struct proactive *proactive; /* reclaim_cgroup= */
         struct service *service;
         struct varlink_server *server;
         struct connection_quota quota; /* the connections of both sockets together */

@@ -889,6 +889,10 @@ struct json_object *protocol_encode_configuration(const struct config *c, const 
                 jb_append(&regulated, e);
         }
         jb_set(&o, "regulate_cgroups", regulated);
+        struct json_object *reclaimed = json_object_new_array();
+        for (size_t i = 0; i < c->n_reclaim_cgroups; i++)
+                jb_append(&reclaimed, jb_new_string(c->reclaim_cgroups[i]));
+        jb_set(&o, "reclaim_cgroups", reclaimed);
         jb_set_string(&o, "log_level", log_level);
         return o;
 }

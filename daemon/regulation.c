@@ -118,3 +118,54 @@ uint64_t regulation_limit(const struct regulation *r) {
         assert(r);
         return r->knee - r->knee / 10;
 }
+
+static const char *const probe_names[_PROBE_VERDICT_MAX] = {
+        [PROBE_FIRST] = "first reading", [PROBE_OVER] = "over the budget", [PROBE_WAIT] = "backing off",
+        [PROBE_SMALL] = "step too small", [PROBE_STEP] = "probe",
+};
+
+const char *probe_verdict_to_string(enum probe_verdict v) {
+        return v >= 0 && v < _PROBE_VERDICT_MAX ? probe_names[v] : NULL;
+}
+
+void probe_init(struct probe *pr) {
+        assert(pr);
+        *pr = (struct probe){};
+}
+
+static void probe_back_off(struct probe *pr) {
+        pr->backoff = MIN(pr->backoff + 1, (unsigned) REGULATION_BACKOFF_MAX);
+        pr->skip = (1u << pr->backoff) - 1;
+}
+
+enum probe_verdict probe_decide(struct probe *pr, const struct regulation_params *p, bool first, double rate,
+                                uint64_t reclaimable, uint64_t *ret_bytes) {
+        assert(pr && p && ret_bytes && p->budget > 0);
+        *ret_bytes = 0;
+        if (first)
+                return PROBE_FIRST;
+        if (rate > (double) p->budget) {
+                probe_back_off(pr);
+                return PROBE_OVER;
+        }
+        if (pr->skip > 0) {
+                pr->skip--;
+                return PROBE_WAIT;
+        }
+        double permille = (double) p->step_max_permille * (1 - rate / (double) p->budget);
+        uint64_t bytes = (uint64_t) ((double) reclaimable * permille / 1000) & ~(uint64_t) 4095;
+        if (bytes < PROBE_STEP_MIN_BYTES)
+                return PROBE_SMALL;
+        /* Well under the budget again: the spacing comes back down, one notch per probe. */
+        if (pr->backoff > 0 && rate * 2 <= (double) p->budget)
+                pr->backoff--;
+        pr->steps++;
+        pr->asked_bytes = sat_add(pr->asked_bytes, bytes);
+        *ret_bytes = bytes;
+        return PROBE_STEP;
+}
+
+void probe_fell_short(struct probe *pr) {
+        assert(pr);
+        probe_back_off(pr);
+}

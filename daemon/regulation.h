@@ -91,3 +91,34 @@ uint64_t regulation_limit(const struct regulation *r);
 
 /* The step for a rate over the budget, of held bytes (exposed for tests and documentation). */
 uint64_t regulation_step_bytes(const struct regulation_params *p, double rate, uint64_t held);
+
+/* Proactive reclaim (proactive.c) the other way round: a group the admin named is probed while its stall
+ * is under the budget. Each interval it is asked for a step of what reclaim could take from it: the
+ * largest step (step_max_permille) scaled down as the stall nears the budget, as Senpai probes, so that
+ * cold pages go first and the steps fade where the working set begins to refault. Over the budget
+ * nothing is taken and probes are spaced 2, 4 ... 32 intervals apart; a probe the kernel could not fill
+ * (memory.reclaim's EAGAIN: nothing cheap is left) is spaced out the same way. */
+enum probe_verdict {
+        PROBE_FIRST, /* the first reading: nothing to compare yet */
+        PROBE_OVER,  /* over the budget: nothing taken, and the next probes spaced further apart */
+        PROBE_WAIT,  /* under, but backing off: not this interval */
+        PROBE_SMALL, /* under, but the step is too small to be worth a write */
+        PROBE_STEP,  /* take *ret_bytes */
+        _PROBE_VERDICT_MAX,
+};
+
+/* Steps below this are not taken: near the budget the step shrinks towards nothing. */
+#define PROBE_STEP_MIN_BYTES (256u * 1024u)
+
+struct probe {
+        unsigned backoff, skip; /* as in struct regulation */
+        uint64_t steps, asked_bytes;
+};
+
+const char *probe_verdict_to_string(enum probe_verdict v);
+void probe_init(struct probe *pr);
+/* After regulation_measure() on the group's stall (first: it had nothing to compare with). */
+enum probe_verdict probe_decide(struct probe *pr, const struct regulation_params *p, bool first, double rate,
+                                uint64_t reclaimable, uint64_t *ret_bytes);
+/* The kernel reclaimed less than a step asked (EAGAIN). */
+void probe_fell_short(struct probe *pr);

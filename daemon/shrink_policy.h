@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "level.h"
+#include "macro.h"
 #include "scope_id.h"
 
 #define SHRINKER_NUMA_AWARE (1u << 0)
@@ -25,16 +26,6 @@ enum shrink_op {
         SHRINK_OP_SCAN,
 };
 
-/* Numbers from clients go up to INT64_MAX: arithmetic on them saturates rather than wraps. */
-static inline uint64_t sat_add(uint64_t a, uint64_t b) {
-        uint64_t r;
-        return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
-}
-
-static inline uint64_t sat_mul(uint64_t a, uint64_t b) {
-        uint64_t r;
-        return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
-}
 
 /* a * b / c without overflow in between; saturates if the result does not fit. c > 0. */
 static inline uint64_t mul_div(uint64_t a, uint64_t b, uint64_t c) {

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "cgroup_reclaim.h"
 #include "kmsg.h"
 #include "macro.h"
 #include "pidref.h"
@@ -119,6 +120,75 @@ static void test_headroom_tree_v2(void) {
         /* At most max groups. */
         CU_ASSERT_EQUAL(cgroup_headroom_groups(&l, "/a/b/c", g, NULL, 1, &n), 0);
         CU_ASSERT_EQUAL(n, 1u);
+        free(l.v2_root);
+}
+
+/* ---- proactive reclaim: what a group holds that reclaim could take, and the groups a glob names ---- */
+
+static void test_reclaimable(void) {
+        uint64_t v = 0, cur = 0;
+        char *v2 = fixture("v2");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(v2);
+        /* Without swap: the file pages only (active 8 MiB + inactive 40 MiB). */
+        CU_ASSERT_EQUAL(cgroup_parse_reclaimable(v2, 0, &v), 0);
+        CU_ASSERT_EQUAL(v, 41943040u + 8388608u);
+        /* With swap: the anonymous pages too, as far as swap has room. */
+        CU_ASSERT_EQUAL(cgroup_parse_reclaimable(v2, 1u << 30, &v), 0);
+        CU_ASSERT_EQUAL(v, 41943040u + 8388608u + 16699392u + 24576u);
+        CU_ASSERT_EQUAL(cgroup_parse_reclaimable(v2, 4096, &v), 0);
+        CU_ASSERT_EQUAL(v, 41943040u + 8388608u + 4096u);
+        free(v2);
+        CU_ASSERT_EQUAL(cgroup_parse_reclaimable("active_file 1\n", 0, &v), -ENODATA);
+        CU_ASSERT_EQUAL(cgroup_parse_reclaimable("active_file 1\ninactive_file 2\n", 1, &v), -ENODATA);
+        CU_ASSERT_EQUAL(cgroup_parse_reclaimable("active_file x\ninactive_file 2\n", 0, &v), -EINVAL);
+        CU_ASSERT_EQUAL(cgroup_parse_reclaimable("active_file 18446744073709551615\ninactive_file 2\n", 0, &v), 0);
+        CU_ASSERT_EQUAL(v, UINT64_MAX); /* saturates */
+
+        /* A fixture tree: /a holds 10 MiB of inactive file pages. */
+        struct cgroup_layout l = { .memory_v2 = true };
+        l.v2_root = l.memory_root = headroom_root("v2");
+        CU_ASSERT_EQUAL(cgroup_reclaimable(&l, "/a", 0, &v, &cur), 0);
+        CU_ASSERT_EQUAL(v, 10485760u);
+        CU_ASSERT_EQUAL(cur, 943718400u);
+        CU_ASSERT_EQUAL(cgroup_reclaimable(&l, "/nope", 0, &v, &cur), -ENOENT);
+        CU_ASSERT_EQUAL(cgroup_reclaim(&l, "/nope", 4096), -ENOENT);
+        /* memory on v1: nothing to write to, whatever the group. */
+        l.memory_v2 = false;
+        CU_ASSERT_EQUAL(cgroup_reclaimable(&l, "/a", 0, &v, &cur), -EOPNOTSUPP);
+        CU_ASSERT_EQUAL(cgroup_reclaim(&l, "/a", 4096), -EOPNOTSUPP);
+        free(l.v2_root);
+}
+
+static void glob_expect(const struct cgroup_layout *l, const char *pattern, size_t max, const char *const *want,
+                        size_t n_want, bool want_truncated) {
+        char **found = NULL;
+        bool truncated = !want_truncated;
+        int n = cgroup_glob(l, pattern, max, &found, &truncated);
+        CU_ASSERT_EQUAL_FATAL(n, (int) n_want);
+        CU_ASSERT_EQUAL(truncated, want_truncated);
+        for (int i = 0; i < n; i++) {
+                if (want[i]) /* NULL: any of them (readdir()'s order) */
+                        CU_ASSERT_STRING_EQUAL(found[i], want[i]);
+                free(found[i]);
+        }
+        CU_ASSERT_PTR_NULL(found[n]);
+        free(found);
+}
+
+static void test_glob(void) {
+        struct cgroup_layout l = { .memory_v2 = true };
+        l.v2_root = l.memory_root = headroom_root("v2");
+        glob_expect(&l, "/*", 16, (const char *[]){ "/a", "/x" }, 2, false);
+        glob_expect(&l, "/a/*/c", 16, (const char *[]){ "/a/b/c" }, 1, false);
+        glob_expect(&l, "/a/b", 16, (const char *[]){ "/a/b" }, 1, false);
+        glob_expect(&l, "/[ax]", 16, (const char *[]){ "/a", "/x" }, 2, false);
+        glob_expect(&l, "/*/c", 16, NULL, 0, false);   /* a '*' never crosses a '/' */
+        glob_expect(&l, "/nope/*", 16, NULL, 0, false);
+        glob_expect(&l, "/a/b/c/memory.stat", 16, NULL, 0, false); /* files are not groups */
+        glob_expect(&l, "/*", 1, (const char *[]){ NULL }, 1, true);
+        char **found;
+        CU_ASSERT_EQUAL(cgroup_glob(&l, "a", 16, &found, NULL), -EINVAL);
+        CU_ASSERT_EQUAL(cgroup_glob(&l, "/*", 0, &found, NULL), -EINVAL);
         free(l.v2_root);
 }
 
@@ -334,6 +404,8 @@ int main(int argc, char *argv[]) {
                 { "meminfo and memory.events text", test_headroom_texts },
                 { "the kernel log's oom-kill lines", test_kmsg },
                 { "process status and stat texts", test_proc_texts },
+                { "what reclaim could take from a group", test_reclaimable },
+                { "the groups a glob names", test_glob },
                 {},
         };
         return test_run("cgroup", cases, NULL);

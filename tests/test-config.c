@@ -55,6 +55,29 @@ static void test_regulate(void) {
         config_done(&c);
 }
 
+static void test_reclaim_cgroups(void) {
+        struct config c;
+        char *err = NULL;
+        config_init(&c);
+        CU_ASSERT_EQUAL(c.n_reclaim_cgroups, 0u);
+        CU_ASSERT_EQUAL(config_parse(&c, "reclaim_cgroup=/system.slice/*.service\nreclaim_cgroup=/batch.slice/\n",
+                                     "t.conf", NULL, NULL, &err), 0);
+        CU_ASSERT_EQUAL_FATAL(c.n_reclaim_cgroups, 2u);
+        CU_ASSERT_STRING_EQUAL(c.reclaim_cgroups[0], "/system.slice/*.service");
+        CU_ASSERT_STRING_EQUAL(c.reclaim_cgroups[1], "/batch.slice"); /* normalised */
+        static const char *const bad[] = { "reclaim_cgroup=", "reclaim_cgroup=/", "reclaim_cgroup=a.slice",
+                                           "reclaim_cgroup=/a/../b", "reclaim_cgroup=/a//b", "reclaim_cgroup=/a\x01" };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                free(err);
+                err = NULL;
+                CU_ASSERT(config_parse(&c, bad[i], "t.conf", NULL, NULL, &err) < 0);
+                CU_ASSERT_PTR_NOT_NULL(err);
+        }
+        CU_ASSERT_EQUAL(c.n_reclaim_cgroups, 2u); /* unchanged by what was refused */
+        free(err);
+        config_done(&c);
+}
+
 static void test_durations(void) {
         uint64_t u;
         CU_ASSERT_EQUAL(config_parse_duration("100ms", &u), 0);
@@ -256,6 +279,7 @@ int main(void) {
                 { "defaults", test_defaults },
                 { "durations", test_durations },
                 { "the regulator's keys", test_regulate },
+                { "proactive reclaim's groups", test_reclaim_cgroups },
                 { "a full file", test_file },
                 { "errors name file and line", test_errors_name_file_and_line },
                 { "missing file", test_missing_file },

@@ -86,7 +86,7 @@ check "the duplicate is warned about with its lines" $(grep -q "spans.conf:4: ho
 check "the foreign section is warned about" $(grep -q "spans.conf:5: unknown section \[Unit\], its keys are ignored" "$dir/spans.log"; echo $?)
 check "log lines carry a timestamp off the journal" $(grep -qE '^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8}\.[0-9]{3} pressured: ' "$dir/spans.log"; echo $?)
 # A reload names what changed but needs a restart.
-printf '[pressured]\nhold=5s\nlock_memory=no\nregulate_budget=5ms\nregulate_cgroup=/a.slice off\n' >"$dir/spans.conf"
+printf '[pressured]\nhold=5s\nlock_memory=no\nregulate_budget=5ms\nregulate_cgroup=/a.slice off\nreclaim_cgroup=/pressured-test-none/*.service\n' >"$dir/spans.conf"
 kill -HUP "$spans_pid"
 for _ in $(seq 1 500); do grep -q "Configuration reloaded" "$dir/spans.log" && break; sleep 0.01; done
 check "reload names the keys that need a restart" \
@@ -98,6 +98,18 @@ check "GetConfiguration has the regulator's budget and its overrides" \
 "$PRESSURECTL_BIN" --socket "$dir/spans.sock" config >"$dir/out"
 check "and config prints them" \
         $(grep -q "under 5.00 ms/s" "$dir/out" && grep -q "^  /a.slice: not regulated" "$dir/out"; echo $?)
+check "GetConfiguration and config show the groups reclaimed proactively" \
+        $(python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["reclaim_cgroups"] == ["/pressured-test-none/*.service"]' "$dir/json" &&
+          grep -q "^Proactive reclaim (memory.reclaim, within the budget above) of: /pressured-test-none/\*.service" "$dir/out"; echo $?)
+# Where the memory controller is on cgroup v1 (hybrid hierarchies), proactive reclaim says once why it
+# does nothing; on v2 a glob that names no group says nothing.
+v2=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts)
+if [ -n "$v2" ] && grep -qw memory "$v2/cgroup.controllers" 2>/dev/null; then
+        check "no group named: nothing said" $(! grep -q "proactive reclaim needs" "$dir/spans.log"; echo $?)
+else
+        check "memory on cgroup v1: proactive reclaim says why it does nothing" \
+                $(grep -q "reclaim_cgroup= is set, but proactive reclaim needs the memory controller on cgroup v2 (memory.reclaim), and it is" "$dir/spans.log"; echo $?)
+fi
 # The memory pressure socket beside a socket of another name is named after it.
 check "a socket of another name gets <socket>-memory-pressure" $([ -S "$dir/spans.sock-memory-pressure" ] && [ ! -e "$dir/memory-pressure" ]; echo $?)
 kill "$spans_pid"; wait "$spans_pid"

@@ -233,6 +233,81 @@ static void test_closed_loop(void) {
         CU_ASSERT(stall_sum / 500 < 200);
 }
 
+/* ---- proactive reclaim's probe ---- */
+
+static enum probe_verdict probe_feed(struct probe *pr, double rate, uint64_t reclaimable, uint64_t *bytes) {
+        return probe_decide(pr, &params, false, rate, reclaimable, bytes);
+}
+
+static void test_probe(void) {
+        struct probe pr;
+        uint64_t bytes = 1;
+        probe_init(&pr);
+        CU_ASSERT_EQUAL(probe_decide(&pr, &params, true, 0, 100 * MIB, &bytes), PROBE_FIRST);
+        CU_ASSERT_EQUAL(bytes, 0u);
+        /* No stall: the largest step, 5% of what reclaim could take (page-aligned). */
+        CU_ASSERT_EQUAL(probe_feed(&pr, 0, 100 * MIB, &bytes), PROBE_STEP);
+        CU_ASSERT_EQUAL(bytes, (100 * MIB / 20) & ~4095ULL);
+        /* Half the budget: half the step; 90%: a tenth. */
+        CU_ASSERT_EQUAL(probe_feed(&pr, 500, 100 * MIB, &bytes), PROBE_STEP);
+        CU_ASSERT_EQUAL(bytes, (100 * MIB / 40) & ~4095ULL);
+        CU_ASSERT_EQUAL(probe_feed(&pr, 900, 100 * MIB, &bytes), PROBE_STEP);
+        CU_ASSERT(bytes <= 100 * MIB / 200 && bytes >= 100 * MIB / 200 - 8192);
+        /* At the budget, or with little left: too small to write. */
+        CU_ASSERT_EQUAL(probe_feed(&pr, 1000, 100 * MIB, &bytes), PROBE_SMALL);
+        CU_ASSERT_EQUAL(probe_feed(&pr, 0, 4 * MIB, &bytes), PROBE_SMALL);
+        CU_ASSERT_EQUAL(bytes, 0u);
+        CU_ASSERT_EQUAL(pr.steps, 3u);
+}
+
+static void test_probe_backoff(void) {
+        struct probe pr;
+        uint64_t bytes;
+        probe_init(&pr);
+        /* Over the budget: nothing, then one interval skipped; again: three... up to 31. */
+        CU_ASSERT_EQUAL(probe_feed(&pr, 1500, 100 * MIB, &bytes), PROBE_OVER);
+        CU_ASSERT_EQUAL(bytes, 0u);
+        CU_ASSERT_EQUAL(probe_feed(&pr, 0, 100 * MIB, &bytes), PROBE_WAIT);
+        CU_ASSERT_EQUAL(probe_feed(&pr, 0, 100 * MIB, &bytes), PROBE_STEP);
+        for (int i = 0; i < 10; i++)
+                CU_ASSERT_EQUAL(probe_feed(&pr, 5000, 100 * MIB, &bytes), PROBE_OVER);
+        CU_ASSERT_EQUAL(pr.backoff, (unsigned) REGULATION_BACKOFF_MAX);
+        unsigned waits = 0;
+        while (probe_feed(&pr, 0, 100 * MIB, &bytes) == PROBE_WAIT)
+                waits++;
+        CU_ASSERT_EQUAL(waits, (1u << REGULATION_BACKOFF_MAX) - 1);
+        /* Probes well under the budget bring the spacing back down, one notch each. */
+        CU_ASSERT_EQUAL(pr.backoff, (unsigned) REGULATION_BACKOFF_MAX - 1);
+        /* A probe the kernel could not fill spaces them out as a stall would. */
+        probe_init(&pr);
+        probe_fell_short(&pr);
+        CU_ASSERT_EQUAL(probe_feed(&pr, 0, 100 * MIB, &bytes), PROBE_WAIT);
+        CU_ASSERT_EQUAL(probe_feed(&pr, 0, 100 * MIB, &bytes), PROBE_STEP);
+}
+
+/* A page cache of a cold part and a hot set, probed each interval: cold pages go at no cost; a probe
+ * that reaches into the hot set costs refaults, the stall crosses the budget and the probing backs off.
+ * It ends near the hot set and stays there, with the stall under the budget on average. */
+static void test_probe_closed_loop(void) {
+        struct probe pr;
+        double cache = 160.0 * MIB, hot = 32.0 * MIB, stall_sum = 0;
+        uint64_t bytes;
+        probe_init(&pr);
+        double rate = 0;
+        for (int t = 0; t < 300; t++) {
+                enum probe_verdict v = probe_feed(&pr, rate, (uint64_t) cache, &bytes);
+                double taken = v == PROBE_STEP ? (double) bytes : 0;
+                double from_hot = MAX(0.0, taken - MAX(0.0, cache - hot));
+                cache -= taken;
+                /* What was taken from the hot set comes back within the interval, at 100 us/s per MiB. */
+                rate = from_hot / MIB * 100;
+                cache += from_hot;
+                stall_sum += rate;
+        }
+        CU_ASSERT(cache <= hot * 1.2);
+        CU_ASSERT(stall_sum / 300 <= (double) params.budget);
+}
+
 int main(void) {
         static const struct test_case cases[] = {
                 { "a first reading and a stall under budget ask nothing", test_first_and_under },
@@ -244,6 +319,9 @@ int main(void) {
                 { "the growth limit follows the edge of the stall", test_growth_limit },
                 { "a sawtooth input does not escalate", test_sawtooth_input },
                 { "a cache growing into its limit settles in a band", test_closed_loop },
+                { "a probe's size", test_probe },
+                { "probes back off over the budget and when the kernel falls short", test_probe_backoff },
+                { "a page cache probed down to its hot set", test_probe_closed_loop },
                 {},
         };
         return test_run("regulation", cases, NULL);

@@ -311,6 +311,10 @@ static int cmd_config(void) {
                 else
                         printf("  %s: not regulated\n", json_object_get_string(jget(e, "pattern")));
         }
+        struct json_object *reclaimed = jget(conf, "reclaim_cgroups");
+        for (size_t i = 0; reclaimed && i < json_object_array_length(reclaimed); i++)
+                printf("%s %s\n", i == 0 ? "Proactive reclaim (memory.reclaim, within the budget above) of:" : " ",
+                       json_object_get_string(json_object_array_get_idx(reclaimed, i)));
         json_object_put(conf);
         return EXIT_OK;
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cgroup.h"
+#include "cgroup_reclaim.h"
 #include "config.h"
 #include "node_monitor.h"
 #include "kmsg.h"
@@ -73,6 +74,8 @@ static void parse(unsigned which, const char *text) {
                 uint64_t bytes;
                 (void) cgroup_parse_anon(text, true, &bytes);
                 (void) cgroup_parse_anon(text, false, &bytes);
+                (void) cgroup_parse_reclaimable(text, 0, &bytes);
+                (void) cgroup_parse_reclaimable(text, UINT64_MAX, &bytes);
                 break;
         }
         case TEXT_CONFIG: {

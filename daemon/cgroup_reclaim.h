@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* A cgroup's reclaimable memory as the kernel shows it, and memory.reclaim (cgroup v2, Linux 5.19 and
+ * later), which reclaims from a group the bytes written to it in the writer's context: what the
+ * daemon's own shrinker of a group counts and scans (proactive.c). Also the groups a glob names. */
+
+#include <stdint.h>
+
+#include "cgroup.h"
+
+/* What reclaim could take from a group, from its memory.stat text: its file pages (active_file +
+ * inactive_file), and its anonymous pages (active_anon + inactive_anon) up to swap_free, where there is
+ * swap to put them. -ENODATA when a field is missing. */
+int cgroup_parse_reclaimable(const char *stat_text, uint64_t swap_free, uint64_t *ret);
+
+/* Swap that anonymous pages could go to: /proc/meminfo's SwapFree under sysfs_root, 0 when swappiness is
+ * 0 (the kernel then reclaims no anonymous pages from a group). */
+int cgroup_swap_free(const char *sysfs_root, uint64_t *ret);
+
+/* The group's reclaimable memory (cgroup_parse_reclaimable() of its memory.stat) and memory.current. */
+int cgroup_reclaimable(const struct cgroup_layout *l, const char *cgroup, uint64_t swap_free, uint64_t *ret_reclaimable,
+                       uint64_t *ret_current);
+
+/* Write bytes to the group's memory.reclaim: the kernel reclaims that much from it before the write
+ * returns. 0; -EAGAIN when it could not reclaim all of it (what it could is gone); -ENOENT when the group
+ * is gone; -EOPNOTSUPP when the kernel has no memory.reclaim or the memory controller is not on v2. */
+int cgroup_reclaim(const struct cgroup_layout *l, const char *cgroup, uint64_t bytes);
+
+/* At most this many groups a glob names are taken (the rest are left out, and reported). */
+#define CGROUP_GLOB_MAX 1024
+
+/* The cgroups (v2 paths) that exist now and match pattern, one fnmatch() per path component (a '*'
+ * never crosses a '/'), sorted; ret: a NULL-terminated array, free each and it. Returns how many, or a
+ * negative errno. More than max: the first max, and *ret_truncated set. */
+int cgroup_glob(const struct cgroup_layout *l, const char *pattern, size_t max, char ***ret, bool *ret_truncated);
