@@ -7,6 +7,7 @@
  *     computation (a busy loop: the recompute) and SETs the value. Prints one line:
  *       survived|lost seconds=S requests=N hits=H misses=M p50_us=P p99_us=Q
  *     ("lost" when the cache's connection broke: it died) and exits 0 or 1.
+ *     SOCKET "redis:PATH": the same against a Redis at the Unix socket PATH, in RESP (GET; SET on a miss).
  *   kv-zipf --read FILE SECONDS
  *     Reads FILE over and over for SECONDS or until SIGTERM (the file working set beside the cache), in
  *     reads of 64 KiB; prints reads=N seconds=S. */
@@ -15,6 +16,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,6 +111,60 @@ static int read_reply(int fd) {
         }
 }
 
+/* RESP, for a Redis: one reply. A bulk string ("$<len>\r\n<len bytes>\r\n") is a value (1); nil, a status
+ * or an error reply ("-OOM ...", a write refused) is 0; -1 when the connection broke. */
+static int read_resp_reply(int fd) {
+        for (;;) {
+                char *nl = memchr(rbuf, '\n', rlen);
+                if (nl) {
+                        size_t head = (size_t) (nl - rbuf) + 1, body = 0;
+                        long len = rbuf[0] == '$' ? strtol(rbuf + 1, NULL, 10) : -1;
+                        if (len >= 0)
+                                body = (size_t) len + 2;
+                        if (rbuf[0] != '$' && rbuf[0] != '+' && rbuf[0] != '-')
+                                return -1; /* nothing this client asks for */
+                        if (rlen >= head + body) {
+                                memmove(rbuf, rbuf + head + body, rlen - head - body);
+                                rlen -= head + body;
+                                return len >= 0;
+                        }
+                }
+                if (rlen == sizeof(rbuf))
+                        return -1;
+                ssize_t n = read(fd, rbuf + rlen, sizeof(rbuf) - rlen);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        return -1;
+                rlen += (size_t) n;
+        }
+}
+
+static bool redis;
+
+/* GET: 1 a hit, 0 a miss, -1 the connection broke. */
+static int do_get(int fd, size_t key) {
+        char cmd[128], k[32];
+        int kn = snprintf(k, sizeof(k), "k%zu", key);
+        int n = redis ? snprintf(cmd, sizeof(cmd), "*2\r\n$3\r\nGET\r\n$%d\r\n%s\r\n", kn, k)
+                      : snprintf(cmd, sizeof(cmd), "GET %s\n", k);
+        if (send_all(fd, cmd, (size_t) n) < 0)
+                return -1;
+        return redis ? read_resp_reply(fd) : read_reply(fd);
+}
+
+/* SET the value: 0, or -1 when the connection broke. */
+static int do_set(int fd, size_t key, const char *value, size_t value_bytes) {
+        char cmd[160], k[32];
+        int kn = snprintf(k, sizeof(k), "k%zu", key);
+        int n = redis ? snprintf(cmd, sizeof(cmd), "*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%zu\r\n", kn, k, value_bytes)
+                      : snprintf(cmd, sizeof(cmd), "SET %s %zu\n", k, value_bytes);
+        if (send_all(fd, cmd, (size_t) n) < 0 || send_all(fd, value, value_bytes) < 0 ||
+            (redis && send_all(fd, "\r\n", 2) < 0))
+                return -1;
+        return (redis ? read_resp_reply(fd) : read_reply(fd)) < 0 ? -1 : 0;
+}
+
 static uint64_t percentile(const uint64_t *hist, uint64_t total, double p) {
         uint64_t want = (uint64_t) ((double) total * p), seen = 0;
         for (size_t i = 0; i < LATENCY_BUCKETS; i++)
@@ -163,7 +219,8 @@ int main(int argc, char *argv[]) {
         memset(value, 'v', value_bytes);
 
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", argv[1]);
+        redis = strncmp(argv[1], "redis:", 6) == 0;
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", argv[1] + (redis ? 6 : 0));
         int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (fd < 0 || connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
                 perror("kv-zipf: connect");
@@ -176,16 +233,13 @@ int main(int argc, char *argv[]) {
                 uint64_t t0 = now_us();
                 if (t0 >= end)
                         break;
-                char cmd[128];
                 size_t key = zipf_draw(cdf, keys);
-                int n = snprintf(cmd, sizeof(cmd), "GET k%zu\n", key);
-                int r = send_all(fd, cmd, (size_t) n) < 0 ? -1 : read_reply(fd);
+                int r = do_get(fd, key);
                 if (r == 0) {
                         /* The recompute, then the value goes in. */
                         while (now_us() - t0 < miss_us)
                                 ;
-                        n = snprintf(cmd, sizeof(cmd), "SET k%zu %zu\n", key, value_bytes);
-                        if (send_all(fd, cmd, (size_t) n) < 0 || send_all(fd, value, value_bytes) < 0 || read_reply(fd) < 0)
+                        if (do_set(fd, key, value, value_bytes) < 0)
                                 r = -1;
                         misses++;
                 } else if (r == 1)

@@ -409,7 +409,9 @@ int main(int argc, char *argv[]) {
         (void) pressure_client_set_release(client, NULL, NULL); /* nothing of ours to give back */
         (void) pressure_client_set_serve_for(client, a.server_pid);
         snprintf(name, sizeof(name), "redis:%.56s", a.address);
-        r = pressure_shrinker_alloc(client, 0, name, &shrinker);
+        /* MEMCG_AWARE: all of Redis's memory is in its cgroup, so it is asked when that group (or a limited
+         * one above it) is short, not only when the whole machine is. */
+        r = pressure_shrinker_alloc(client, PRESSURE_SHRINKER_MEMCG_AWARE, name, &shrinker);
         if (r >= 0)
                 r = pressure_shrinker_set_batch(shrinker, 16); /* 1 MiB per scan call */
         if (r >= 0)

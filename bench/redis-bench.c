@@ -1,0 +1,331 @@
+/* SPDX-License-Identifier: MIT */
+/* redis-bench: an unmodified Redis (Debian's) in a cgroup with a 128 MiB limit and no maxmemory, under
+ * kv-zipf's load (Zipf GETs over more keys than fit; a miss costs 250 us and SETs the value), run once
+ * per policy, each with a fresh group, server and daemon:
+ *   none      no maxmemory: Redis grows until the OOM killer takes it;
+ *   cap N     a fixed maxmemory of N MiB (allkeys-lru): the operator's guess, several in the same run;
+ *   adapter   no maxmemory, pressured and `pressure-adapt redis` beside it.
+ * Prints one row per policy: survived or killed, hit rate over the whole run and over its last two
+ * thirds, requests/s, the group's stall, Redis's memory at the end; then the adapter's steady hit rate
+ * against the best fixed cap that survived. With the adapter, after the load it waits for maxmemory to
+ * rise again (its --quiet is 5 s here) and checks that Redis's own setting is back once it stops.
+ *
+ *   redis-bench BUILD_DIR [SECONDS]          (as root; REDIS_BENCH_ONLY=none|cap|adapter, REDIS_BENCH_CAPS="48 64")
+ *   REDIS_BENCH_PHASE=1: the load's keys move half way through (another seed and key range), as the
+ *   kvcache matrix's phase change does. */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../tools/adapt/resp.h"
+#include "pressure-gen.h"
+#include "test-util.h"
+
+#define LIMIT_MIB 128
+#define KEYS "100000"
+#define VALUE_BYTES "4000"
+#define MISS_US "250"
+
+struct run {
+        char name[32];
+        unsigned cap_mib; /* 0: none */
+        bool adapter;
+        bool survived;
+        double seconds;
+        unsigned long long requests, hits;
+        unsigned long long st_gets, st_hits; /* Redis's keyspace counters over the last two thirds */
+        double stall_ms_s;
+        unsigned long long used_end, maxmemory_end;
+        bool regrew, restored; /* adapter: maxmemory rose after the load; Redis's own came back */
+};
+
+static const char *build;
+static char redis_bin[600];
+
+static unsigned long long field(const char *line, const char *key) {
+        const char *p = strstr(line, key);
+        return p ? strtoull(p + strlen(key), NULL, 10) : 0;
+}
+
+static int redis_info(const char *sock, const char *section, const char *key, unsigned long long *ret) {
+        struct resp_conn c;
+        struct resp_reply r;
+        int k = resp_connect(sock, 700, &c);
+        if (k < 0)
+                return k;
+        k = resp_command(&c, &r, (const char *const[]){ "INFO", section, NULL });
+        if (k >= 0) {
+                k = r.type == RESP_BULK && r.str ? resp_info_u64(r.str, key, ret) : -EPROTO;
+                resp_reply_done(&r);
+        }
+        resp_close(&c);
+        return k;
+}
+
+static int redis_maxmemory(const char *sock, unsigned long long *ret) {
+        struct resp_conn c;
+        struct resp_reply r;
+        int k = resp_connect(sock, 700, &c);
+        if (k < 0)
+                return k;
+        k = resp_command(&c, &r, (const char *const[]){ "CONFIG", "GET", "maxmemory", NULL });
+        if (k >= 0) {
+                k = r.type == RESP_ARRAY && r.n_elements == 2 && r.elements[1].str ? 0 : -EPROTO;
+                if (k >= 0)
+                        *ret = strtoull(r.elements[1].str, NULL, 10);
+                resp_reply_done(&r);
+        }
+        resp_close(&c);
+        return k;
+}
+
+static void keyspace(const char *sock, unsigned long long *gets, unsigned long long *hits) {
+        unsigned long long h = 0, m = 0;
+        (void) redis_info(sock, "stats", "keyspace_hits", &h);
+        (void) redis_info(sock, "stats", "keyspace_misses", &m);
+        *gets = h + m;
+        *hits = h;
+}
+
+static bool wait_socket(const char *sock, int tenths) {
+        unsigned long long v;
+        for (int i = 0; i < tenths; i++) {
+                if (redis_info(sock, "server", "process_id", &v) == 0)
+                        return true;
+                usleep(100000);
+        }
+        return false;
+}
+
+/* kv-zipf against the Redis for seconds; its one line in out. */
+static pid_t start_load(const char *sock, double seconds, const char *seed, int out_fd) {
+        char zipf[600], addr[520], secs[32];
+        snprintf(zipf, sizeof(zipf), "%s/kv-zipf", build);
+        snprintf(addr, sizeof(addr), "redis:%s", sock);
+        snprintf(secs, sizeof(secs), "%g", seconds);
+        pid_t pid = fork();
+        if (pid == 0) {
+                dup2(out_fd, STDOUT_FILENO);
+                execl(zipf, zipf, addr, secs, KEYS, VALUE_BYTES, seed, MISS_US, (char *) NULL);
+                _exit(127);
+        }
+        return pid;
+}
+
+static void read_load(int fd, struct run *r, bool add) {
+        char out[512];
+        ssize_t n = read(fd, out, sizeof(out) - 1);
+        out[n > 0 ? n : 0] = 0;
+        bool survived = strncmp(out, "survived", 8) == 0;
+        r->survived = add ? r->survived && survived : survived;
+        r->seconds += strstr(out, "seconds=") ? atof(strstr(out, "seconds=") + 8) : 0;
+        r->requests += field(out, "requests=");
+        r->hits += field(out, "hits=");
+}
+
+/* The load, in one or two phases; Redis's keyspace counters read after the first third. */
+static void run_load(struct run *r, struct pressure_gen *g, const char *sock, double seconds) {
+        bool phase = getenv("REDIS_BENCH_PHASE") != NULL;
+        unsigned long long gets0 = 0, hits0 = 0, gets1, hits1;
+        uint64_t stall0 = pressure_gen_some_total(g), t0 = test_now_ms();
+        for (int part = 0; part < (phase ? 2 : 1); part++) {
+                int p[2];
+                if (pipe2(p, O_CLOEXEC) < 0)
+                        return;
+                double len = phase ? seconds / 2 : seconds;
+                pid_t ld = start_load(sock, len, part == 0 ? "1" : "2", p[1]);
+                close(p[1]);
+                if (part == 0) {
+                        usleep((useconds_t) (seconds / 3 * 1e6));
+                        keyspace(sock, &gets0, &hits0);
+                }
+                waitpid(ld, NULL, 0);
+                read_load(p[0], r, part > 0);
+                close(p[0]);
+        }
+        keyspace(sock, &gets1, &hits1);
+        if (gets1 >= gets0) {
+                r->st_gets = gets1 - gets0;
+                r->st_hits = hits1 - hits0;
+        }
+        double secs = (double) (test_now_ms() - t0) / 1000;
+        r->stall_ms_s = secs > 0 ? (double) (pressure_gen_some_total(g) - stall0) / 1000 / secs : 0;
+}
+
+static pid_t start_adapter(const char *daemon_sock, const char *sock, int log_fd) {
+        char adapt[600], socket_arg[200];
+        snprintf(adapt, sizeof(adapt), "%s/pressure-adapt", build);
+        snprintf(socket_arg, sizeof(socket_arg), "--socket=%s", daemon_sock);
+        pid_t pid = fork();
+        if (pid == 0) {
+                dup2(log_fd, STDERR_FILENO);
+                execl(adapt, adapt, "redis", socket_arg, "--quiet=5", "-v", sock, (char *) NULL);
+                _exit(127);
+        }
+        return pid;
+}
+
+/* After the load: maxmemory rises again within 30 s; at SIGTERM Redis's own 0 comes back. */
+static void adapter_after(struct run *r, const char *sock, pid_t adapter) {
+        unsigned long long low = r->maxmemory_end, now = low;
+        for (int i = 0; i < 300 && low > 0 && !r->regrew; i++) {
+                usleep(100000);
+                r->regrew = redis_maxmemory(sock, &now) == 0 && (now > low || now == 0);
+        }
+        kill(adapter, SIGTERM);
+        waitpid(adapter, NULL, 0);
+        r->restored = redis_maxmemory(sock, &now) == 0 && now == 0;
+}
+
+static int run_policy(struct run *r, double seconds) {
+        struct pressure_gen g;
+        struct test_daemon d = {};
+        char cwd[400], sock[500], maxmem[32];
+        pid_t adapter = -1;
+
+        if (!getcwd(cwd, sizeof(cwd)) || pressure_gen_create(&g, cwd, (uint64_t) LIMIT_MIB << 20) < 0)
+                return -EIO;
+        snprintf(sock, sizeof(sock), "/tmp/redis-bench-%d.sock", (int) getpid());
+        snprintf(maxmem, sizeof(maxmem), "%umb", r->cap_mib);
+        const char *argv[] = { redis_bin, "--port", "0", "--unixsocket", sock, "--save", "", "--appendonly", "no",
+                               "--maxmemory-policy", "allkeys-lru", "--maxmemory", r->cap_mib ? maxmem : "0", NULL };
+        int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+        pid_t redis = pressure_gen_spawn_quiet(&g, argv, devnull);
+        if (redis < 0 || !wait_socket(sock, 100)) {
+                fprintf(stderr, "redis-bench: Redis did not start\n");
+                if (redis > 0) {
+                        kill(redis, SIGKILL);
+                        waitpid(redis, NULL, 0);
+                }
+                close(devnull);
+                pressure_gen_destroy(&g);
+                return -EIO;
+        }
+        if (r->adapter) {
+                const char *conf = getenv("REDIS_BENCH_CONFIG");
+                const char *const args[] = { "--config", conf ? conf : "/dev/null", NULL };
+                if (test_daemon_start(&d, args) < 0) {
+                        fprintf(stderr, "redis-bench: the daemon did not start (PRESSURED_BIN=%s)\n", getenv("PRESSURED_BIN"));
+                        kill(redis, SIGKILL);
+                        waitpid(redis, NULL, 0);
+                        close(devnull);
+                        pressure_gen_destroy(&g);
+                        return -ECHILD;
+                }
+                int log = getenv("REDIS_BENCH_LOG") ? STDERR_FILENO : devnull;
+                adapter = start_adapter(d.socket, sock, log);
+                /* Registered: the daemon lists the shrinker (its log says so). */
+                for (int i = 0; i < 100 && test_daemon_log_count(&d, "registered 1 shrinker for pid") == 0; i++)
+                        usleep(100000);
+        }
+        run_load(r, &g, sock, seconds);
+        (void) redis_info(sock, "memory", "used_memory", &r->used_end);
+        (void) redis_maxmemory(sock, &r->maxmemory_end);
+        int status = 0;
+        r->survived = r->survived && waitpid(redis, &status, WNOHANG) == 0;
+        if (adapter > 0) {
+                if (r->survived)
+                        adapter_after(r, sock, adapter);
+                else {
+                        kill(adapter, SIGTERM);
+                        waitpid(adapter, NULL, 0);
+                }
+                test_daemon_stop(&d);
+        }
+        kill(redis, SIGKILL);
+        waitpid(redis, NULL, 0);
+        close(devnull);
+        unlink(sock);
+        pressure_gen_destroy(&g);
+        return 0;
+}
+
+static double steady_hit_rate(const struct run *r) {
+        return r->st_gets ? (double) r->st_hits / (double) r->st_gets : 0;
+}
+
+static void print_row(const struct run *r) {
+        char fate[32];
+        snprintf(fate, sizeof(fate), r->survived ? "survived" : "killed at %.0f s", r->seconds);
+        printf("| %-10s | %-8s | %6.3f | %6.3f | %7.0f | %7.2f | %7.1f | %s |\n", r->name, fate,
+               r->requests ? (double) r->hits / (double) r->requests : 0, steady_hit_rate(r),
+               r->seconds > 0 ? (double) r->requests / r->seconds : 0, r->stall_ms_s, (double) r->used_end / 1048576,
+               !r->adapter ? "" : !r->survived ? "" : r->regrew && r->restored ? "rose again; restored" :
+               r->regrew ? "rose again; NOT restored" : r->restored ? "did not rise; restored" : "did not rise; NOT restored");
+        fflush(stdout);
+}
+
+static bool wanted(const char *policy) {
+        const char *only = getenv("REDIS_BENCH_ONLY");
+        return !only || strstr(only, policy);
+}
+
+int main(int argc, char *argv[]) {
+        if (argc < 2) {
+                fprintf(stderr, "usage: redis-bench BUILD_DIR [SECONDS]\n");
+                return 2;
+        }
+        build = argv[1];
+        char daemon_bin[600];
+        snprintf(daemon_bin, sizeof(daemon_bin), "%s/pressured", build);
+        setenv("PRESSURED_BIN", daemon_bin, 0);
+        setenv("PRESSURED_TEST_NO_LOG", "1", 0); /* the daemon's log stays out of the table */
+        double seconds = argc > 2 ? atof(argv[2]) : 60;
+        if (access("/usr/bin/redis-server", X_OK) == 0)
+                snprintf(redis_bin, sizeof(redis_bin), "/usr/bin/redis-server");
+        else if (access("/usr/bin/redis-check-rdb", X_OK) == 0) {
+                /* Debian's redis-tools ships the server as redis-check-rdb: it serves when called so. */
+                snprintf(redis_bin, sizeof(redis_bin), "/tmp/redis-bench-%d-redis-server", (int) getpid());
+                if (symlink("/usr/bin/redis-check-rdb", redis_bin) < 0)
+                        return 2;
+        } else {
+                fprintf(stderr, "redis-bench: no redis-server (build-aux/install-deps installs redis-tools)\n");
+                return 77;
+        }
+        const char *caps_env = getenv("REDIS_BENCH_CAPS");
+        char caps[128];
+        snprintf(caps, sizeof(caps), "%s", caps_env ? caps_env : "64 80 96 104 112");
+
+        struct run runs[16] = {};
+        size_t n = 0;
+        if (wanted("none"))
+                snprintf(runs[n++].name, sizeof(runs[0].name), "none");
+        for (char *save, *t = wanted("cap") ? strtok_r(caps, " ", &save) : NULL; t && n < 15; t = strtok_r(NULL, " ", &save)) {
+                runs[n].cap_mib = (unsigned) atoi(t);
+                snprintf(runs[n++].name, sizeof(runs[0].name), "cap %s", t);
+        }
+        if (wanted("adapter")) {
+                runs[n].adapter = true;
+                snprintf(runs[n++].name, sizeof(runs[0].name), "adapter");
+        }
+        printf("Redis in a %u MiB group, %s keys of %s bytes, Zipf 0.99, %s us per miss, %g s per policy%s\n\n",
+               LIMIT_MIB, KEYS, VALUE_BYTES, MISS_US, seconds, getenv("REDIS_BENCH_PHASE") ? ", keys move half way" : "");
+        printf("| policy     | Redis    | hits   | steady | req/s   | stall ms/s | used MiB | maxmemory after |\n");
+        printf("|---|---|---|---|---|---|---|---|\n");
+        const struct run *best = NULL, *adapter = NULL;
+        for (size_t i = 0; i < n; i++) {
+                if (run_policy(&runs[i], seconds) < 0)
+                        continue;
+                print_row(&runs[i]);
+                if (runs[i].cap_mib && runs[i].survived && (!best || steady_hit_rate(&runs[i]) > steady_hit_rate(best)))
+                        best = &runs[i];
+                if (runs[i].adapter)
+                        adapter = &runs[i];
+        }
+        if (best && adapter && steady_hit_rate(best) > 0)
+                printf("\nadapter against the best fixed cap (%s): steady hit rate %.3f / %.3f = %.2fx\n", best->name,
+                       steady_hit_rate(adapter), steady_hit_rate(best), steady_hit_rate(adapter) / steady_hit_rate(best));
+        if (redis_bin[0] == '/' && strncmp(redis_bin, "/tmp/", 5) == 0)
+                unlink(redis_bin);
+        return 0;
+}
