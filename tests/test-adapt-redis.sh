@@ -100,13 +100,13 @@ after=$(used)
 cap=$(maxmemory)
 check "maxmemory lowered ($cap) and Redis evicted (used_memory $before -> $after)" \
         $([ "$cap" -gt 0 ] && [ $((before - after)) -gt 8000000 ]; echo $?)
-check "the adapter measured and said what it asked and what fell" $(grep -q "asked .* used_memory fell" "$dir/adapt.log"; echo $?)
+check "the adapter measured and said what it asked and what fell" $(grep -q "asked .* it holds [0-9]* less, RSS" "$dir/adapt.log"; echo $?)
 
 # Quiet: the cap is raised back to Redis's own (none) step by step.
 maxmemory_is() { [ "$(maxmemory)" = "$1" ]; }
 until_ok 60 maxmemory_is 0
 check "once quiet, maxmemory rises back to Redis's own (0)" $?
-check "in steps" $(grep -q "quiet, maxmemory raised to" "$dir/adapt.log"; echo $?)
+check "in steps" $(grep -q "quiet, cap raised to" "$dir/adapt.log"; echo $?)
 
 # Stopped after a Shrink: Redis's own setting back, exactly.
 rcli config set maxmemory 200000000 >/dev/null

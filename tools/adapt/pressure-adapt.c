@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* pressure-adapt: a shrinker for a cache that never linked libpressure, registered on its behalf. For
- * Redis: count is what Redis uses above a floor; a scan lowers maxmemory by what is asked, so that Redis
- * evicts by its own policy, then MEMORY PURGE gives the pages back; once nothing has been asked for a
- * while, the cap is raised again step by step to what Redis had. Redis's own setting is restored when the
- * adapter stops. The shrinker is registered for Redis's pid (Serve's for_pid): the daemon places it in
- * Redis's cgroup and measures Redis's memory, not the adapter's. */
+/* pressure-adapt: a shrinker for a cache that never linked libpressure, registered on its behalf. Count
+ * is what the server holds above a floor; a scan lowers the server's own cap by what is asked, so that it
+ * evicts by its own policy, and has it give the pages back (redis.c, memcached.c); once nothing has been
+ * asked for a while, the cap is raised again step by step to what the server had. Its own setting is
+ * restored when the adapter stops. The shrinker is registered for the server's pid (Serve's for_pid):
+ * the daemon places it in the server's cgroup and measures the server's memory, not the adapter's. */
 
 #include <errno.h>
 #include <getopt.h>
@@ -22,31 +22,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "adapter.h"
 #include "pressure-private.h"
 #include "resp.h"
 #include "time-util.h"
 
-#define UNIT (64u * 1024u) /* bytes per object: Redis frees in keys, we count in 64 KiB */
+#define UNIT (64u * 1024u) /* bytes per object: servers free in keys or pages, we count in 64 KiB */
 #define EXIT_USAGE 2
 
-struct adapter {
-        const char *address;
-        char *password, *user;
-        uint64_t floor, ceiling; /* ceiling 0: Redis's own maxmemory when we started */
-        uint64_t quiet_usec, regrow_usec;
-        int verbose;
-
-        struct resp_conn conn;
-        bool connected;
-        pid_t server_pid;
-        uint64_t original; /* Redis's maxmemory before us (0: none) */
-        bool have_original;
-        uint64_t cap;       /* what we set; 0: nothing of ours in force */
-        uint64_t last_scan_usec;
-        uint64_t claimed, measured; /* bytes: what Redis said it freed, how far its RSS fell */
-};
-
-static void say(const struct adapter *a, int verbose, const char *fmt, ...) {
+void say(const struct adapter *a, int verbose, const char *fmt, ...) {
         if (verbose > a->verbose)
                 return;
         va_list ap;
@@ -57,123 +41,38 @@ static void say(const struct adapter *a, int verbose, const char *fmt, ...) {
         va_end(ap);
 }
 
-/* One command; the reply in *ret (resp_reply_done() it). An error reply is -EIO, with its text said. */
-static int command(struct adapter *a, struct resp_reply *ret, const char *const *argv) {
-        struct resp_reply r = {};
-        if (!a->connected)
-                return -ENOTCONN;
-        int k = resp_command(&a->conn, &r, argv);
-        if (k < 0) {
-                a->connected = false;
-                say(a, 0, "lost %s (%s) during %s", a->address, strerror(-k), argv[0]);
-                return k;
-        }
-        if (r.type == RESP_ERROR) {
-                /* The command's first word only: AUTH's arguments are secrets. */
-                say(a, 0, "%s refused %s: %s", a->address, argv[0], r.str);
-                resp_reply_done(&r);
-                return -EIO;
-        }
-        *ret = r;
-        return 0;
-}
-
-static int config_get(struct adapter *a, const char *key, char *buf, size_t size) {
-        struct resp_reply r = {};
-        int k = command(a, &r, (const char *const[]){ "CONFIG", "GET", key, NULL });
-        if (k < 0)
-                return k;
-        k = r.type == RESP_ARRAY && r.n_elements == 2 && r.elements[1].type == RESP_BULK && r.elements[1].str ? 0 : -EPROTO;
-        if (k == 0)
-                snprintf(buf, size, "%s", r.elements[1].str);
-        resp_reply_done(&r);
-        return k;
-}
-
-static int set_maxmemory(struct adapter *a, uint64_t bytes) {
-        char v[32];
-        struct resp_reply r = {};
-        snprintf(v, sizeof(v), "%" PRIu64, bytes);
-        int k = command(a, &r, (const char *const[]){ "CONFIG", "SET", "maxmemory", v, NULL });
-        resp_reply_done(&r);
-        return k;
-}
-
-static int info_memory(struct adapter *a, unsigned long long *used, unsigned long long *rss) {
-        struct resp_reply r = {};
-        int k = command(a, &r, (const char *const[]){ "INFO", "memory", NULL });
-        if (k < 0)
-                return k;
-        k = r.type == RESP_BULK && r.str ? 0 : -EPROTO;
-        if (k == 0)
-                k = resp_info_u64(r.str, "used_memory", used);
-        if (k == 0 && rss)
-                k = resp_info_u64(r.str, "used_memory_rss", rss);
-        resp_reply_done(&r);
-        return k < 0 ? -EPROTO : 0;
-}
-
-/* Connect, authenticate and learn what Redis is set to. -EPERM: it cannot be adapted (said why). */
-static int server_reach(struct adapter *a) {
-        char policy[64], max[32];
-        struct resp_reply r = {};
-        int k = resp_connect(a->address, 700, &a->conn); /* per command: a callback has 1 s */
-        if (k < 0)
-                return k;
-        a->connected = true;
-        if (a->password) {
-                const char *const with_user[] = { "AUTH", a->user, a->password, NULL };
-                const char *const plain[] = { "AUTH", a->password, NULL };
-                k = command(a, &r, a->user ? with_user : plain);
-                resp_reply_done(&r);
-                if (k == -EIO) {
-                        resp_close(&a->conn);
-                        a->connected = false;
-                        return -EACCES;
-                }
-                if (k < 0)
-                        return k;
-        }
-        k = config_get(a, "maxmemory-policy", policy, sizeof(policy));
-        /* Only a policy that may evict any key: under noeviction a lower cap makes writes fail, and under
-         * volatile-* it does as soon as the keys with a TTL are gone. */
-        if (k >= 0 && strncmp(policy, "allkeys-", 8) != 0) {
-                say(a, 0, "%s has maxmemory-policy %s: a lower maxmemory would make its writes fail where it "
-                          "has nothing it may evict. Set an allkeys-* policy to adapt it.", a->address, policy);
-                return -EPERM;
-        }
-        if (k >= 0)
-                k = config_get(a, "maxmemory", max, sizeof(max));
-        if (k < 0)
-                return k;
-        uint64_t now_max = strtoull(max, NULL, 10);
-        k = command(a, &r, (const char *const[]){ "INFO", "server", NULL });
-        unsigned long long pid = 0;
-        if (k >= 0 && (r.type != RESP_BULK || !r.str || resp_info_u64(r.str, "process_id", &pid) < 0 || pid == 0 ||
-                       pid > INT_MAX))
-                k = -EPROTO;
-        resp_reply_done(&r);
-        if (k < 0)
-                return k;
+void adapter_learn_original(struct adapter *a, pid_t pid, uint64_t cap) {
         /* A server we see for the first time, or again after a restart (its own setting again): what it
          * has now is its own. The same server after a lost connection still has our cap. */
-        if (!a->have_original || (pid_t) pid != a->server_pid) {
-                a->original = now_max;
+        if (!a->have_original || pid != a->server_pid) {
+                a->original = cap;
                 a->have_original = true;
                 a->cap = 0;
         }
-        a->server_pid = (pid_t) pid;
-        say(a, 1, "%s: pid %d, maxmemory %" PRIu64 " (its own %" PRIu64 "), policy %s", a->address, a->server_pid,
-            now_max, a->original, policy);
+        a->server_pid = pid;
+}
+
+int proc_rss(pid_t pid, uint64_t *ret) {
+        char path[64];
+        unsigned long long size, resident;
+        snprintf(path, sizeof(path), "/proc/%d/statm", (int) pid);
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return -errno;
+        int n = fscanf(f, "%llu %llu", &size, &resident);
+        fclose(f);
+        if (n != 2)
+                return -EPROTO;
+        *ret = resident * (uint64_t) sysconf(_SC_PAGESIZE);
         return 0;
 }
 
-/* Redis's own setting back, if ours is in force. */
+/* The server's own setting back, if ours is in force. */
 static void server_restore(struct adapter *a) {
         if (!a->connected || a->cap == 0)
                 return;
-        if (set_maxmemory(a, a->original) >= 0) {
-                say(a, 1, "%s: maxmemory %" PRIu64 " again, its own", a->address, a->original);
+        if (a->ops->set_cap(a, a->original) >= 0) {
+                say(a, 1, "%s: its own cap of %" PRIu64 " again", a->address, a->original);
                 a->cap = 0;
         }
 }
@@ -184,9 +83,9 @@ static uint64_t ceiling_of(const struct adapter *a) {
 
 static uint64_t count_objects(struct pressure_shrinker *s, struct pressure_shrink_control *sc, void *userdata) {
         struct adapter *a = userdata;
-        unsigned long long used;
+        uint64_t used;
         (void) s;
-        if (info_memory(a, &used, NULL) < 0)
+        if (a->ops->held(a, &used, NULL) < 0)
                 return 0; /* cannot tell now: skip me */
         if (used <= a->floor)
                 return PRESSURE_SHRINK_EMPTY;
@@ -197,9 +96,9 @@ static uint64_t count_objects(struct pressure_shrinker *s, struct pressure_shrin
 
 static uint64_t scan_objects(struct pressure_shrinker *s, struct pressure_shrink_control *sc, void *userdata) {
         struct adapter *a = userdata;
-        unsigned long long used, rss, used_after, rss_after;
+        uint64_t used, rss, used_after, rss_after;
         (void) s;
-        if (info_memory(a, &used, &rss) < 0)
+        if (a->ops->held(a, &used, &rss) < 0)
                 return PRESSURE_SHRINK_STOP;
         uint64_t ask = sc->nr_to_scan > UINT64_MAX / UNIT ? UINT64_MAX : sc->nr_to_scan * UNIT;
         uint64_t target = used > a->floor + ask ? used - ask : a->floor;
@@ -207,36 +106,32 @@ static uint64_t scan_objects(struct pressure_shrinker *s, struct pressure_shrink
                 target = a->cap; /* never up in a scan */
         if (target >= used)
                 return 0;
-        if (set_maxmemory(a, target) < 0)
+        if (a->ops->set_cap(a, target) < 0)
                 return PRESSURE_SHRINK_STOP;
         a->cap = target;
         a->last_scan_usec = clock_now_usec(CLOCK_MONOTONIC);
-        /* Redis evicted down to the new cap as it took it; the pages go back to the kernel with a purge
-         * (jemalloc keeps them otherwise). */
-        struct resp_reply r = {};
-        if (command(a, &r, (const char *const[]){ "MEMORY", "PURGE", NULL }) >= 0)
-                resp_reply_done(&r);
-        if (info_memory(a, &used_after, &rss_after) < 0)
+        a->ops->give_back(a, used - target);
+        if (a->ops->held(a, &used_after, &rss_after) < 0)
                 return PRESSURE_SHRINK_STOP;
         uint64_t freed = used > used_after ? used - used_after : 0;
         uint64_t fell = rss > rss_after ? rss - rss_after : 0;
         a->claimed += freed;
         a->measured += fell;
-        say(a, 1, "%s: asked %" PRIu64 " bytes, maxmemory %" PRIu64 ": used_memory fell %" PRIu64 ", RSS %" PRIu64
-                  " (in all %" PRIu64 " claimed, %" PRIu64 " measured)",
+        say(a, 1, "%s: asked %" PRIu64 " bytes, cap %" PRIu64 ": it holds %" PRIu64 " less, RSS %" PRIu64
+                  " less (in all %" PRIu64 " claimed, %" PRIu64 " measured)",
             a->address, ask, target, freed, fell, a->claimed, a->measured);
         sc->nr_bytes = freed;
         return (freed + UNIT - 1) / UNIT;
 }
 
-/* Quiet for a while: raise the cap by a tenth of the room to the ceiling per step, and give Redis its
- * own setting back once it is reached. */
+/* Quiet for a while: raise the cap by a tenth of the room to the ceiling per step, and give the server
+ * its own setting back once it is reached. */
 static void regrow(struct adapter *a) {
         if (a->cap == 0 || !a->connected || clock_now_usec(CLOCK_MONOTONIC) - a->last_scan_usec < a->quiet_usec)
                 return;
         uint64_t ceiling = ceiling_of(a);
-        unsigned long long used;
-        if (info_memory(a, &used, NULL) < 0)
+        uint64_t used;
+        if (a->ops->held(a, &used, NULL) < 0)
                 return;
         uint64_t step = ceiling > a->cap ? (ceiling - a->cap) / 10 : 0;
         if (ceiling == 0) /* no limit of its own: a tenth of what it uses, at least 1 MiB */
@@ -250,9 +145,9 @@ static void regrow(struct adapter *a) {
                 server_restore(a);
                 return;
         }
-        if (set_maxmemory(a, next) >= 0) {
+        if (a->ops->set_cap(a, next) >= 0) {
                 a->cap = next;
-                say(a, 1, "%s: quiet, maxmemory raised to %" PRIu64, a->address, next);
+                say(a, 1, "%s: quiet, cap raised to %" PRIu64, a->address, next);
         }
 }
 
@@ -293,16 +188,17 @@ static int parse_bytes(const char *s, uint64_t *ret) {
 }
 
 static void usage(FILE *f) {
-        fputs("Usage: pressure-adapt redis [OPTIONS] ADDRESS\n"
+        fputs("Usage: pressure-adapt redis|memcached [OPTIONS] ADDRESS\n"
               "\n"
-              "Registers a shrinker with pressured on behalf of the Redis server at ADDRESS (a Unix socket\n"
-              "path, unix:PATH, or HOST:PORT): under memory pressure its maxmemory is lowered by what is\n"
-              "asked, Redis evicts by its own policy, and MEMORY PURGE gives the pages back.\n"
+              "Registers a shrinker with pressured on behalf of the server at ADDRESS (a Unix socket path,\n"
+              "unix:PATH, or HOST:PORT): under memory pressure its cap is lowered by what is asked and it\n"
+              "gives the memory back: Redis's maxmemory and MEMORY PURGE, memcached's cache_memlimit and\n"
+              "page moves to its global pool.\n"
               "\n"
               "  -h --help                  Show this help\n"
-              "     --password-file=FILE    AUTH with the first line of FILE (never on the command line)\n"
+              "     --password-file=FILE    Redis: AUTH with the first line of FILE (never on the command line)\n"
               "     --user=NAME             ...as this ACL user\n"
-              "     --floor=BYTES           Never lower maxmemory below this (default 16M)\n"
+              "     --floor=BYTES           Never lower the cap below this (default 16M)\n"
               "     --ceiling=BYTES         Raise it back no higher (default: Redis's own maxmemory)\n"
               "     --quiet=SECONDS         Raise it back after this long without a scan (default 60)\n"
               "     --socket=PATH           pressured's socket (default: the system's)\n"
@@ -365,11 +261,20 @@ int main(int argc, char *argv[]) {
                         usage(stderr);
                         return EXIT_USAGE;
                 }
-        if (argc - optind != 2 || strcmp(argv[optind], "redis") != 0) {
+        if (argc - optind == 2 && strcmp(argv[optind], "redis") == 0)
+                a.ops = &redis_ops;
+        else if (argc - optind == 2 && strcmp(argv[optind], "memcached") == 0)
+                a.ops = &memcached_ops;
+        else {
                 usage(stderr);
                 return EXIT_USAGE;
         }
         a.address = argv[optind + 1];
+        if (password_file && !a.ops->auth) {
+                fprintf(stderr, "pressure-adapt: %s takes no password (its text protocol has no authentication)\n",
+                        a.ops->kind);
+                return EXIT_USAGE;
+        }
         if (a.user && !password_file) {
                 fprintf(stderr, "pressure-adapt: --user needs --password-file\n");
                 return EXIT_USAGE;
@@ -387,14 +292,14 @@ int main(int argc, char *argv[]) {
         int sig_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
         signal(SIGPIPE, SIG_IGN);
 
-        int r = server_reach(&a);
+        int r = a.ops->reach(&a);
         if (r == -EPERM || r == -EACCES) {
                 if (r == -EACCES)
                         fprintf(stderr, "pressure-adapt: %s refused the password from %s\n", a.address, password_file);
                 return 1;
         }
         if (r < 0) {
-                fprintf(stderr, "pressure-adapt: cannot reach Redis at %s: %s\n", a.address, strerror(-r));
+                fprintf(stderr, "pressure-adapt: cannot reach %s at %s: %s\n", a.ops->kind, a.address, strerror(-r));
                 return 1;
         }
 
@@ -408,9 +313,9 @@ int main(int argc, char *argv[]) {
         }
         (void) pressure_client_set_release(client, NULL, NULL); /* nothing of ours to give back */
         (void) pressure_client_set_serve_for(client, a.server_pid);
-        snprintf(name, sizeof(name), "redis:%.56s", a.address);
-        /* MEMCG_AWARE: all of Redis's memory is in its cgroup, so it is asked when that group (or a limited
-         * one above it) is short, not only when the whole machine is. */
+        snprintf(name, sizeof(name), "%s:%.50s", a.ops->kind, a.address);
+        /* MEMCG_AWARE: all of the server's memory is in its cgroup, so it is asked when that group (or a
+         * limited one above it) is short, not only when the whole machine is. */
         r = pressure_shrinker_alloc(client, PRESSURE_SHRINKER_MEMCG_AWARE, name, &shrinker);
         if (r >= 0)
                 r = pressure_shrinker_set_batch(shrinker, 16); /* 1 MiB per scan call */
@@ -449,16 +354,14 @@ int main(int argc, char *argv[]) {
                         (void) !read(tick, &n, sizeof(n));
                         if (a.connected) {
                                 /* A server that went away is noticed here, not at the next request. */
-                                struct resp_reply pong = {};
-                                if (command(&a, &pong, (const char *const[]){ "PING", NULL }) >= 0)
+                                if (a.ops->ping(&a) >= 0)
                                         regrow(&a);
-                                resp_reply_done(&pong);
                         }
                         else if (wait > 0)
                                 wait--;
                         else {
                                 pid_t before = a.server_pid;
-                                r = server_reach(&a);
+                                r = a.ops->reach(&a);
                                 if (r == -EPERM || r == -EACCES) {
                                         status = 1;
                                         break;
@@ -479,8 +382,8 @@ int main(int argc, char *argv[]) {
         }
         pressure_shrinker_free(shrinker);
         pressure_client_unref(client);
-        if (!a.connected && a.cap > 0 && server_reach(&a) < 0)
-                say(&a, 0, "cannot reach %s to give it its maxmemory %" PRIu64 " back", a.address, a.original);
+        if (!a.connected && a.cap > 0 && a.ops->reach(&a) < 0)
+                say(&a, 0, "cannot reach %s to give it its own cap of %" PRIu64 " back", a.address, a.original);
         server_restore(&a);
         resp_close(&a.conn);
         free(a.password);

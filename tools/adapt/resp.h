@@ -5,6 +5,7 @@
  * strings, replies parsed with bounds (what a server sends is outside input). Every read and write has a
  * deadline, so that a server that stops answering costs a shrinker callback at most that. */
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define RESP_MAX_BULK (16u << 20) /* INFO is a few KiB; nothing we ask for is larger */
@@ -51,3 +52,16 @@ int resp_parse(const char *text, size_t n, struct resp_reply *ret, size_t *ret_u
 
 /* The value of a field of an INFO reply ("used_memory:1234"), as a number. 0 or -ENOENT/-EINVAL. */
 int resp_info_u64(const char *info, const char *field, unsigned long long *ret);
+
+/* memcached's text protocol over the same kind of connection (the deadline as for RESP): send cmd (a line
+ * with its "\r\n") and read the reply into out (NUL-terminated): up to and including "END\r\n" when
+ * multiline (stats), else one line; an error line (ERROR, CLIENT_ERROR, SERVER_ERROR) ends either. 0, or
+ * a negative errno: -E2BIG when the reply does not fit, -ETIMEDOUT, -ECONNRESET (the connection is then
+ * closed). */
+int text_command(struct resp_conn *c, const char *cmd, bool multiline, char *out, size_t size);
+
+/* Whether a text reply ends here: its length when complete, 0 when more is needed. Pure. */
+size_t text_reply_complete(const char *text, size_t n, bool multiline);
+
+/* The value of "STAT name value" in a stats reply. 0 or -ENOENT/-EINVAL. */
+int text_stat_u64(const char *reply, const char *name, unsigned long long *ret);
