@@ -31,7 +31,9 @@ fi
 daemon_pid=
 adapt_pid=
 redis_pid=
+load_pid=
 cleanup() {
+        [ -n "$load_pid" ] && kill "$load_pid" 2>/dev/null && wait "$load_pid" 2>/dev/null
         [ -n "$adapt_pid" ] && kill "$adapt_pid" 2>/dev/null && wait "$adapt_pid" 2>/dev/null
         [ -n "$redis_pid" ] && kill "$redis_pid" 2>/dev/null && wait "$redis_pid" 2>/dev/null
         [ -n "$daemon_pid" ] && kill "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null
@@ -143,6 +145,34 @@ check "Redis restarted (pid $old_pid -> $redis_pid): the shrinker is registered 
 kill "$adapt_pid"; wait "$adapt_pid"
 adapt_pid=
 
+# The adapter killed under load (no restore is possible) and started again: it finds in its state file
+# that the cap in force was its predecessor's, serves on, and gives Redis its own setting back.
+"$KV_ZIPF_BIN" "redis:$rsock" 8 20000 4000 7 0 >"$dir/load.out" 2>&1 &
+load_pid=$!
+"$ADAPT_BIN" -v --socket "$sock" --floor 4M --state-file "$dir/state" redis "$rsock" 2>"$dir/adapt4.log" &
+adapt_pid=$!
+until_ok 10 for_pid_is "$redis_pid"
+"$PRESSURECTL_BIN" --socket "$sock" shrink --shrinker "$(shrinker_id)" --nr 80 >/dev/null 2>&1
+cap=$(maxmemory)
+check "under load, a shrink sets a cap ($cap) and the state file keeps Redis's own" \
+        $([ "$cap" -gt 0 ] && grep -q "^redis $redis_pid 0$" "$dir/state"; echo $?)
+kill -9 "$adapt_pid"; wait "$adapt_pid" 2>/dev/null
+adapt_pid=
+check "killed: the cap stays in Redis" $([ "$(maxmemory)" = "$cap" ]; echo $?)
+"$ADAPT_BIN" -v --socket "$sock" --floor 4M --state-file "$dir/state" redis "$rsock" 2>"$dir/adapt5.log" &
+adapt_pid=$!
+until_ok 10 for_pid_is "$redis_pid"
+check "started again: registered for Redis" $?
+check "and knows the cap was its predecessor's, Redis's own 0" \
+        $(grep -q "was set by an adapter before us; its own is 0" "$dir/adapt5.log"; echo $?)
+kill "$adapt_pid"; wait "$adapt_pid"
+adapt_pid=
+check "stopped: Redis's own maxmemory (0) is back, and the state file is gone" \
+        $([ "$(maxmemory)" = 0 ] && [ ! -e "$dir/state" ]; echo $?)
+wait "$load_pid"
+load_pid=
+check "the load never lost Redis ($(cut -d' ' -f1-3 "$dir/load.out"))" $(grep -q "^survived" "$dir/load.out"; echo $?)
+
 # A noeviction Redis: refused, and nothing changed.
 rcli config set maxmemory-policy noeviction >/dev/null
 rcli config set maxmemory 0 >/dev/null
@@ -172,7 +202,7 @@ until_ok 10 for_pid_is "$redis_pid"
 check "the right password: registered" $?
 
 # Bad arguments.
-"$ADAPT_BIN" memcached "$rsock" 2>/dev/null
+"$ADAPT_BIN" mysql "$rsock" 2>/dev/null
 check "an unknown server kind: exit 2" $([ $? = 2 ]; echo $?)
 "$ADAPT_BIN" --floor lots redis "$rsock" 2>/dev/null
 check "a bad --floor: exit 2" $([ $? = 2 ]; echo $?)

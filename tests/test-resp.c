@@ -70,9 +70,30 @@ static void test_info(void) {
         CU_ASSERT_EQUAL(resp_info_u64("used_memory:99999999999999999999999\r\n", "used_memory", &v), -EINVAL);
 }
 
+static void test_text(void) {
+        static const char stats[] = "STAT pid 24151\r\nSTAT limit_maxbytes 67108864\r\nSTAT total_malloced 4\r\n"
+                                    "STAT 18:total_pages 64\r\nEND\r\n";
+        unsigned long long v = 0;
+        size_t n = strlen(stats);
+        CU_ASSERT_EQUAL(text_reply_complete(stats, n, true), n);
+        CU_ASSERT_EQUAL(text_reply_complete(stats, n - 1, true), 0u); /* no END line yet */
+        CU_ASSERT_EQUAL(text_reply_complete(stats, n, false), 16u);  /* one line */
+        CU_ASSERT_EQUAL(text_reply_complete("CLIENT_ERROR bad\r\nmore", 23, true), 18u);
+        CU_ASSERT_EQUAL(text_reply_complete("ENDING\r\nEND\r\n", 13, true), 13u); /* a line only "END" ends it */
+        CU_ASSERT_EQUAL(text_stat_u64(stats, "pid", &v), 0);
+        CU_ASSERT_EQUAL(v, 24151u);
+        CU_ASSERT_EQUAL(text_stat_u64(stats, "18:total_pages", &v), 0);
+        CU_ASSERT_EQUAL(v, 64u);
+        CU_ASSERT_EQUAL(text_stat_u64(stats, "total", &v), -ENOENT); /* a prefix is not the name */
+        CU_ASSERT_EQUAL(text_stat_u64("STAT pid -1\r\n", "pid", &v), -EINVAL);
+        CU_ASSERT_EQUAL(text_stat_u64("STAT pid 12x\r\n", "pid", &v), -EINVAL);
+        CU_ASSERT_EQUAL(text_stat_u64("STAT pid 99999999999999999999999\r\n", "pid", &v), -EINVAL);
+}
+
 int main(void) {
         static const struct test_case cases[] = {
                 { "replies as Redis writes them", test_replies },
+                { "memcached's text replies", test_text },
                 { "replies cut short, and malformed", test_short_and_bad },
                 { "INFO fields", test_info },
                 {},

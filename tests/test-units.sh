@@ -34,17 +34,24 @@ check "the service is Type=notify with a watchdog" $(grep -q '^Type=notify' "$di
 check "the socket is the daemon's default path, world-accessible" \
         $(grep -q '^ListenStream=/run/pressured/io.pressured' "$dir/pressured.socket" && grep -q '^SocketMode=0666' "$dir/pressured.socket"; echo $?)
 
-# pressure-adapt's template, for a stand-in Redis service (verify wants the unit it binds to).
-sed "s|^ExecStart=[^ ]*|ExecStart=$BUILD/pressure-adapt|" "$BUILD/pressure-adapt-redis@.service" >"$dir/pressure-adapt-redis@.service"
-printf '[Unit]\nDescription=stand-in\n[Service]\nExecStart=/bin/true\n' >"$dir/redis-server.service"
-(cd "$dir" && systemd-analyze verify --man=no pressure-adapt-redis@redis-server.service) >"$dir/verify-adapt.log" 2>&1
-rc=$?
-cat "$dir/verify-adapt.log"
-check "pressure-adapt-redis@redis-server.service: verify exits 0 and prints nothing" $([ $rc = 0 ] && [ ! -s "$dir/verify-adapt.log" ]; echo $?)
-score=$(systemd-analyze security --offline=true "$dir/pressure-adapt-redis@redis-server.service" 2>&1 |
-        sed -n 's/.*Overall exposure level for pressure-adapt-redis@redis-server.service: \([0-9.]*\).*/\1/p')
-echo "adapter exposure: ${score:-none}"
-check "its exposure <= 1.5" $(awk -v s="${score:-99}" 'BEGIN { exit !(s <= 1.5) }'; echo $?)
+# pressure-adapt's templates, each for a stand-in server service (verify wants the unit it binds to).
+for pair in redis:redis-server memcached:memcached; do
+        kind=${pair%%:*} server=${pair#*:}
+        unit=pressure-adapt-$kind@$server.service
+        sed "s|^ExecStart=[^ ]*|ExecStart=$BUILD/pressure-adapt|" "$BUILD/pressure-adapt-$kind@.service" >"$dir/pressure-adapt-$kind@.service"
+        printf '[Unit]\nDescription=stand-in\n[Service]\nExecStart=/bin/true\n' >"$dir/$server.service"
+        (cd "$dir" && systemd-analyze verify --man=no "$unit") >"$dir/verify-adapt.log" 2>&1
+        rc=$?
+        cat "$dir/verify-adapt.log"
+        check "$unit: verify exits 0 and prints nothing" $([ $rc = 0 ] && [ ! -s "$dir/verify-adapt.log" ]; echo $?)
+        score=$(systemd-analyze security --offline=true "$dir/$unit" 2>&1 |
+                sed -n "s/.*Overall exposure level for $unit: \([0-9.]*\).*/\1/p")
+        echo "$unit exposure: ${score:-none}"
+        check "its exposure <= 1.5" $(awk -v s="${score:-99}" 'BEGIN { exit !(s <= 1.5) }'; echo $?)
+        check "it keeps its state file across restarts" \
+                $(grep -q "^RuntimeDirectory=pressure-adapt/%i" "$dir/pressure-adapt-$kind@.service" &&
+                  grep -q "^RuntimeDirectoryPreserve=restart" "$dir/pressure-adapt-$kind@.service"; echo $?)
+done
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Fuzz target: what a Redis server sends pressure-adapt (tools/adapt/resp.c): replies of any shape, and
- * INFO text. A reply parsed must account for no more bytes than there are, strings must end where their
+/* Fuzz target: what a Redis or memcached server sends pressure-adapt (tools/adapt/resp.c): replies of any
+ * shape, INFO text and memcached's stats text. A reply parsed must account for no more bytes than there are, strings must end where their
  * length says, and nothing may crash, leak or read out of bounds. The first byte picks the parser.
  * Replayed over its corpus as a unit test; built for libFuzzer with -Dfuzzer=true. */
 #include <assert.h>
@@ -31,7 +31,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 return 0;
         memcpy(text, data + 1, size - 1);
         text[size - 1] = 0;
-        if (data[0] & 1) {
+        if (data[0] & 2) {
+                /* memcached's text replies: a complete one never ends past the text. */
+                unsigned long long v;
+                size_t n = strlen(text);
+                assert(text_reply_complete(text, n, true) <= n);
+                assert(text_reply_complete(text, n, false) <= n);
+                (void) text_stat_u64(text, "total_malloced", &v);
+                (void) text_stat_u64(text, "pid", &v);
+        } else if (data[0] & 1) {
                 unsigned long long v;
                 (void) resp_info_u64(text, "used_memory", &v);
                 (void) resp_info_u64(text, "process_id", &v);

@@ -51,6 +51,9 @@ struct adapter {
         uint64_t cap;      /* what we set; 0: nothing of ours in force */
         uint64_t last_scan_usec;
         uint64_t claimed, measured; /* bytes: what the server said it freed, how far its RSS fell */
+        /* Where the server's own cap is kept while ours is in force (NULL: nowhere), so that an adapter
+         * killed without its restore, and started again, still knows what to give back. */
+        const char *state_file;
 };
 
 void say(const struct adapter *a, int verbose, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

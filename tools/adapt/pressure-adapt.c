@@ -41,13 +41,56 @@ void say(const struct adapter *a, int verbose, const char *fmt, ...) {
         va_end(ap);
 }
 
+/* The state file: "<kind> <pid> <own cap>", written while our cap is in force, removed once the server's
+ * own is back. */
+static void state_save(const struct adapter *a) {
+        char tmp[PATH_MAX];
+        if (!a->state_file || snprintf(tmp, sizeof(tmp), "%s.tmp", a->state_file) >= (int) sizeof(tmp))
+                return;
+        FILE *f = fopen(tmp, "we");
+        if (!f || fprintf(f, "%s %d %" PRIu64 "\n", a->ops->kind, (int) a->server_pid, a->original) < 0 ||
+            fclose(f) != 0 || rename(tmp, a->state_file) < 0) {
+                say(a, 0, "cannot write %s: %s", a->state_file, strerror(errno));
+                (void) unlink(tmp);
+        }
+}
+
+static void state_clear(const struct adapter *a) {
+        if (a->state_file && unlink(a->state_file) < 0 && errno != ENOENT)
+                say(a, 0, "cannot remove %s: %s", a->state_file, strerror(errno));
+}
+
+/* What an earlier adapter left for the same server: its own cap, and ours in force (1), or nothing (0). */
+static int state_load(const struct adapter *a, pid_t pid, uint64_t *ret_original) {
+        char kind[32];
+        int file_pid;
+        unsigned long long original;
+        FILE *f = a->state_file ? fopen(a->state_file, "re") : NULL;
+        if (!f)
+                return 0;
+        int n = fscanf(f, "%31s %d %llu", kind, &file_pid, &original);
+        fclose(f);
+        if (n != 3 || strcmp(kind, a->ops->kind) != 0 || file_pid != pid) {
+                state_clear(a); /* another server, or this one restarted since: what it has is its own */
+                return 0;
+        }
+        *ret_original = original;
+        return 1;
+}
+
 void adapter_learn_original(struct adapter *a, pid_t pid, uint64_t cap) {
         /* A server we see for the first time, or again after a restart (its own setting again): what it
-         * has now is its own. The same server after a lost connection still has our cap. */
+         * has now is its own, unless an adapter before us left word that the cap in force is ours. The
+         * same server after a lost connection still has our cap. */
         if (!a->have_original || pid != a->server_pid) {
-                a->original = cap;
+                uint64_t own;
+                bool ours = !a->have_original && state_load(a, pid, &own) > 0;
+                a->original = ours ? own : cap;
+                a->cap = ours ? cap : 0;
                 a->have_original = true;
-                a->cap = 0;
+                if (ours)
+                        say(a, 0, "%s: the cap in force (%" PRIu64 ") was set by an adapter before us; its own is %" PRIu64,
+                            a->address, cap, own);
         }
         a->server_pid = pid;
 }
@@ -74,6 +117,7 @@ static void server_restore(struct adapter *a) {
         if (a->ops->set_cap(a, a->original) >= 0) {
                 say(a, 1, "%s: its own cap of %" PRIu64 " again", a->address, a->original);
                 a->cap = 0;
+                state_clear(a);
         }
 }
 
@@ -106,6 +150,8 @@ static uint64_t scan_objects(struct pressure_shrinker *s, struct pressure_shrink
                 target = a->cap; /* never up in a scan */
         if (target >= used)
                 return 0;
+        if (a->cap == 0)
+                state_save(a); /* before the server has our cap */
         if (a->ops->set_cap(a, target) < 0)
                 return PRESSURE_SHRINK_STOP;
         a->cap = target;
@@ -202,6 +248,9 @@ static void usage(FILE *f) {
               "     --ceiling=BYTES         Raise it back no higher (default: Redis's own maxmemory)\n"
               "     --quiet=SECONDS         Raise it back after this long without a scan (default 60)\n"
               "     --socket=PATH           pressured's socket (default: the system's)\n"
+              "     --state-file=PATH       Keep the server's own cap here while ours is in force, for an\n"
+              "                             adapter started after one that was killed (default:\n"
+              "                             $RUNTIME_DIRECTORY/state under systemd, else none)\n"
               "  -v --verbose               Say what is done (twice: more)\n",
               f);
 }
@@ -215,6 +264,7 @@ int main(int argc, char *argv[]) {
                 { "ceiling", required_argument, NULL, 'c' },
                 { "quiet", required_argument, NULL, 'q' },
                 { "socket", required_argument, NULL, 's' },
+                { "state-file", required_argument, NULL, 'S' },
                 { "verbose", no_argument, NULL, 'v' },
                 {},
         };
@@ -254,6 +304,9 @@ int main(int argc, char *argv[]) {
                 case 's':
                         socket_path = optarg;
                         break;
+                case 'S':
+                        a.state_file = optarg;
+                        break;
                 case 'v':
                         a.verbose++;
                         break;
@@ -270,6 +323,11 @@ int main(int argc, char *argv[]) {
                 return EXIT_USAGE;
         }
         a.address = argv[optind + 1];
+        char runtime_state[PATH_MAX];
+        const char *rt = getenv("RUNTIME_DIRECTORY"); /* systemd's RuntimeDirectory= (the first of them) */
+        if (!a.state_file && rt && rt[0] == '/' &&
+            snprintf(runtime_state, sizeof(runtime_state), "%.*s/state", (int) strcspn(rt, ":"), rt) < (int) sizeof(runtime_state))
+                a.state_file = runtime_state;
         if (password_file && !a.ops->auth) {
                 fprintf(stderr, "pressure-adapt: %s takes no password (its text protocol has no authentication)\n",
                         a.ops->kind);
