@@ -41,6 +41,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h> /* pid_t */
 
 #ifdef __cplusplus
 extern "C" {
@@ -76,7 +77,7 @@ struct pressure_stall {
         uint64_t total;
 };
 
-/** The library's version, e.g. "1.0.0" (the package version it was built from). Since LIBPRESSURE_0.4. */
+/** The library's version, e.g. "1.1.0" (the package version it was built from). Since LIBPRESSURE_0.4. */
 const char *pressure_get_version(void);
 
 /** "ok", "low", "medium", "critical"; NULL for an invalid level. */
@@ -399,6 +400,17 @@ typedef void (*pressure_release_t)(void *userdata);
  * arenas); NULL does nothing. Returns 0 or -EINVAL.
  */
 int pressure_client_set_release(struct pressure_client *client, pressure_release_t release, void *userdata);
+
+/**
+ * The client's shrinkers free memory of another process, pid: an adapter for a server that does not
+ * link libpressure (pressure-adapt(1) for Redis and memcached). The daemon places them in that process's
+ * cgroup, measures its memory, and ends the registration when it exits; only root, or a process all of
+ * whose uids are the caller's, may be named. Takes effect at the next registration: set it before the
+ * first shrinker registers, and again when the server was replaced (the old one's registration has
+ * ended; until pid names a live process each attempt is refused and retried with the client's
+ * back-off). 0: the caller's own memory. Returns 0 or -EINVAL. Since LIBPRESSURE_1.1.
+ */
+int pressure_client_set_serve_for(struct pressure_client *client, pid_t pid);
 
 /** Unregister and free a shrinker, then call its destroy function. Once this returns, no callback of it
  * runs (one running on another thread is waited for: do not call it holding a lock the callbacks take;

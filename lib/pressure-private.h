@@ -16,13 +16,3 @@
  */
 int pressure_client_call_json(struct pressure_client *client, const char *method, const char *parameters,
                               char **ret, char **ret_error);
-
-/**
- * The client's shrinkers free memory of another process, pid: an adapter for a server that does not
- * link libpressure. The daemon places them in that process's cgroup, measures its memory, and ends the
- * registration when it exits (root, or a process all of whose uids are the caller's). Takes effect at
- * the next registration: set it before the first shrinker registers, and again when the server was
- * replaced (the registration of the old one has ended; until pid names a live process each attempt is
- * refused and retried with the client's back-off). 0: the caller's own memory. Returns 0 or -EINVAL.
- */
-int pressure_client_set_serve_for(struct pressure_client *client, pid_t pid);

@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "adapter.h"
-#include "pressure-private.h"
+#include "pressure.h"
 #include "resp.h"
 #include "time-util.h"
 
