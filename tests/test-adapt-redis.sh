@@ -94,6 +94,8 @@ check "Redis holds the values (used_memory $before)" $([ "${before:-0}" -gt 5000
 adapt_pid=$!
 until_ok 10 for_pid_is "$redis_pid"
 check "the adapter's shrinker is registered for Redis's pid" $?
+check "pressurectl shrinkers shows it in FOR" \
+        $("$PRESSURECTL_BIN" --socket "$sock" shrinkers | awk -v p="$redis_pid" '$2 ~ /^redis:/ && $4 == p { f = 1 } END { exit !f }'; echo $?)
 
 # A Shrink of 160 objects of 64 KiB (10 MiB): maxmemory lowered, Redis evicted.
 "$PRESSURECTL_BIN" --socket "$sock" shrink --shrinker "$(shrinker_id)" --nr 160 >"$dir/shrink.out" 2>&1

@@ -807,9 +807,9 @@ static int cmd_shrinkers(void) {
         struct json_object *list = jget(reply, "shrinkers");
         /* COUNTED/NODE is each node's last count ("-" before the first); CLAIMED, RELEASED and TRUST are the
          * client's: what it said it freed, how far its resident memory fell around the rounds that asked
-         * it, and how much of its claims counts towards goals. */
-        printf("%-5s %-20s %-7s %-28s %-12s %-20s %10s %8s %9s %9s %6s %-11s\n", "ID", "NAME", "PID", "CGROUP",
-               "FLAGS", "COUNTED/NODE", "FREED", "TIMEOUTS", "CLAIMED", "RELEASED", "TRUST", "STATE");
+         * it, and how much of its claims counts towards goals. FOR is the process an adapter serves for. */
+        printf("%-5s %-20s %-7s %-7s %-28s %-12s %-20s %10s %8s %9s %9s %6s %-11s\n", "ID", "NAME", "PID", "FOR",
+               "CGROUP", "FLAGS", "COUNTED/NODE", "FREED", "TIMEOUTS", "CLAIMED", "RELEASED", "TRUST", "STATE");
         for (size_t i = 0; list && i < json_object_array_length(list); i++) {
                 struct json_object *sh = json_object_array_get_idx(list, i), *nodes = jget(sh, "nodes"),
                                    *flags = jget(sh, "flags");
@@ -829,8 +829,10 @@ static int cmd_shrinkers(void) {
                         strncat(fl, strcmp(f, "numa_aware") == 0 ? "N" : strcmp(f, "memcg_aware") == 0 ? "M" : "?",
                                 sizeof(fl) - strlen(fl) - 1);
                 }
-                char claimed[32], released[32], trust[16];
+                char claimed[32], released[32], trust[16], for_pid[16] = "-";
                 struct json_object *t = jget(sh, "client_trust");
+                if (jget(sh, "for_pid"))
+                        snprintf(for_pid, sizeof(for_pid), "%d", json_object_get_int(jget(sh, "for_pid")));
                 if (t)
                         snprintf(trust, sizeof(trust), "%d%%", json_object_get_int(t) / 10);
                 else
@@ -838,9 +840,9 @@ static int cmd_shrinkers(void) {
                 bytes((uint64_t) json_object_get_int64(jget(sh, "client_claimed_bytes")), claimed, sizeof(claimed));
                 bytes((uint64_t) json_object_get_int64(jget(sh, "client_released_bytes")), released,
                              sizeof(released));
-                printf("%-5" PRId64 " %-20s %-7d %-28s %-12s %-20s %10" PRId64 " %8" PRId64 " %9s %9s %6s %-11s\n",
+                printf("%-5" PRId64 " %-20s %-7d %-7s %-28s %-12s %-20s %10" PRId64 " %8" PRId64 " %9s %9s %6s %-11s\n",
                        json_object_get_int64(jget(sh, "id")), json_object_get_string(jget(sh, "name")),
-                       json_object_get_int(jget(sh, "pid")), json_object_get_string(jget(sh, "cgroup")),
+                       json_object_get_int(jget(sh, "pid")), for_pid, json_object_get_string(jget(sh, "cgroup")),
                        fl[0] ? fl : "-", objs, json_object_get_int64(jget(sh, "freed")),
                        json_object_get_int64(jget(sh, "timeouts")), claimed, released, trust,
                        json_object_get_string(jget(sh, "state")));
