@@ -183,7 +183,10 @@ static void regrow(struct adapter *a) {
         if (ceiling == 0) /* no limit of its own: a tenth of what it uses, at least 1 MiB */
                 step = used / 10 > (1u << 20) ? used / 10 : (1u << 20);
         uint64_t next = a->cap + step;
-        if (ceiling > 0 && (next >= ceiling || step < UNIT)) {
+        /* Within a twentieth (at least 1 MiB) of the ceiling: the rest of the way at once, rather than a
+         * tail of ever smaller steps. */
+        uint64_t near = ceiling / 20 > (1u << 20) ? ceiling / 20 : (1u << 20);
+        if (ceiling > 0 && (next >= ceiling || ceiling - next < near)) {
                 server_restore(a);
                 return;
         }
