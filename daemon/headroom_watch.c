@@ -278,7 +278,9 @@ static int on_v1_eventfd(sd_event_source *src, int fd, uint32_t revents, void *u
         uint64_t v;
         (void) src;
         (void) revents;
-        (void) read(fd, &v, sizeof(v));
+        /* Drain the counter; a spurious wake-up (EAGAIN) still looks. */
+        if (read(fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+                log_debug_errno(-errno, "%s: reading the v1 notification: %m", scope_name(s));
         scope_read_event_counts(s);
         scope_memory_news(s);
         return 0;
