@@ -53,10 +53,8 @@ struct scope {
         size_t n_v1_watched;
         uint64_t v1_limits[3];      /* v1: the limits the usage thresholds were set for, nearest first */
         size_t n_v1_limits;
-        bool v1_thresholds;         /* v1: every limited group up the tree has its threshold */
-        bool below_thresholds;      /* every limited group's whole usage is below its low threshold */
-        bool rides_node_sample;     /* far, and told by the kernel when that changes: looked at only with
-                                     * the node sample, no timer of its own */
+        bool rides_node_sample;     /* the system, far from its threshold: looked at only with the node
+                                     * sample, no timer of its own */
         uint64_t event_counts[_MEMORY_EVENT_MAX];
         bool have_event_counts;
 
