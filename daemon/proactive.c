@@ -262,8 +262,9 @@ static void group_write(struct proactive *p, struct reclaimed *g) {
                           g->cgroup, (unsigned long long) chunk);
         } else if (r == -EOPNOTSUPP) {
                 if (!p->told_off)
-                        log_warning("%s: the kernel has no memory.reclaim (Linux 5.19 or later has it): proactive "
-                                    "reclaim does nothing.", g->cgroup);
+                        log_warning("%s: no memory.reclaim: it needs Linux 5.19 or later, and the memory controller "
+                                    "enabled for the group (its parent's cgroup.subtree_control). Proactive reclaim "
+                                    "does nothing.", g->cgroup);
                 p->told_off = true;
         } else if (r != -ENOENT && !g->warned) {
                 log_warning_errno(r, "%s: writing memory.reclaim failed: %m", g->cgroup);

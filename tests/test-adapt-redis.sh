@@ -147,6 +147,24 @@ check "Redis restarted (pid $old_pid -> $redis_pid): the shrinker is registered 
 kill "$adapt_pid"; wait "$adapt_pid"
 adapt_pid=
 
+# Redis stopped (SIGSTOP) while a Shrink asks: the adapter's commands run into their 700 ms deadline, the
+# request fails instead of hanging, and once Redis runs again the adapter reconnects and serves.
+fill
+"$ADAPT_BIN" -v --socket "$sock" --floor 4M redis "$rsock" 2>"$dir/adapt6.log" &
+adapt_pid=$!
+until_ok 10 for_pid_is "$redis_pid"
+kill -STOP "$redis_pid"
+t0=$(date +%s)
+"$PRESSURECTL_BIN" --socket "$sock" shrink --shrinker "$(shrinker_id)" --nr 16 >"$dir/stopped.out" 2>&1
+t1=$(date +%s)
+kill -CONT "$redis_pid"
+check "a Shrink while Redis is stopped ends within the explicit budget ($((t1 - t0)) s)" $([ $((t1 - t0)) -le 11 ]; echo $?)
+check "the adapter says it lost Redis to the deadline" $(until_ok 5 grep -q "lost .* (Connection timed out)" "$dir/adapt6.log"; echo $?)
+check "Redis running again: the next Shrink is served" $(until_ok 40 sh -c "'$PRESSURECTL_BIN' --socket '$sock' shrink --shrinker $(shrinker_id) --nr 16 2>/dev/null | grep -q 'freed [1-9]'"; echo $?)
+kill "$adapt_pid"; wait "$adapt_pid"
+adapt_pid=
+rcli config set maxmemory 0 >/dev/null
+
 # The adapter killed under load (no restore is possible) and started again: it finds in its state file
 # that the cap in force was its predecessor's, serves on, and gives Redis its own setting back.
 "$KV_ZIPF_BIN" "redis:$rsock" 8 20000 4000 7 0 >"$dir/load.out" 2>&1 &
