@@ -298,16 +298,17 @@ static int wire_modules(struct manager *m) {
                                 &m->reclaim);
         if (r >= 0)
                 r = sampler_new(m->event, &m->config, m->scopes, m->nodes, &m->sampler);
+        if (r >= 0)
+                r = proactive_new(m->event, &m->config, layout, &m->proactive);
         if (r >= 0) {
                 const struct metrics_sources src = { .scopes = m->scopes, .nodes = m->nodes, .shrinkers = m->shrinkers, .reclaim = m->reclaim,
+                                                     .proactive = m->proactive,
                                                      .n_subscriptions = count_subscriptions,
                                                      .n_connections = count_connections, .userdata = m };
                 r = metrics_new(m->event, &m->config, &src, &m->metrics);
         }
         if (r >= 0)
                 r = lowmem_new(m->event, &m->config, m->scopes, &m->lowmem);
-        if (r >= 0)
-                r = proactive_new(m->event, &m->config, layout, &m->proactive);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up: %m");
         service_set_reclaim(m->service, m->reclaim);

@@ -15,6 +15,7 @@
 #include "clock.h"
 #include "log.h"
 #include "macro.h"
+#include "proactive.h"
 #include "utf8.h"
 
 #define METRICS_FILE "pressured.prom"
@@ -194,6 +195,21 @@ static void render_clients(struct metrics *m, FILE *f) {
         }
 }
 
+/* Proactive reclaim of the groups reclaim_cgroup= names (proactive.c). */
+static void render_proactive(struct metrics *m, FILE *f) {
+        struct proactive_stats ps = {};
+        if (m->src.proactive)
+                proactive_get_stats(m->src.proactive, &ps);
+        header(f, "pressured_proactive_groups", "gauge", "Groups reclaimed proactively now (reclaim_cgroup=).");
+        fprintf(f, "pressured_proactive_groups %" PRIu64 "\n", ps.groups);
+        header(f, "pressured_proactive_steps_total", "counter", "Steps of proactive reclaim taken while a group's stall was under its budget.");
+        fprintf(f, "pressured_proactive_steps_total %" PRIu64 "\n", ps.steps);
+        header(f, "pressured_proactive_reclaimed_bytes_total", "counter", "Bytes written to memory.reclaim and reclaimed in full.");
+        fprintf(f, "pressured_proactive_reclaimed_bytes_total %" PRIu64 "\n", ps.reclaimed_bytes);
+        header(f, "pressured_proactive_short_writes_total", "counter", "Writes to memory.reclaim the kernel could not fill (EAGAIN).");
+        fprintf(f, "pressured_proactive_short_writes_total %" PRIu64 "\n", ps.short_writes);
+}
+
 static void render_shrinkers(struct metrics *m, FILE *f) {
         size_t n;
         if (!m->src.shrinkers || !m->src.reclaim)
@@ -230,6 +246,7 @@ static void render_shrinkers(struct metrics *m, FILE *f) {
         fprintf(f, "pressured_regulator_asked_bytes_total %" PRIu64 "\n", rs.asked_bytes);
         header(f, "pressured_regulator_freed_bytes_total", "counter", "Bytes the shrinkers claimed to free in those steps.");
         fprintf(f, "pressured_regulator_freed_bytes_total %" PRIu64 "\n", rs.freed_bytes);
+        render_proactive(m, f);
 }
 
 int metrics_render(struct metrics *m, FILE *f) {

@@ -26,6 +26,7 @@ struct metrics_sources {
         const struct node_monitor *nodes; /* NULL: no node figures */
         const struct shrink_registry *shrinkers;
         const struct reclaim *reclaim; /* what the rounds learnt of each shrinker; NULL: no shrinkers */
+        const struct proactive *proactive; /* reclaim_cgroup=; NULL: none */
         size_t (*n_subscriptions)(void *userdata);
         size_t (*n_connections)(void *userdata);
         void *userdata;

@@ -72,7 +72,10 @@ echo "before: $named holds $start_named MiB ($hot_mib hot), $other holds $start_
 [ "$start_named" -ge $((hot_mib + cold_mib * 3 / 4)) ] && pass "the named group holds the cold set ($start_named MiB)" \
         || fail "the named group holds only $start_named MiB before the daemon starts"
 
+mkdir -p "$work/metrics"
 cat >"$work/conf" <<EOF
+metrics_directory=$work/metrics
+node_interval=2s
 reclaim_cgroup=/$named
 regulate_budget=${budget_ms}ms
 regulate_step_max=10%
@@ -112,6 +115,10 @@ now_other=$(mib $other)
         || fail "the unnamed group lost page cache: $start_other -> $now_other MiB"
 grep -q "$other" "$work/log" && fail "the log names the unnamed group" || pass "the unnamed group is never named in the log"
 grep -q "proactive reclaim: stall .*: probe" "$work/log" && pass "the log shows the probes" || fail "no probe in the debug log"
+metric() { sed -n "s/^$1 //p" "$work/metrics/pressured.prom"; }
+[ "$(metric pressured_proactive_groups)" = 1 ] && [ "$(metric pressured_proactive_reclaimed_bytes_total)" -ge $(((start_named - limit) * 1048576)) ] &&
+        pass "the metrics show one group and what was reclaimed ($(metric pressured_proactive_reclaimed_bytes_total) bytes)" ||
+        fail "metrics: groups $(metric pressured_proactive_groups), reclaimed $(metric pressured_proactive_reclaimed_bytes_total)"
 
 # The group goes: the daemon lets go of it.
 for p in $(cat "$cg/$named/cgroup.procs"); do kill -9 "$p" 2>/dev/null; done
