@@ -256,5 +256,10 @@ int main(int argc, char *argv[]) {
                lost ? "lost" : "survived", (double) (now_us() - start) / 1e6, (unsigned long long) requests,
                (unsigned long long) hits, (unsigned long long) misses,
                (unsigned long long) percentile(hist, requests, 0.50), (unsigned long long) percentile(hist, requests, 0.99));
+        fflush(stdout);
+        close(fd);
+        free(cdf);
+        free(value);
+        free(hist);
         return lost;
 }

@@ -167,7 +167,7 @@ rcli config set maxmemory 0 >/dev/null
 
 # The adapter killed under load (no restore is possible) and started again: it finds in its state file
 # that the cap in force was its predecessor's, serves on, and gives Redis its own setting back.
-"$KV_ZIPF_BIN" "redis:$rsock" 8 20000 4000 7 0 >"$dir/load.out" 2>&1 &
+"$KV_ZIPF_BIN" "redis:$rsock" 8 20000 4000 7 0 >"$dir/load.out" 2>"$dir/load.err" &
 load_pid=$!
 "$ADAPT_BIN" -v --socket "$sock" --floor 4M --state-file "$dir/state" redis "$rsock" 2>"$dir/adapt4.log" &
 adapt_pid=$!
