@@ -82,18 +82,38 @@ static int send_all(int fd, const void *data, size_t len) {
         return 0;
 }
 
-/* A reply: "VALUE <len>\n<len bytes>", "MISS\n" or "STORED\n". Returns 1 for a value, 0 otherwise, -1
- * when the connection broke. */
 static char rbuf[1 << 20];
 static size_t rlen;
+static bool redis;
+
+/* What follows a reply's first line, and whether it is a value (1), not (0), or nothing this client asks
+ * for (-1). kvcache: "VALUE <len>\n<len bytes>", "MISS\n" or "STORED\n". RESP: a bulk string
+ * ("$<len>\r\n<len bytes>\r\n") is a value; nil, a status or an error ("-OOM ...", a write refused) not. */
+static int reply_body(const char *line, size_t *ret_body) {
+        *ret_body = 0;
+        if (!redis) {
+                int value = strncmp(line, "VALUE ", 6) == 0;
+                if (value)
+                        *ret_body = strtoul(line + 6, NULL, 10);
+                return value;
+        }
+        if (line[0] != '$' && line[0] != '+' && line[0] != '-')
+                return -1;
+        long len = line[0] == '$' ? strtol(line + 1, NULL, 10) : -1;
+        if (len >= 0)
+                *ret_body = (size_t) len + 2;
+        return len >= 0;
+}
+
+/* One reply: 1 for a value, 0 otherwise, -1 when the connection broke. */
 static int read_reply(int fd) {
         for (;;) {
                 char *nl = memchr(rbuf, '\n', rlen);
                 if (nl) {
-                        size_t head = (size_t) (nl - rbuf) + 1, body = 0;
-                        int value = strncmp(rbuf, "VALUE ", 6) == 0;
-                        if (value)
-                                body = strtoul(rbuf + 6, NULL, 10);
+                        size_t head = (size_t) (nl - rbuf) + 1, body;
+                        int value = reply_body(rbuf, &body);
+                        if (value < 0)
+                                return -1;
                         if (rlen >= head + body) {
                                 memmove(rbuf, rbuf + head + body, rlen - head - body);
                                 rlen -= head + body;
@@ -111,36 +131,6 @@ static int read_reply(int fd) {
         }
 }
 
-/* RESP, for a Redis: one reply. A bulk string ("$<len>\r\n<len bytes>\r\n") is a value (1); nil, a status
- * or an error reply ("-OOM ...", a write refused) is 0; -1 when the connection broke. */
-static int read_resp_reply(int fd) {
-        for (;;) {
-                char *nl = memchr(rbuf, '\n', rlen);
-                if (nl) {
-                        size_t head = (size_t) (nl - rbuf) + 1, body = 0;
-                        long len = rbuf[0] == '$' ? strtol(rbuf + 1, NULL, 10) : -1;
-                        if (len >= 0)
-                                body = (size_t) len + 2;
-                        if (rbuf[0] != '$' && rbuf[0] != '+' && rbuf[0] != '-')
-                                return -1; /* nothing this client asks for */
-                        if (rlen >= head + body) {
-                                memmove(rbuf, rbuf + head + body, rlen - head - body);
-                                rlen -= head + body;
-                                return len >= 0;
-                        }
-                }
-                if (rlen == sizeof(rbuf))
-                        return -1;
-                ssize_t n = read(fd, rbuf + rlen, sizeof(rbuf) - rlen);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0)
-                        return -1;
-                rlen += (size_t) n;
-        }
-}
-
-static bool redis;
 
 /* GET: 1 a hit, 0 a miss, -1 the connection broke. */
 static int do_get(int fd, size_t key) {
@@ -150,7 +140,7 @@ static int do_get(int fd, size_t key) {
                       : snprintf(cmd, sizeof(cmd), "GET %s\n", k);
         if (send_all(fd, cmd, (size_t) n) < 0)
                 return -1;
-        return redis ? read_resp_reply(fd) : read_reply(fd);
+        return read_reply(fd);
 }
 
 /* SET the value: 0, or -1 when the connection broke. */
@@ -162,7 +152,7 @@ static int do_set(int fd, size_t key, const char *value, size_t value_bytes) {
         if (send_all(fd, cmd, (size_t) n) < 0 || send_all(fd, value, value_bytes) < 0 ||
             (redis && send_all(fd, "\r\n", 2) < 0))
                 return -1;
-        return (redis ? read_resp_reply(fd) : read_reply(fd)) < 0 ? -1 : 0;
+        return read_reply(fd) < 0 ? -1 : 0;
 }
 
 static uint64_t percentile(const uint64_t *hist, uint64_t total, double p) {

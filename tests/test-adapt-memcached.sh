@@ -9,13 +9,8 @@ PRESSURED_BIN=${PRESSURED_BIN:-./pressured}
 PRESSURECTL_BIN=${PRESSURECTL_BIN:-./pressurectl}
 ADAPT_BIN=${PRESSURE_ADAPT_BIN:-./pressure-adapt}
 
-pass=0
-fail=0
-check() { # name, condition result
-        if [ "$2" -eq 0 ]; then pass=$((pass + 1)); echo "ok - $1"; else fail=$((fail + 1)); echo "FAIL - $1"; fi
-}
-# Wait up to $1 seconds for a command to succeed (memcached's settings have no event to wait on).
-until_ok() { t=$(($1 * 10)); shift; while [ "$t" -gt 0 ]; do "$@" && return 0; sleep 0.1; t=$((t - 1)); done; return 1; }
+KIND=memcached
+. "$(dirname "$0")/adapt-common.sh"
 
 mc_bin=${MEMCACHED_BIN:-$(command -v memcached || echo /var/cache/pressured-peers/memcached/usr/bin/memcached)}
 if [ ! -x "$mc_bin" ]; then
@@ -79,13 +74,6 @@ while not got.endswith(b"\r\n"):
     got += s.recv(4096)
 PY
 }
-shrinker_json() { "$PRESSURECTL_BIN" --socket "$sock" --json shrinkers; }
-for_pid_is() { # pid
-        shrinker_json | python3 -c 'import json, sys
-d = json.load(sys.stdin)
-sys.exit(0 if any(s.get("for_pid") == int(sys.argv[1]) and s["name"].startswith("memcached:") for s in d["shrinkers"]) else 1)' "$1"
-}
-shrinker_id() { shrinker_json | python3 -c 'import json, sys; print([s["id"] for s in json.load(sys.stdin)["shrinkers"] if s["name"].startswith("memcached:")][0])'; }
 
 "$PRESSURED_BIN" --config /dev/null --socket "$sock" 2>"$dir/daemon.log" &
 daemon_pid=$!

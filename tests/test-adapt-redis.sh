@@ -8,13 +8,8 @@ PRESSURED_BIN=${PRESSURED_BIN:-./pressured}
 PRESSURECTL_BIN=${PRESSURECTL_BIN:-./pressurectl}
 ADAPT_BIN=${PRESSURE_ADAPT_BIN:-./pressure-adapt}
 
-pass=0
-fail=0
-check() { # name, condition result
-        if [ "$2" -eq 0 ]; then pass=$((pass + 1)); echo "ok - $1"; else fail=$((fail + 1)); echo "FAIL - $1"; fi
-}
-# Wait up to $1 seconds for a command to succeed (Redis's settings have no event to wait on).
-until_ok() { t=$(($1 * 10)); shift; while [ "$t" -gt 0 ]; do "$@" && return 0; sleep 0.1; t=$((t - 1)); done; return 1; }
+KIND=redis
+. "$(dirname "$0")/adapt-common.sh"
 
 # Debian ships the server binary in redis-tools as redis-check-rdb; it is the server when called so.
 redis_bin=$(command -v redis-server || true)
@@ -71,13 +66,6 @@ EOF
 }
 used() { rcli info memory | tr -d '\r' | sed -n 's/^used_memory://p'; }
 maxmemory() { rcli config get maxmemory | tail -n 1; }
-shrinker_json() { "$PRESSURECTL_BIN" --socket "$sock" --json shrinkers; }
-for_pid_is() { # pid
-        shrinker_json | python3 -c 'import json, sys
-d = json.load(sys.stdin)
-sys.exit(0 if any(s.get("for_pid") == int(sys.argv[1]) and s["name"].startswith("redis:") for s in d["shrinkers"]) else 1)' "$1"
-}
-shrinker_id() { shrinker_json | python3 -c 'import json, sys; print([s["id"] for s in json.load(sys.stdin)["shrinkers"] if s["name"].startswith("redis:")][0])'; }
 
 "$PRESSURED_BIN" --config /dev/null --socket "$sock" 2>"$dir/daemon.log" &
 daemon_pid=$!
