@@ -46,16 +46,10 @@ int proc_status_parse_uids(const char *text, uid_t ret[4]) {
         return 0;
 }
 
-int pidfd_open_for_uid(pid_t pid, uid_t uid, int *ret_pidfd) {
-        assert(ret_pidfd);
-
+int pidfd_check_uid(int pidfd, pid_t pid, uid_t uid) {
         char path[64], buf[4096];
         uid_t uids[4];
-        if (pid <= 0)
-                return -ESRCH;
-        _cleanup_close_ int pidfd = pidfd_open(pid);
-        if (pidfd < 0)
-                return pidfd == -EINVAL ? -ESRCH : pidfd;
+
         /* Read after the pin, checked alive after the read: the status read is the pinned process's. */
         snprintf(path, sizeof(path), "/proc/%d/status", (int) pid);
         int r = read_file_start(path, buf, sizeof(buf));
@@ -69,6 +63,20 @@ int pidfd_open_for_uid(pid_t pid, uid_t uid, int *ret_pidfd) {
                 for (int i = 0; i < 4; i++)
                         if (uids[i] != uid)
                                 return -EPERM;
+        return 0;
+}
+
+int pidfd_open_for_uid(pid_t pid, uid_t uid, int *ret_pidfd) {
+        assert(ret_pidfd);
+
+        if (pid <= 0)
+                return -ESRCH;
+        _cleanup_close_ int pidfd = pidfd_open(pid);
+        if (pidfd < 0)
+                return pidfd == -EINVAL ? -ESRCH : pidfd;
+        int r = pidfd_check_uid(pidfd, pid, uid);
+        if (r < 0)
+                return r;
         *ret_pidfd = TAKE_FD(pidfd);
         return 0;
 }

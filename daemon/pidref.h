@@ -38,6 +38,9 @@ int proc_status_parse_uids(const char *text, uid_t ret[4]);
  * set-user-ID program another user started, nor anyone else's), as kill(2) would allow and no more.
  * -ESRCH: no such process, or it exited while looked at; -EPERM: not uid's. */
 int pidfd_open_for_uid(pid_t pid, uid_t uid, int *ret_pidfd);
+/* The same check for a process already pinned: 0 while every uid of the pidfd's process (pid) is uid
+ * (or uid is root); -EPERM once it is not (it ran a set-user-ID program); -ESRCH once it is gone. */
+int pidfd_check_uid(int pidfd, pid_t pid, uid_t uid);
 /* A pidfd turns readable when its process exits. Not signal 0: sending it to another user's process
  * needs CAP_KILL, which the service's capability bounding set leaves out (every unprivileged client was
  * refused under systemd). */

@@ -431,15 +431,11 @@ static void serve_free(void *data) {
         free(call);
 }
 
-/* Pin the process whose memory the shrinkers free. The caller itself: the kernel's pidfd of the peer,
- * or (before Linux 6.5) its pid pinned now and checked to be the process that connected. Another
- * process (for_pid: an adapter for a server that cannot link libpressure): only one the caller could
- * signal itself, so that nobody places shrinkers in, or is measured by, another user's process.
- * -EPERM: not the caller's to name; -ESRCH: no such process (or the caller is gone). */
-static int serve_pin(struct varlink_connection *c, pid_t measured, int *ret_pidfd) {
+/* Pin the caller: the kernel's pidfd of the peer, or (before Linux 6.5) its pid pinned now and checked
+ * to be the process that connected. -EPERM when that process is gone (its socket passed on or
+ * inherited): a connection nobody holds as its own registers nothing. */
+static int pin_caller(struct varlink_connection *c, int *ret_pidfd) {
         const struct ucred *peer = varlink_connection_peer(c);
-        if (measured != peer->pid)
-                return pidfd_open_for_uid(measured, peer->uid, ret_pidfd);
         int pidfd = varlink_connection_peer_pidfd(c);
         if (pidfd < 0) {
                 pidfd = pidfd_open(peer->pid);
@@ -449,8 +445,34 @@ static int serve_pin(struct varlink_connection *c, pid_t measured, int *ret_pidf
                                 close(pidfd);
                         return -EPERM;
                 }
+        } else if (!pidfd_alive(pidfd)) {
+                close(pidfd);
+                return -EPERM;
         }
         *ret_pidfd = pidfd;
+        return 0;
+}
+
+/* Pin the process whose memory the shrinkers free, and the caller. The caller itself, or another
+ * process (for_pid: an adapter for a server that cannot link libpressure): only one the caller could
+ * signal itself, so that nobody places shrinkers in, or is measured by, another user's process; the
+ * registry checks that again as long as the client lives. -EPERM: not the caller's to name, or the
+ * caller is gone; -ESRCH: no such process. */
+static int serve_pin(struct varlink_connection *c, pid_t measured, int *ret_pidfd, int *ret_caller_pidfd) {
+        const struct ucred *peer = varlink_connection_peer(c);
+        _cleanup_close_ int caller = -EBADF;
+        int r = pin_caller(c, &caller);
+        if (r < 0)
+                return r;
+        if (measured != peer->pid) {
+                r = pidfd_open_for_uid(measured, peer->uid, ret_pidfd);
+                if (r < 0)
+                        return r;
+                *ret_caller_pidfd = TAKE_FD(caller);
+                return 0;
+        }
+        *ret_pidfd = TAKE_FD(caller);
+        *ret_caller_pidfd = -EBADF;
         return 0;
 }
 
@@ -468,8 +490,8 @@ static int method_serve(struct varlink_connection *c, struct json_object *params
 
         const struct ucred *peer = varlink_connection_peer(c);
         pid_t measured = p.for_pid > 0 ? (pid_t) p.for_pid : peer->pid;
-        _cleanup_close_ int pidfd = -EBADF;
-        int r = serve_pin(c, measured, &pidfd);
+        _cleanup_close_ int pidfd = -EBADF, caller_pidfd = -EBADF;
+        int r = serve_pin(c, measured, &pidfd, &caller_pidfd);
         if (r < 0)
                 return r == -EPERM ? varlink_error(c, VARLINK_ERROR_PERMISSION_DENIED, json_object_new_object())
                                    : varlink_error_invalid_parameter(c, "for_pid");
@@ -477,7 +499,8 @@ static int method_serve(struct varlink_connection *c, struct json_object *params
         if (!call)
                 return -ENOMEM;
         *call = (struct serve_call){ .svc = svc, .conn = c, .batched = p.batched };
-        r = shrink_client_new(svc->shrinkers, peer->pid, measured, pidfd, peer->uid, call, specs, n, &cl);
+        r = shrink_client_new(svc->shrinkers, peer->pid, measured, pidfd, caller_pidfd, peer->uid, call, specs,
+                              n, &cl);
         if (r < 0) {
                 free(call);
                 if (r == -ENOMEM)

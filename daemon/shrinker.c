@@ -16,6 +16,7 @@
 #include "list.h"
 #include "log.h"
 #include "macro.h"
+#include "time-util.h"
 
 static int make_token(char token[static 33]) {
         unsigned char raw[16];
@@ -45,49 +46,99 @@ static void shrinker_free(struct shrinker *sh) {
         free(sh);
 }
 
-/* The process exited: its connection may linger (inherited by a child), its shrinkers must not. */
+/* Tell the owner to end the client (it closes the connection, which frees it), once. */
+static void client_end(struct shrink_client *cl) {
+        struct shrink_registry *reg = cl->registry;
+        if (cl->ending)
+                return;
+        cl->ending = true;
+        cl->pidfd_source = sd_event_source_disable_unref(cl->pidfd_source);
+        cl->caller_source = sd_event_source_disable_unref(cl->caller_source);
+        if (reg->on_exit)
+                reg->on_exit(cl, reg->exit_userdata);
+}
+
+/* The process exited (or, for_pid, the one serving for it): its connection may linger (inherited by a
+ * child), its shrinkers must not. */
 static int on_pidfd(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         struct shrink_client *cl = userdata;
-        struct shrink_registry *reg = cl->registry;
-        (void) s;
         (void) fd;
         (void) revents;
-        if (cl->measured_pid != cl->pid)
+        if (s == cl->caller_source)
+                log_debug("Shrinker client pid %d, which serves for pid %d, exited.", (int) cl->pid, (int) cl->measured_pid);
+        else if (cl->measured_pid != cl->pid)
                 log_debug("Pid %d, which shrinker client pid %d serves for, exited.", (int) cl->measured_pid, (int) cl->pid);
         else
                 log_debug("Shrinker client pid %d exited.", (int) cl->pid);
-        cl->pidfd_source = sd_event_source_disable_unref(cl->pidfd_source);
-        if (reg->on_exit)
-                reg->on_exit(cl, reg->exit_userdata);
+        client_end(cl);
         return 0;
 }
 
 /* Everything a client holds; also for one that was never fully set up. */
-static void client_destroy(struct shrink_client *cl) {
+static void client_unwatch(struct shrink_client *cl) {
         for (size_t i = 0; i < cl->n_watched; i++)
                 scope_registry_release_for(cl->registry->scopes, cl->uid, cl->watched[i]);
         free(cl->watched);
+        cl->watched = NULL;
+        cl->n_watched = 0;
+}
+
+static void client_destroy(struct shrink_client *cl) {
+        client_unwatch(cl);
         for (size_t i = 0; i < cl->n_shrinkers; i++)
                 shrinker_free(cl->shrinkers[i]);
         free(cl->shrinkers);
         sd_event_source_disable_unref(cl->pidfd_source);
+        sd_event_source_disable_unref(cl->caller_source);
         if (cl->pidfd >= 0)
                 close(cl->pidfd);
+        if (cl->caller_pidfd >= 0)
+                close(cl->caller_pidfd);
         if (cl->statm_fd >= 0)
                 close(cl->statm_fd);
         free(cl->cgroup);
         free(cl);
 }
 
+/* Whose memory the client frees must stay the client's user's: checked at registration, each recheck
+ * and before each measure, as a set-user-ID program it runs may make it root's at any time. */
+static int client_check_measured(const struct shrink_client *cl) {
+        if (cl->measured_pid == cl->pid || cl->uid == 0)
+                return pidfd_alive(cl->pidfd) ? 0 : -ESRCH;
+        return pidfd_check_uid(cl->pidfd, cl->measured_pid, cl->uid);
+}
+
+/* For a client serving for another process: pin the caller too, and end the client when it exits, so
+ * that a connection passed on or inherited cannot serve for anyone once its process is gone. */
+static int client_pin_caller(struct shrink_client *cl, int caller_pidfd) {
+        if (cl->measured_pid == cl->pid)
+                return 0;
+        if (caller_pidfd < 0)
+                return -ESRCH;
+        cl->caller_pidfd = fcntl(caller_pidfd, F_DUPFD_CLOEXEC, 3);
+        if (cl->caller_pidfd < 0)
+                return -errno;
+        if (!pidfd_alive(cl->caller_pidfd))
+                return -ESRCH;
+        int r = sd_event_add_io(cl->registry->event, &cl->caller_source, cl->caller_pidfd, EPOLLIN, on_pidfd, cl);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_description(cl->caller_source, "shrinker-caller-pidfd");
+        return 0;
+}
+
 /* Pin the process first, then read its cgroup and open its statm, then check the pin still holds: the
  * cgroup and the memory figures belong to the process that owns the connection, not to a recycled pid
  * (an open proc file keeps reading its own process, and fails once that is gone). */
-static int client_pin(struct shrink_client *cl, int pidfd) {
+static int client_pin(struct shrink_client *cl, int pidfd, int caller_pidfd) {
         char path[64];
         int r = pidfd >= 0 ? fcntl(pidfd, F_DUPFD_CLOEXEC, 3) : pidfd_open(cl->measured_pid);
         if (r < 0)
                 return pidfd >= 0 ? -errno : r;
         cl->pidfd = r;
+        r = client_pin_caller(cl, caller_pidfd);
+        if (r < 0)
+                return r;
         r = cgroup_pid_get_path(cl->measured_pid, &cl->cgroup);
         if (r < 0)
                 return r;
@@ -97,8 +148,9 @@ static int client_pin(struct shrink_client *cl, int pidfd) {
                 return -errno;
         const struct cgroup_layout *layout = scope_registry_layout(cl->registry->scopes);
         cl->own_cgroup = layout && cgroup_only_process(layout, cl->cgroup, cl->measured_pid) > 0;
-        if (!pidfd_alive(cl->pidfd))
-                return -ESRCH;
+        r = client_check_measured(cl);
+        if (r < 0)
+                return r;
         r = sd_event_add_io(cl->registry->event, &cl->pidfd_source, cl->pidfd, EPOLLIN, on_pidfd, cl);
         if (r < 0)
                 return r;
@@ -210,8 +262,9 @@ fail:
         return r;
 }
 
-int shrink_client_new(struct shrink_registry *reg, pid_t pid, pid_t measured_pid, int pidfd, uid_t uid, void *owner,
-                      const struct shrinker_spec *specs, size_t n, struct shrink_client **ret) {
+int shrink_client_new(struct shrink_registry *reg, pid_t pid, pid_t measured_pid, int pidfd, int caller_pidfd,
+                      uid_t uid, void *owner, const struct shrinker_spec *specs, size_t n,
+                      struct shrink_client **ret) {
         assert(reg);
 
         int r;
@@ -227,9 +280,10 @@ int shrink_client_new(struct shrink_registry *reg, pid_t pid, pid_t measured_pid
         cl->measured_pid = measured_pid;
         cl->uid = uid;
         cl->pidfd = -EBADF;
+        cl->caller_pidfd = -EBADF;
         cl->statm_fd = -EBADF;
 
-        r = client_pin(cl, pidfd);
+        r = client_pin(cl, pidfd, caller_pidfd);
         if (r >= 0)
                 r = make_token(cl->token);
         if (r >= 0)
@@ -244,6 +298,7 @@ int shrink_client_new(struct shrink_registry *reg, pid_t pid, pid_t measured_pid
 
         LIST_PREPEND(reg->clients, cl);
         reg->n_clients++;
+        (void) sd_event_source_set_enabled(reg->recheck, SD_EVENT_ON);
         if (cl->measured_pid != cl->pid)
                 log_client(cl->uid, LOG_INFO, "pid %d (uid %u) registered %zu shrinker%s for pid %d (cgroup %s).",
                            (int) cl->pid, (unsigned) cl->uid, n, n == 1 ? "" : "s", (int) cl->measured_pid, cl->cgroup);
@@ -274,6 +329,8 @@ void shrink_client_free(struct shrink_client *cl) {
                 hashmap_remove_u64(reg->by_id, cl->shrinkers[i]->id);
         LIST_REMOVE(reg->clients, cl);
         reg->n_clients--;
+        if (reg->n_clients == 0)
+                (void) sd_event_source_set_enabled(reg->recheck, SD_EVENT_OFF);
         for (size_t i = 0; i < reg->n_observers; i++)
                 if (reg->observers[i].ops->client_removed)
                         reg->observers[i].ops->client_removed(cl, reg->observers[i].userdata);
@@ -360,6 +417,9 @@ int shrink_client_resident(struct shrink_client *cl, uint64_t *ret) {
 
         char buf[128];
         const struct cgroup_layout *layout = scope_registry_layout(cl->registry->scopes);
+        int r = client_check_measured(cl);
+        if (r < 0)
+                return r;
 
         /* Its own cgroup sees what the RSS does not: memory it freed but the heap kept, page cache it
          * dropped. Checked again each time (cgroup.procs of a group of one is a few bytes): a child or
@@ -436,6 +496,42 @@ void shrinker_set_deferred(struct shrinker *sh, size_t node_index, uint64_t nr) 
         sh->deferred[shrinker_node_slot(sh, node_index)] = nr;
 }
 
+/* The process may have moved to another cgroup since it was last read: its shrinkers follow it, and are
+ * watched in its new group and that group's limited ancestors. */
+static void client_follow(struct shrink_client *cl) {
+        _cleanup_free_ char *path = NULL;
+        if (cgroup_pid_get_path(cl->measured_pid, &path) < 0 || !pidfd_alive(cl->pidfd) || streq(path, cl->cgroup))
+                return;
+        log_client(cl->uid, LOG_INFO, "pid %d moved from cgroup %s to %s; the shrinkers of pid %d follow it.",
+                   (int) cl->measured_pid, cl->cgroup, path, (int) cl->pid);
+        free(cl->cgroup);
+        cl->cgroup = TAKE_PTR(path);
+        const struct cgroup_layout *layout = scope_registry_layout(cl->registry->scopes);
+        cl->own_cgroup = layout && cgroup_only_process(layout, cl->cgroup, cl->measured_pid) > 0;
+        client_unwatch(cl);
+        watch_ancestors(cl);
+}
+
+static int on_recheck(sd_event_source *s, uint64_t usec, void *userdata) {
+        struct shrink_registry *reg = userdata;
+        struct shrink_client *next;
+        for (struct shrink_client *cl = reg->clients; cl; cl = next) {
+                next = cl->next; /* ending one may free it */
+                if (cl->ending)
+                        continue;
+                int r = client_check_measured(cl);
+                if (r == -EPERM) {
+                        log_client(cl->uid, LOG_NOTICE,
+                                   "pid %d, which pid %d serves for, is no longer all uid %u's; its shrinkers are unregistered.",
+                                   (int) cl->measured_pid, (int) cl->pid, (unsigned) cl->uid);
+                        client_end(cl);
+                } else if (r >= 0)
+                        client_follow(cl);
+        }
+        (void) sd_event_source_set_time(s, usec + SHRINK_RECHECK_USEC);
+        return 0;
+}
+
 int shrink_registry_new(sd_event *event, struct scope_registry *scopes, const struct node_monitor *nodes,
                         struct shrink_registry **ret) {
         assert(event);
@@ -453,6 +549,13 @@ int shrink_registry_new(sd_event *event, struct scope_registry *scopes, const st
                 r = hashmap_new(HASHMAP_KEY_U64, &reg->by_id);
         if (r >= 0)
                 r = hashmap_new(HASHMAP_KEY_U64, &reg->per_uid);
+        if (r >= 0)
+                r = sd_event_add_time_relative(event, &reg->recheck, CLOCK_MONOTONIC, SHRINK_RECHECK_USEC,
+                                               100 * USEC_PER_MSEC, on_recheck, reg);
+        if (r >= 0) {
+                (void) sd_event_source_set_description(reg->recheck, "shrinker-recheck");
+                r = sd_event_source_set_enabled(reg->recheck, SD_EVENT_OFF);
+        }
         if (r < 0) {
                 shrink_registry_free(reg);
                 return r;
@@ -469,6 +572,7 @@ struct shrink_registry *shrink_registry_free(struct shrink_registry *reg) {
         hashmap_free(reg->by_token);
         hashmap_free(reg->by_id);
         hashmap_free(reg->per_uid);
+        sd_event_source_disable_unref(reg->recheck);
         free(reg);
         return NULL;
 }

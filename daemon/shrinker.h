@@ -47,6 +47,9 @@ struct shrink_client {
         uid_t uid;
         int pidfd;          /* measured_pid's pin */
         sd_event_source *pidfd_source;
+        int caller_pidfd; /* pid's pin when it serves for another (for_pid), else -EBADF */
+        sd_event_source *caller_source;
+        bool ending;      /* the owner was told to end it (on_exit) */
         int statm_fd; /* /proc/PID/statm, opened under the pin */
         bool own_cgroup; /* alone in its cgroup: measured by the cgroup's memory, not its RSS */
         char *cgroup; /* v2 path */
@@ -77,6 +80,7 @@ struct shrink_registry {
         struct hashmap *per_uid;        /* uid -> shrinkers registered */
         unsigned max_shrinkers_per_uid; /* for users other than root; 0: no cap (the manager's to set) */
         uint64_t last_shrinker_id;
+        sd_event_source *recheck; /* follows each client's process: its cgroup, for_pid's uids */
         /* The client's process exited: its connection may linger (inherited by a child); the owner
          * should close it, which unregisters the client. */
         void (*on_exit)(struct shrink_client *cl, void *userdata);
@@ -101,14 +105,22 @@ struct shrinker_spec {
         unsigned seeks, batch;
 };
 
+/* How often the registry looks again at each client's process: a process that moved to another cgroup
+ * takes its shrinkers with it, and one served for (for_pid) that is no longer all its client's uid's
+ * (it ran a set-user-ID program) ends the client. */
+#define SHRINK_RECHECK_USEC (1 * USEC_PER_SEC)
+
 /* Register process pid (of uid, as the kernel vouched for it) with its shrinkers (the caller has
  * validated the specs). measured_pid: whose memory they free, pid itself or a process pid serves for
  * (the caller checked pid may); its cgroup places the shrinkers and its memory is measured, and its exit
  * ends the client. pidfd: the kernel's pidfd of measured_pid where there is one (borrowed; it is
  * duplicated), else -EBADF and the pid is pinned now, which a pid reused since it was read would fool.
- * -ESRCH when the process cannot be pinned (it exited). */
-int shrink_client_new(struct shrink_registry *reg, pid_t pid, pid_t measured_pid, int pidfd, uid_t uid, void *owner,
-                      const struct shrinker_spec *specs, size_t n, struct shrink_client **ret);
+ * caller_pidfd: pid's pin (borrowed), needed when measured_pid is another process: the client also ends
+ * when pid exits, even if its connection lives on in a child. -ESRCH when a process cannot be pinned
+ * (it exited); -EPERM when measured_pid is no longer uid's. */
+int shrink_client_new(struct shrink_registry *reg, pid_t pid, pid_t measured_pid, int pidfd, int caller_pidfd,
+                      uid_t uid, void *owner, const struct shrinker_spec *specs, size_t n,
+                      struct shrink_client **ret);
 /* Tell the observers that the client is there (reclaim may send it requests at once). Separate from
  * shrink_client_new() so that the owner can first tell the client its token and ids. */
 void shrink_client_start(struct shrink_client *cl);

@@ -129,7 +129,7 @@ static void teardown(void) {
 static struct shrink_client *client(const char *name, unsigned flags, unsigned batch) {
         const struct shrinker_spec spec = { .name = name, .flags = flags, .seeks = 2, .batch = batch };
         struct shrink_client *cl;
-        CU_ASSERT_EQUAL_FATAL(shrink_client_new(f.shrinkers, getpid(), getpid(), -EBADF, getuid(), (void *) name, &spec, 1, &cl), 0);
+        CU_ASSERT_EQUAL_FATAL(shrink_client_new(f.shrinkers, getpid(), getpid(), -EBADF, -EBADF, getuid(), (void *) name, &spec, 1, &cl), 0);
         shrink_client_start(cl);
         return cl;
 }

@@ -4,6 +4,8 @@
  * pressurectl, clients that are slow or die. */
 
 #include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
 #include <json-c/json.h>
 #include <poll.h>
 #include <signal.h>
@@ -826,27 +828,67 @@ static void test_regulator_steps_below_the_levels(void) {
         pressure_gen_destroy(&g);
 }
 
+/* Put pid into the group (its v2 directory). Done by the test itself, not by the child after fork():
+ * when this returns the kernel has moved it, whatever the machine is busy with. */
+static int move_to(const struct pressure_gen *g, pid_t pid) {
+        char path[700], me[32];
+        snprintf(path, sizeof(path), "%s/cgroup.procs", g->v2_dir);
+        snprintf(me, sizeof(me), "%d", (int) pid);
+        FILE *f = fopen(path, "we");
+        if (!f)
+                return -errno;
+        int r = fputs(me, f) < 0 ? -EIO : 0;
+        if (fclose(f) != 0 && r == 0)
+                r = -errno;
+        return r;
+}
+
+static pid_t sleeper(void) {
+        pid_t pid = fork();
+        if (pid == 0)
+                for (;;)
+                        pause();
+        if (pid > 0)
+                test_cleanup_pid(pid);
+        return pid;
+}
+
+static void child_group(const struct pressure_gen *parent, const char *name, struct pressure_gen *g) {
+        CU_ASSERT_EQUAL_FATAL(pressure_gen_create_child(parent, name, 16ULL << 20, g), 0);
+        test_cleanup_path(g->v2_dir, true);
+        if (g->mem_dir[0] && !streq(g->mem_dir, g->v2_dir))
+                test_cleanup_path(g->mem_dir, true);
+}
+
+/* The cgroup ListShrinkers shows for the client, once it is want (up to timeout_ms): the daemon looks
+ * at a served process's group once a second. */
+static bool wait_shrinker_cgroup(pid_t client, const char *want, int timeout_ms) {
+        uint64_t end = test_now_ms() + (uint64_t) timeout_ms;
+        for (;;) {
+                struct json_object *sh = shrinker_of(client);
+                bool ok = sh && streq(json_object_get_string(jget(sh, "cgroup")), want);
+                json_object_put(sh);
+                if (ok || test_now_ms() >= end)
+                        return ok;
+                usleep(100 * 1000);
+        }
+}
+
 /* An adapter's client: shrinker-client serving for a sleeping "server" in a group of its own. The
- * shrinkers are placed in the server's cgroup and listed with it; when the server exits, they are
- * unregistered (the daemon ends the call) and the client keeps trying, refused, without crashing. */
+ * shrinkers are placed in the server's cgroup and listed with it, follow it when it moves to another
+ * group, and when the server exits, they are unregistered (the daemon ends the call) and the client keeps
+ * trying, refused, without crashing. */
 static void test_serve_for_another_process(void) {
         struct test_child c = { .lines.fd = -1 };
-        struct pressure_gen g;
+        struct pressure_gen g, a, b;
         char line[512], arg[32];
 
         group_create(&g);
-        pid_t server = fork();
-        CU_ASSERT_FATAL(server >= 0);
-        if (server == 0) {
-                char path[700];
-                snprintf(path, sizeof(path), "%s/cgroup.procs", g.v2_dir);
-                FILE *f = fopen(path, "we");
-                if (!f || fputs("0", f) < 0 || fclose(f) != 0)
-                        _exit(3);
-                for (;;)
-                        pause();
-        }
-        test_cleanup_pid(server);
+        child_group(&g, "a", &a);
+        child_group(&g, "b", &b);
+        pid_t server = sleeper();
+        CU_ASSERT_FATAL(server > 0);
+        CU_ASSERT_EQUAL_FATAL(move_to(&a, server), 0);
         snprintf(arg, sizeof(arg), "%d", (int) server);
         const char *const args[] = { "--serve-for", arg, NULL };
         CU_ASSERT_EQUAL_FATAL(client_start(&c, NULL, false, args), 0);
@@ -855,13 +897,19 @@ static void test_serve_for_another_process(void) {
         struct json_object *sh = shrinker_of(c.pid);
         CU_ASSERT_PTR_NOT_NULL_FATAL(sh);
         CU_ASSERT_EQUAL(json_object_get_int(jget(sh, "for_pid")), server);
-        CU_ASSERT_STRING_EQUAL(json_object_get_string(jget(sh, "cgroup")), g.cgroup);
+        CU_ASSERT_STRING_EQUAL(json_object_get_string(jget(sh, "cgroup")), a.cgroup);
         json_object_put(sh);
+
+        /* The server moves: the registration follows it. */
+        CU_ASSERT_EQUAL_FATAL(move_to(&b, server), 0);
+        CU_ASSERT(wait_shrinker_cgroup(c.pid, b.cgroup, 10000));
+        char needle[600];
+        snprintf(needle, sizeof(needle), "pid %d moved from cgroup %s to %s", (int) server, a.cgroup, b.cgroup);
+        CU_ASSERT_EQUAL(test_daemon_log_count(&daemon_, needle), 1);
 
         kill(server, SIGKILL);
         waitpid(server, NULL, 0);
         test_cleanup_forget_pid(server);
-        char needle[64];
         snprintf(needle, sizeof(needle), "pid %d left", (int) c.pid);
         CU_ASSERT(log_wait_both(needle, NULL, 1, 10000) >= 1);
         sh = shrinker_of(c.pid);
@@ -869,7 +917,109 @@ static void test_serve_for_another_process(void) {
         json_object_put(sh);
         CU_ASSERT_EQUAL(kill(c.pid, 0), 0); /* refused since, and still there */
         test_child_stop(&c);
+        pressure_gen_destroy(&b);
+        pressure_gen_destroy(&a);
         pressure_gen_destroy(&g);
+}
+
+/* A copy of sleep(1), set-user-ID root, in the build directory. */
+static int setuid_sleep(char *ret, size_t size) {
+        char cwd[400];
+        if (!getcwd(cwd, sizeof(cwd)))
+                return -errno;
+        snprintf(ret, size, "%s/suid-sleep-%d", cwd, (int) getpid());
+        char cmd[1200];
+        snprintf(cmd, sizeof(cmd), "install -o root -m 4755 \"$(command -v sleep)\" %s", ret);
+        if (run(cmd) != 0)
+                return -EIO;
+        test_cleanup_path(ret, false);
+        return 0;
+}
+
+/* Every moment, not only at Serve: a served process of nobody's that runs a set-user-ID program is no
+ * longer nobody's to serve for, and the registration ends; a connection whose process has exited (passed
+ * on to, or inherited by, another) cannot register through for_pid. */
+static void test_serve_for_checked_while_it_lasts(void) {
+        struct test_child c = { .lines.fd = -1 };
+        char line[512], arg[32], suid[600], needle[200];
+
+        CU_ASSERT_EQUAL_FATAL(setuid_sleep(suid, sizeof(suid)), 0);
+        int go[2];
+        CU_ASSERT_EQUAL_FATAL(pipe2(go, O_CLOEXEC), 0);
+        pid_t server = fork();
+        CU_ASSERT_FATAL(server >= 0);
+        if (server == 0) {
+                char b;
+                if (setresgid(65534, 65534, 65534) < 0 || setgroups(0, NULL) < 0 || setresuid(65534, 65534, 65534) < 0)
+                        _exit(3);
+                close(go[1]);
+                if (read(go[0], &b, 1) != 1)
+                        _exit(4);
+                execl(suid, suid, "600", (char *) NULL);
+                _exit(127);
+        }
+        close(go[0]);
+        test_cleanup_pid(server);
+        snprintf(arg, sizeof(arg), "%d", (int) server);
+        const char *const args[] = { "--serve-for", arg, NULL };
+        CU_ASSERT_EQUAL_FATAL(client_start(&c, NULL, true, args), 0);
+        CU_ASSERT_EQUAL_FATAL(client_wait(&c, "ready", 10000, line, sizeof(line)), 0);
+        struct json_object *sh = shrinker_of(c.pid);
+        CU_ASSERT_PTR_NOT_NULL(sh);
+        json_object_put(sh);
+
+        CU_ASSERT_EQUAL(write(go[1], "x", 1), 1);
+        close(go[1]);
+        snprintf(needle, sizeof(needle), "pid %d, which pid %d serves for, is no longer all uid 65534's", (int) server,
+                 (int) c.pid);
+        CU_ASSERT(log_wait_both(needle, NULL, 1, 10000) >= 1);
+        snprintf(needle, sizeof(needle), "pid %d left", (int) c.pid);
+        CU_ASSERT(log_wait_both(needle, NULL, 1, 10000) >= 1);
+        sh = shrinker_of(c.pid);
+        CU_ASSERT_PTR_NULL(sh);
+        json_object_put(sh);
+        test_child_stop(&c);
+        kill(server, SIGKILL);
+        waitpid(server, NULL, 0);
+        test_cleanup_forget_pid(server);
+
+        /* A connects as nobody and exits; B, its child, inherits the connection and serves for itself
+         * (nobody's) through it. The peer the kernel vouched for is A, gone. */
+        int res[2];
+        CU_ASSERT_EQUAL_FATAL(pipe2(res, O_CLOEXEC), 0);
+        pid_t a = fork();
+        CU_ASSERT_FATAL(a >= 0);
+        if (a == 0) {
+                close(res[0]);
+                if (setresgid(65534, 65534, 65534) < 0 || setgroups(0, NULL) < 0 || setresuid(65534, 65534, 65534) < 0)
+                        _exit(3);
+                int fd = test_connect(daemon_.socket);
+                if (fd < 0)
+                        _exit(4);
+                pid_t parent = getpid();
+                if (fork() != 0)
+                        _exit(0);
+                while (getppid() == parent)
+                        usleep(1000);
+                char msg[300], *reply = NULL;
+                int n = snprintf(msg, sizeof(msg),
+                                 "{\"method\":\"io.pressured.Serve\",\"parameters\":{\"shrinkers\":[{\"name\":\"x\"}],"
+                                 "\"for_pid\":%d},\"more\":true}",
+                                 (int) getpid());
+                if (test_send_raw(fd, msg, (size_t) n + 1) < 0 || test_recv_msg(fd, 10000, &reply) < 0)
+                        _exit(5);
+                char verdict = strstr(reply, "PermissionDenied") ? 'd' : strstr(reply, "registered") ? 'r' : '?';
+                (void) !write(res[1], &verdict, 1);
+                _exit(0);
+        }
+        close(res[1]);
+        waitpid(a, NULL, 0);
+        struct pollfd p = { .fd = res[0], .events = POLLIN };
+        char verdict = 0;
+        if (poll(&p, 1, 15000) == 1)
+                CU_ASSERT_EQUAL(read(res[0], &verdict, 1), 1);
+        close(res[0]);
+        CU_ASSERT_EQUAL(verdict, 'd');
 }
 
 int main(void) {
@@ -885,6 +1035,7 @@ int main(void) {
                 { "a stopped client delays nobody", test_stopped_client_delays_nobody },
                 { "the regulator steps below the levels", test_regulator_steps_below_the_levels },
                 { "an adapter serves for another process", test_serve_for_another_process },
+                { "serving for another process is checked while it lasts", test_serve_for_checked_while_it_lasts },
                 { "hostile clients cannot pause an honest one", test_hostile_clients },
                 { "a client that never runs out cannot hold a Shrink", test_endless_client },
                 { "daemon stops cleanly", test_stop },
