@@ -3,6 +3,7 @@
 
 #include <assert.h>
 #include <ctype.h>
+#include <dirent.h>
 #include <fnmatch.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -527,8 +528,9 @@ static void warn(config_warn_t w, void *userdata, const char *fmt, ...) {
                 w(msg, userdata);
 }
 
-int config_parse(struct config *c, const char *text, const char *filename, config_warn_t w, void *userdata,
-                 char **ret_error) {
+/* One file's lines onto c, without the checks across keys (those wait for the last drop-in). */
+static int config_parse_lines(struct config *c, const char *text, const char *filename, config_warn_t w,
+                              void *userdata, char **ret_error) {
         assert(c);
 
         _cleanup_free_ char *copy = strdup(text);
@@ -574,13 +576,17 @@ int config_parse(struct config *c, const char *text, const char *filename, confi
                 if (r < 0)
                         return fail(ret_error, r, "%s:%u: %s", filename, lineno, msg ? msg : strerror(-r));
         }
-        return config_verify(c, ret_error);
+        return 0;
 }
 
-int config_load(struct config *c, const char *path, int must_exist, config_warn_t w, void *userdata,
-                char **ret_error) {
-        assert(c);
+int config_parse(struct config *c, const char *text, const char *filename, config_warn_t w, void *userdata,
+                 char **ret_error) {
+        int r = config_parse_lines(c, text, filename, w, userdata, ret_error);
+        return r < 0 ? r : config_verify(c, ret_error);
+}
 
+static int load_file(struct config *c, const char *path, bool must_exist, config_warn_t w, void *userdata,
+                     char **ret_error) {
         _cleanup_fclose_ FILE *f = fopen(path, "re");
         if (!f) {
                 if (errno == ENOENT && !must_exist)
@@ -593,7 +599,49 @@ int config_load(struct config *c, const char *path, int must_exist, config_warn_
         ssize_t n = getdelim(&text, &size, '\0', f);
         if (n < 0 && ferror(f))
                 return fail(ret_error, -EIO, "%s: read error", path);
-        return config_parse(c, n < 0 ? "" : text, path, w, userdata, ret_error);
+        return config_parse_lines(c, n < 0 ? "" : text, path, w, userdata, ret_error);
+}
+
+/* "50-redis.conf": a drop-in is a file whose name ends in .conf and does not start with a dot (an
+ * editor's or a package manager's leftovers, "x.conf.dpkg-old", ".x.conf.swp", are not). */
+static int is_dropin(const struct dirent *d) {
+        size_t n = strlen(d->d_name);
+        return d->d_name[0] != '.' && n > 5 && streq(d->d_name + n - 5, ".conf") &&
+               (d->d_type == DT_REG || d->d_type == DT_LNK || d->d_type == DT_UNKNOWN);
+}
+
+int config_load(struct config *c, const char *path, int must_exist, config_warn_t w, void *userdata,
+                char **ret_error) {
+        assert(c);
+        assert(path);
+
+        int r = load_file(c, path, must_exist, w, userdata, ret_error);
+        if (r < 0)
+                return r;
+
+        /* PATH.d/NAME.conf in lexical order, each over what came before, as systemd's own daemons read
+         * oomd.conf.d/: a package or an administrator sets one service's keys in a file of its own. */
+        _cleanup_free_ char *dir = NULL;
+        if (asprintf(&dir, "%s.d", path) < 0)
+                return -ENOMEM;
+        struct dirent **names = NULL;
+        int n = scandir(dir, &names, is_dropin, alphasort);
+        if (n < 0) {
+                if (errno == ENOENT || errno == ENOTDIR)
+                        return config_verify(c, ret_error);
+                return fail(ret_error, -errno, "%s: %s", dir, strerror(errno));
+        }
+        r = 0;
+        for (int i = 0; i < n; i++) {
+                _cleanup_free_ char *file = NULL;
+                if (r >= 0 && asprintf(&file, "%s/%s", dir, names[i]->d_name) < 0)
+                        r = -ENOMEM;
+                if (r >= 0)
+                        r = load_file(c, file, true, w, userdata, ret_error);
+                free(names[i]);
+        }
+        free(names);
+        return r < 0 ? r : config_verify(c, ret_error);
 }
 
 int config_verify(const struct config *c, char **ret_error) {

@@ -82,7 +82,9 @@ typedef void (*config_warn_t)(const char *message, void *userdata);
 int config_parse(struct config *c, const char *text, const char *filename, config_warn_t w, void *userdata,
                  char **ret_error);
 
-/* Load a file. A missing file is fine when must_exist is 0 (defaults then). */
+/* Load a file, then its drop-ins: PATH.d/NAME.conf in lexical order, each line over what came before (a
+ * list key adds to the list). A missing file is fine when must_exist is 0 (defaults, and the drop-ins
+ * still apply). The keys are checked together once the last one is read. */
 int config_load(struct config *c, const char *path, int must_exist, config_warn_t w, void *userdata,
                 char **ret_error);
 

@@ -115,7 +115,7 @@ static void config_take_reloadable(struct config *cur, struct config *c) {
         if (config_restart_only_changed(cur, c, &kept) < 0)
                 log_oom();
         if (kept)
-                log_notice("Configuration reloaded; %s changed in it but take effect only when pressured restarts.",
+                log_notice("Configuration reloaded, but a change of %s takes effect only when pressured restarts.",
                            kept);
         else
                 log_info("Configuration reloaded.");

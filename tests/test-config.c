@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "config.h"
 #include "log.h"
@@ -201,6 +202,64 @@ static void test_missing_file(void) {
         config_done(&c);
 }
 
+static void write_text(const char *path, const char *text) {
+        FILE *f = fopen(path, "we");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        fputs(text, f);
+        fclose(f);
+}
+
+/* PATH.d/NAME.conf after PATH, in lexical order: later lines win, list keys add up, other names are
+ * skipped, and a bad drop-in is named with its line. */
+static void test_dropins(void) {
+        char dir[] = "/tmp/pressured-config-XXXXXX", path[200], d[300], f[400];
+        struct config c;
+        char *err = NULL;
+        CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+        snprintf(path, sizeof(path), "%s/p.conf", dir);
+        snprintf(d, sizeof(d), "%s.d", path);
+        CU_ASSERT_EQUAL_FATAL(mkdir(d, 0755), 0);
+        write_text(path, "regulate_budget=2ms\nhold=20s\n");
+        snprintf(f, sizeof(f), "%s/50-svc.conf", d);
+        write_text(f, "regulate_budget=3ms\nregulate_cgroup=/b.slice 4ms\n");
+        snprintf(f, sizeof(f), "%s/10-first.conf", d);
+        write_text(f, "regulate_budget=9ms\nregulate_cgroup=/a.slice off\n");
+        snprintf(f, sizeof(f), "%s/70-x.conf.dpkg-old", d);
+        write_text(f, "regulate_budget=7ms\n");
+        snprintf(f, sizeof(f), "%s/.80-swap.conf", d);
+        write_text(f, "regulate_budget=8ms\n");
+
+        config_init(&c);
+        CU_ASSERT_EQUAL(config_load(&c, path, 1, NULL, NULL, &err), 0);
+        CU_ASSERT_EQUAL(c.regulate_budget_usec, 3000);
+        CU_ASSERT_EQUAL(c.hold_usec, 20000000);
+        CU_ASSERT_EQUAL(c.n_regulate_cgroups, 2);
+        CU_ASSERT_EQUAL(config_regulate_budget(&c, "/a.slice"), 0);
+        CU_ASSERT_EQUAL(config_regulate_budget(&c, "/b.slice"), 4000);
+        config_done(&c);
+
+        /* Without the file itself, the drop-ins still apply when it may be missing. */
+        unlink(path);
+        config_init(&c);
+        CU_ASSERT_EQUAL(config_load(&c, path, 0, NULL, NULL, &err), 0);
+        CU_ASSERT_EQUAL(c.regulate_budget_usec, 3000);
+        config_done(&c);
+
+        snprintf(f, sizeof(f), "%s/60-bad.conf", d);
+        write_text(f, "\nhold=soon\n");
+        config_init(&c);
+        CU_ASSERT(config_load(&c, path, 0, NULL, NULL, &err) < 0);
+        CU_ASSERT_PTR_NOT_NULL(err);
+        if (err)
+                CU_ASSERT_PTR_NOT_NULL(strstr(err, "60-bad.conf:2: hold"));
+        free(err);
+        config_done(&c);
+
+        char cmd[400];
+        snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+        CU_ASSERT_EQUAL(system(cmd), 0);
+}
+
 static void collect(const char *message, void *userdata) {
         char *buf = userdata;
         strncat(buf, message, 1023 - strlen(buf));
@@ -283,6 +342,7 @@ int main(void) {
                 { "a full file", test_file },
                 { "errors name file and line", test_errors_name_file_and_line },
                 { "missing file", test_missing_file },
+                { "drop-ins", test_dropins },
                 { "warnings", test_warnings },
                 { "restart-only keys", test_restart_only },
                 { "log level", test_log_level },
