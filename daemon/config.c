@@ -231,12 +231,43 @@ static int parse_level_key(struct config *c, const struct config_key *k, const c
         return 0;
 }
 
-static int parse_size(struct config *c, const struct config_key *k, const char *value, char **ret_error) {
+int config_parse_bytes(const char *s, bool need_suffix, uint64_t *ret) {
+        assert(s);
+        assert(ret);
+
+        static const struct {
+                const char *suffix;
+                uint64_t factor;
+        } units[] = {
+                { "K", 1ULL << 10 }, { "M", 1ULL << 20 }, { "G", 1ULL << 30 }, { "T", 1ULL << 40 },
+        };
+        if (!isdigit((unsigned char) s[0]))
+                return -EINVAL;
         char *end;
         errno = 0;
-        unsigned long long v = strtoull(value, &end, 10);
-        if (errno || *end || end == value || v < k->min || v > k->max)
-                return fail(ret_error, -EINVAL, "%s must be %s bytes", k->name, k->range);
+        double v = strtod(s, &end);
+        if (errno != 0 || end == s)
+                return -EINVAL;
+        uint64_t factor = 0;
+        if (*end == 0 && !need_suffix && !strpbrk(s, ".eExXpP"))
+                factor = 1;
+        for (size_t i = 0; factor == 0 && i < ELEMENTSOF(units); i++) {
+                size_t n = strlen(units[i].suffix);
+                const char *rest = end + n;
+                if (strncasecmp(end, units[i].suffix, n) == 0 &&
+                    (*rest == 0 || streq(rest, "B") || streq(rest, "iB")))
+                        factor = units[i].factor;
+        }
+        if (factor == 0 || !(v >= 0) || v * (double) factor >= 18446744073709551615.0)
+                return -EINVAL;
+        *ret = (uint64_t) (v * (double) factor);
+        return 0;
+}
+
+static int parse_size(struct config *c, const struct config_key *k, const char *value, char **ret_error) {
+        uint64_t v;
+        if (config_parse_bytes(value, false, &v) < 0 || v < k->min || v > k->max)
+                return fail(ret_error, -EINVAL, "%s must be %s bytes (K, M, G suffixes allowed)", k->name, k->range);
         *FIELD(c, k, size_t) = (size_t) v;
         return 0;
 }
@@ -301,24 +332,38 @@ static int parse_factor_key(struct config *c, const struct config_key *k, const 
         return 0;
 }
 
-/* "15%": the headroom (room left under the nearest limit) at or below which a level is raised. Kept as the
- * share used, as headroom.c decides on it. The "%" is required: "0.15" or "15" could mean either. Before 1.0
- * these keys took the share used ("85%"); such a value is refused rather than read the other way round. */
+/* "15%": the headroom (room left under the nearest limit) at or below which a level is raised, kept as the
+ * share used, as headroom.c decides on it; or "512M": a size left (earlyoom's -M). The "%" or the size's
+ * unit is required: "0.15" or "15" could mean anything. Before 1.0 these keys took the share used ("85%");
+ * such a value is refused rather than read the other way round. k->min is the level. */
 static int parse_headroom_key(struct config *c, const struct config_key *k, const char *value, char **ret_error) {
+        struct headroom_thresholds *t = FIELD(c, k, struct headroom_thresholds);
+        enum level l = (enum level) k->min;
+        uint64_t left;
+        if (config_parse_bytes(value, true, &left) >= 0) {
+                if (left == 0)
+                        return fail(ret_error, -ERANGE, "%s: the room left must be above 0, got \"%s\"", k->name, value);
+                t->left[l] = left;
+                return 0;
+        }
         char *end;
         errno = 0;
         double v = strtod(value, &end);
         if (errno || end == value || !isdigit((unsigned char) value[0]))
-                return fail(ret_error, -EINVAL, "%s: expected a percentage such as 15%%, got \"%s\"", k->name, value);
+                return fail(ret_error, -EINVAL, "%s: expected a percentage such as 15%% or a size such as 512M, got \"%s\"",
+                            k->name, value);
         if (*end != '%' || end[1])
-                return fail(ret_error, -EINVAL, "%s: write the room left as a percentage with %%, e.g. %s=15%%, got \"%s\"",
-                            k->name, k->name, value);
+                return fail(ret_error, -EINVAL,
+                            "%s: write the room left as a percentage with %%, e.g. %s=15%%, or as a size with its unit, "
+                            "e.g. %s=512M, got \"%s\"",
+                            k->name, k->name, k->name, value);
         if (!(v > 0 && v < 50))
                 return fail(ret_error, -ERANGE,
                             "%s: the room left under the limit must be above 0%% and below 50%%, got %s "
                             "(before 1.0 this key took the share used: %s=85%% is now %s=15%%)",
                             k->name, value, k->name, k->name);
-        *FIELD(c, k, double) = 1 - v / 100;
+        t->f[l] = 1 - v / 100;
+        t->left[l] = 0;
         return 0;
 }
 
@@ -466,9 +511,9 @@ static const struct config_key config_keys[] = {
         { "lock_memory", parse_bool_key, AT(lock_memory) },
         { "log_level", parse_log_level_key, AT(log_level) },
         { "headroom", parse_bool_key, AT(headroom) },
-        { "headroom_low", parse_headroom_key, AT(headroom_at.f[LEVEL_LOW]) },
-        { "headroom_medium", parse_headroom_key, AT(headroom_at.f[LEVEL_MEDIUM]) },
-        { "headroom_critical", parse_headroom_key, AT(headroom_at.f[LEVEL_CRITICAL]) },
+        { "headroom_low", parse_headroom_key, AT(headroom_at), LEVEL_LOW },
+        { "headroom_medium", parse_headroom_key, AT(headroom_at), LEVEL_MEDIUM },
+        { "headroom_critical", parse_headroom_key, AT(headroom_at), LEVEL_CRITICAL },
         { "headroom_interval", parse_bounded_duration, AT(headroom_interval_usec), 10000, 60000000, "10ms..60s" },
         { "headroom_max_interval", parse_bounded_duration, AT(headroom_max_interval_usec), 10000, 3600000000ULL, "10ms..1h" },
         { "node_foreign_raises", parse_bool_key, AT(node.foreign_raises) },

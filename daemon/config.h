@@ -101,5 +101,8 @@ uint64_t config_regulate_budget(const struct config *c, const char *cgroup);
 
 /* systemd's time spans: "100ms", "2s", "1h 30min", "2d"; no suffix means milliseconds. */
 int config_parse_duration(const char *s, uint64_t *ret_usec);
+/* A size in bytes: "512M", "1.5G", "64KiB" (K, M, G, T, powers of 1024, with an optional B or iB); a bare
+ * number is bytes unless need_suffix. -EINVAL otherwise. */
+int config_parse_bytes(const char *s, bool need_suffix, uint64_t *ret);
 /* "some 100ms 2s" */
 int config_parse_threshold(const char *s, struct psi_trigger *ret);

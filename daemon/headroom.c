@@ -20,16 +20,36 @@ int headroom_thresholds_check(const struct headroom_thresholds *t) {
         assert(t);
 
         for (int l = LEVEL_LOW; l < _LEVEL_MAX; l++)
-                if (!(t->f[l] > 0 && t->f[l] <= 1))
+                if (t->left[l] == 0 && !(t->f[l] > 0 && t->f[l] <= 1))
                         return -EINVAL;
-        for (int l = LEVEL_MEDIUM; l < _LEVEL_MAX; l++)
-                if (t->f[l] < t->f[l - 1])
+        for (int l = LEVEL_MEDIUM; l < _LEVEL_MAX; l++) {
+                bool sizes = t->left[l] > 0 && t->left[l - 1] > 0, fractions = t->left[l] == 0 && t->left[l - 1] == 0;
+                if ((sizes && t->left[l] > t->left[l - 1]) || (fractions && t->f[l] < t->f[l - 1]))
                         return -EINVAL;
+        }
         return 0;
+}
+
+uint64_t headroom_threshold_used(const struct headroom_thresholds *t, enum level l, uint64_t limit) {
+        assert(t);
+        assert(l > LEVEL_OK && l < _LEVEL_MAX);
+
+        if (t->left[l] > 0)
+                return limit > t->left[l] ? limit - t->left[l] : 0;
+        return (uint64_t) ((double) limit * t->f[l]);
 }
 
 static uint64_t unreclaimable(const struct headroom_group *g) {
         return g->usage > g->reclaimable ? g->usage - g->reclaimable : 0;
+}
+
+/* A group's own level: the highest whose threshold its unreclaimable memory has reached. */
+static enum level group_level(const struct headroom_thresholds *t, uint64_t used, uint64_t limit) {
+        enum level level = LEVEL_OK;
+        for (int l = LEVEL_LOW; l < _LEVEL_MAX; l++)
+                if (used >= headroom_threshold_used(t, l, limit) && used > 0)
+                        level = l;
+        return level;
 }
 
 void headroom_evaluate(const struct headroom_group *groups, size_t n, const struct headroom_thresholds *t,
@@ -37,28 +57,30 @@ void headroom_evaluate(const struct headroom_group *groups, size_t n, const stru
         assert(groups);
         assert(ret);
 
-        struct headroom h = { .level = LEVEL_OK, .limit = UINT64_MAX, .room_bytes = UINT64_MAX };
+        struct headroom h = { .level = LEVEL_OK, .limit = UINT64_MAX, .left = UINT64_MAX, .room_bytes = UINT64_MAX };
         bool found = false;
 
+        /* The group that decides is the one at the highest level, and among those the one nearest to
+         * its limit: with sizes, a small group may be at ease where a large one has less room left. */
         for (size_t i = 0; i < n; i++) {
                 const struct headroom_group *g = &groups[i];
                 if (g->limit == 0 || g->limit == UINT64_MAX)
                         continue;
                 uint64_t u = unreclaimable(g);
                 double f = (double) u / (double) g->limit;
-                uint64_t low = (uint64_t) ((double) g->limit * t->f[LEVEL_LOW]);
+                uint64_t low = headroom_threshold_used(t, LEVEL_LOW, g->limit);
+                enum level level = group_level(t, u, g->limit);
                 h.room_bytes = MIN(h.room_bytes, u < low ? low - u : 0);
-                if (found && f <= h.fraction)
+                if (found && (level < h.level || (level == h.level && f <= h.fraction)))
                         continue;
                 found = true;
+                h.level = level;
                 h.binding = i;
                 h.fraction = f;
                 h.limit = g->limit;
+                h.left = g->limit > u ? g->limit - u : 0;
                 h.over_bytes = u > low ? u - low : 0;
         }
-        for (int l = LEVEL_LOW; found && l < _LEVEL_MAX; l++)
-                if (h.fraction >= t->f[l])
-                        h.level = l;
         *ret = h;
 }
 

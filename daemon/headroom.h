@@ -13,14 +13,20 @@
 
 #include "level.h"
 
-/* Fractions of the limit, rising from low to critical; f[LEVEL_OK] is unused. */
+/* Where each level starts, in the unreclaimable share of a limit: a fraction of it, rising from low to
+ * critical, or, where left[l] is not 0, a size of room left under it (headroom_low=512M: low once less
+ * than 512 MiB is left, as earlyoom's -M takes a size). [LEVEL_OK] is unused. */
 struct headroom_thresholds {
         double f[_LEVEL_MAX];
+        uint64_t left[_LEVEL_MAX];
 };
 
 void headroom_thresholds_default(struct headroom_thresholds *ret);
-/* Each in (0, 1], rising with the level. -EINVAL otherwise. */
+/* Each fraction in (0, 1], each size above 0, rising with the level among those of one kind (a size
+ * and a fraction compare only against a limit). -EINVAL otherwise. */
 int headroom_thresholds_check(const struct headroom_thresholds *t);
+/* The usage (unreclaimable) at which level l starts under a limit. */
+uint64_t headroom_threshold_used(const struct headroom_thresholds *t, enum level l, uint64_t limit);
 
 /* One group on the way from a scope's cgroup to the root that has a limit: its own usage, its limit
  * (the lower of memory.high and memory.max on v2, memory.limit_in_bytes on v1) and what the kernel can
@@ -37,6 +43,7 @@ struct headroom {
         enum level level;    /* before hysteresis */
         size_t binding;      /* index of the deciding group; meaningless when n == 0 */
         double fraction;     /* its unreclaimable part over its limit; 0 with no limit at all */
+        uint64_t left;       /* its room left under its limit (UINT64_MAX with no limit at all) */
         uint64_t limit;      /* its limit; UINT64_MAX: no limit anywhere */
         uint64_t over_bytes; /* how far it is past the low threshold: what brings it back to ok */
         uint64_t room_bytes; /* how far the nearest group is from the low threshold (0 when past it) */

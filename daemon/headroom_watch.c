@@ -295,7 +295,7 @@ static void scope_watch_v1(struct scope *s) {
                 s->v1_watched[s->n_v1_watched++] = fd;
         bool all = cgroup_headroom_groups(l, s->cgroup, groups, paths, ELEMENTSOF(groups), &n) >= 0;
         for (size_t i = 0; all && i < n; i++) {
-                uint64_t at = (uint64_t) ((double) groups[i].limit * config_of(s)->headroom_at.f[LEVEL_LOW]);
+                uint64_t at = headroom_threshold_used(&config_of(s)->headroom_at, LEVEL_LOW, groups[i].limit);
                 fd = cgroup_v1_notify(l, paths[i], s->v1_eventfd, at);
                 if (fd >= 0)
                         s->v1_watched[s->n_v1_watched++] = fd;

@@ -863,7 +863,9 @@ struct json_object *protocol_encode_configuration(const struct config *c, const 
                 jb_set_u64(&p, "stall_usec", t->stall_usec);
                 jb_set_u64(&p, "window_usec", t->window_usec);
                 jb_set(&e, "pressure", p);
-                if (c->headroom)
+                if (c->headroom && c->headroom_at.left[l] > 0)
+                        jb_set_u64(&e, "headroom_bytes", c->headroom_at.left[l]);
+                else if (c->headroom)
                         jb_set(&e, "headroom_percent", percent(100 * (1 - c->headroom_at.f[l])));
                 jb_set(&e, "node_factor", percent(factors[l]));
                 jb_append(&levels, e);

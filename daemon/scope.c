@@ -312,11 +312,15 @@ static void scope_explain(const struct scope *s, enum level l, char *buf, size_t
         }
         if (s->source == LEVEL_SOURCE_HEADROOM && s->headroom.limit != UINT64_MAX) {
                 double room = s->headroom.fraction < 1 ? 1 - s->headroom.fraction : 0;
-                uint64_t left = (uint64_t) (room * (double) s->headroom.limit);
-                snprintf(buf, size, "headroom %.1f%% (%s left under the %s limit%s%s), at or below %s's %.0f%%", 100 * room,
-                         format_bytes(a, sizeof(a), left), format_bytes(b, sizeof(b), s->headroom.limit),
+                char at[FORMAT_BYTES_MAX + 8];
+                if (c->headroom_at.left[l] > 0)
+                        format_bytes(at, sizeof(at), c->headroom_at.left[l]);
+                else
+                        snprintf(at, sizeof(at), "%.0f%%", 100 * (1 - c->headroom_at.f[l]));
+                snprintf(buf, size, "headroom %.1f%% (%s left under the %s limit%s%s), at or below %s's %s", 100 * room,
+                         format_bytes(a, sizeof(a), s->headroom.left), format_bytes(b, sizeof(b), s->headroom.limit),
                          s->headroom_binding ? " of " : "", s->headroom_binding ? s->headroom_binding : "",
-                         level_to_string(l), 100 * (1 - c->headroom_at.f[l]));
+                         level_to_string(l), at);
                 return;
         }
         const struct psi_trigger *t = &c->psi.t[l];

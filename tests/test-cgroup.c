@@ -232,6 +232,32 @@ static void test_headroom_arithmetic(void) {
                 CU_ASSERT_EQUAL(h.level, cases[i].want);
         }
 
+        /* Sizes left (headroom_low=512M): low under 512 MiB left whatever the limit's size, so a 64 GiB
+         * group at 99% used is low where a 1 GiB group at 50% is too. */
+        struct headroom_thresholds sized = t;
+        sized.left[LEVEL_LOW] = 512ULL << 20;
+        sized.left[LEVEL_MEDIUM] = 256ULL << 20;
+        sized.left[LEVEL_CRITICAL] = 64ULL << 20;
+        CU_ASSERT_EQUAL(headroom_thresholds_check(&sized), 0);
+        const struct { uint64_t usage_mib, limit_mib; enum level want; } sizes[] = {
+                { 512, 1024, LEVEL_LOW },      { 511, 1024, LEVEL_OK },        { 800, 1024, LEVEL_MEDIUM },
+                { 1000, 1024, LEVEL_CRITICAL }, { 65100, 65536, LEVEL_LOW },   { 65000, 65536, LEVEL_OK },
+                { 0, 256, LEVEL_OK },           /* more room wanted than the limit: nothing used is no warning */
+        };
+        for (size_t i = 0; i < ELEMENTSOF(sizes); i++) {
+                struct headroom_group g = { sizes[i].usage_mib << 20, sizes[i].limit_mib << 20, 0, 0 };
+                headroom_evaluate(&g, 1, &sized, &h);
+                CU_ASSERT_EQUAL(h.level, sizes[i].want);
+                CU_ASSERT_EQUAL(h.left, (sizes[i].limit_mib - MIN(sizes[i].usage_mib, sizes[i].limit_mib)) << 20);
+        }
+        /* Of two groups, the one at the higher level decides, not the one nearer its limit in share. */
+        struct headroom_group two[2] = { { 900ULL << 20, 1024ULL << 20, 0, 0 }, { 63ULL << 30, 64ULL << 30, 0, 0 } };
+        headroom_evaluate(two, 2, &sized, &h);
+        CU_ASSERT_EQUAL(h.level, LEVEL_MEDIUM);
+        CU_ASSERT_EQUAL(h.binding, 0u);
+        sized.left[LEVEL_MEDIUM] = 600ULL << 20; /* more room than low's: rising sizes are refused */
+        CU_ASSERT_EQUAL(headroom_thresholds_check(&sized), -EINVAL);
+
         /* Bad thresholds: falling, zero, above the limit. */
         struct headroom_thresholds bad = t;
         bad.f[LEVEL_MEDIUM] = 0.80;

@@ -260,6 +260,49 @@ static void test_dropins(void) {
         CU_ASSERT_EQUAL(system(cmd), 0);
 }
 
+/* Headroom as a size left, and sizes for the byte keys. */
+static void test_sizes(void) {
+        struct config c;
+        char *err = NULL;
+        uint64_t v;
+        CU_ASSERT_EQUAL(config_parse_bytes("512M", true, &v), 0);
+        CU_ASSERT_EQUAL(v, 512ULL << 20);
+        CU_ASSERT_EQUAL(config_parse_bytes("1.5G", true, &v), 0);
+        CU_ASSERT_EQUAL(v, 3ULL << 29);
+        CU_ASSERT_EQUAL(config_parse_bytes("64KiB", true, &v), 0);
+        CU_ASSERT_EQUAL(v, 64ULL << 10);
+        CU_ASSERT_EQUAL(config_parse_bytes("4096", false, &v), 0);
+        CU_ASSERT_EQUAL(v, 4096u);
+        CU_ASSERT_EQUAL(config_parse_bytes("4096", true, &v), -EINVAL);
+        CU_ASSERT_EQUAL(config_parse_bytes("1e3", false, &v), -EINVAL);
+        CU_ASSERT_EQUAL(config_parse_bytes("-1M", true, &v), -EINVAL);
+        CU_ASSERT_EQUAL(config_parse_bytes("5Q", true, &v), -EINVAL);
+        CU_ASSERT_EQUAL(config_parse_bytes("99999999T", true, &v), -EINVAL);
+
+        config_init(&c);
+        CU_ASSERT_EQUAL(config_parse(&c, "headroom_low=512M\nheadroom_medium=256M\nmax_buffered=64M\n", "x.conf", NULL,
+                                     NULL, &err), 0);
+        CU_ASSERT_EQUAL(c.headroom_at.left[LEVEL_LOW], 512ULL << 20);
+        CU_ASSERT_EQUAL(c.headroom_at.left[LEVEL_MEDIUM], 256ULL << 20);
+        CU_ASSERT_EQUAL(c.headroom_at.left[LEVEL_CRITICAL], 0u); /* still 3% */
+        CU_ASSERT_EQUAL(c.max_buffered, 64u << 20);
+        /* A percentage after a size takes the share again. */
+        CU_ASSERT_EQUAL(config_parse(&c, "headroom_low=20%\n", "x.conf", NULL, NULL, &err), 0);
+        CU_ASSERT_EQUAL(c.headroom_at.left[LEVEL_LOW], 0u);
+        config_done(&c);
+
+        config_init(&c);
+        CU_ASSERT(config_parse(&c, "headroom_low=256M\nheadroom_medium=512M\n", "x.conf", NULL, NULL, &err) < 0);
+        free(err);
+        err = NULL;
+        config_done(&c);
+        config_init(&c);
+        CU_ASSERT(config_parse(&c, "headroom_low=512\n", "x.conf", NULL, NULL, &err) < 0);
+        CU_ASSERT(err && strstr(err, "e.g. headroom_low=512M"));
+        free(err);
+        config_done(&c);
+}
+
 static void collect(const char *message, void *userdata) {
         char *buf = userdata;
         strncat(buf, message, 1023 - strlen(buf));
@@ -343,6 +386,7 @@ int main(void) {
                 { "errors name file and line", test_errors_name_file_and_line },
                 { "missing file", test_missing_file },
                 { "drop-ins", test_dropins },
+                { "sizes", test_sizes },
                 { "warnings", test_warnings },
                 { "restart-only keys", test_restart_only },
                 { "log level", test_log_level },

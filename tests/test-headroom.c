@@ -25,14 +25,14 @@
 
 static struct test_daemon daemon_;
 
-static int start_daemon(const char *cgroup) {
+static int start_daemon(const char *cgroup, const char *extra) {
         char conf[200];
         snprintf(conf, sizeof(conf), "/tmp/pressured-headroom-%d.conf", (int) getpid());
         FILE *f = fopen(conf, "we");
         if (!f)
                 return -errno;
         test_cleanup_path(conf, false);
-        fprintf(f, "[pressured]\nhold=1s\nsample_interval=500ms\ncgroup=%s\n", cgroup);
+        fprintf(f, "[pressured]\nhold=1s\nsample_interval=500ms\ncgroup=%s\n%s", cgroup, extra ? extra : "");
         fclose(f);
         const char *const args[] = { "--config", conf, NULL };
         int r = test_daemon_start(&daemon_, args);
@@ -87,7 +87,7 @@ static void test_headroom(void) {
         uint64_t unreclaimable = 0;
 
         CU_ASSERT_EQUAL_FATAL(test_pressure_group(&g, LIMIT_BYTES), 0);
-        CU_ASSERT_EQUAL_FATAL(start_daemon(g.cgroup), 0);
+        CU_ASSERT_EQUAL_FATAL(start_daemon(g.cgroup, NULL), 0);
 
         int sub = subscribe(g.cgroup);
         CU_ASSERT_FATAL(sub >= 0);
@@ -192,9 +192,43 @@ static void test_headroom(void) {
         pressure_gen_destroy(&g);
 }
 
+/* headroom_low=40M: low once less than 40 MiB is left under the 64 MiB limit (24 MiB used), where 15%
+ * would wait for 54 MiB; the reason says the size. */
+static void test_headroom_as_size(void) {
+        struct pressure_gen g;
+        char news[128];
+        uint64_t unreclaimable = 0;
+
+        CU_ASSERT_EQUAL_FATAL(test_pressure_group(&g, LIMIT_BYTES), 0);
+        CU_ASSERT_EQUAL_FATAL(start_daemon(g.cgroup, "headroom_low=40M\nheadroom_medium=16M\n"), 0);
+        int sub = subscribe(g.cgroup);
+        CU_ASSERT_FATAL(sub >= 0);
+        CU_ASSERT_EQUAL_FATAL(next_news(sub, 10000, news, sizeof(news), &unreclaimable), 0);
+        CU_ASSERT_STRING_EQUAL(news, "state");
+        pid_t grower = spawn_grower(&g, false, -1);
+        CU_ASSERT_FATAL(grower > 0);
+        test_cleanup_pid(grower);
+        bool low = false;
+        while (!low && next_news(sub, 60000, news, sizeof(news), &unreclaimable) == 0)
+                low = streq(news, "event low headroom");
+        CU_ASSERT(low);
+        fprintf(stderr, "  low with %llu MiB unreclaimable\n", (unsigned long long) (unreclaimable >> 20));
+        CU_ASSERT(unreclaimable >= LIMIT_BYTES - (40u << 20) && unreclaimable < LIMIT_BYTES / 100 * 85);
+        char needle[300];
+        snprintf(needle, sizeof(needle), "%s: memory pressure ok -> low: headroom", g.cgroup);
+        CU_ASSERT(test_daemon_log_wait(&daemon_, needle, "at or below low's 40.0M", 1, 10000) >= 1);
+        kill(grower, SIGKILL);
+        waitpid(grower, NULL, 0);
+        test_cleanup_forget_pid(grower);
+        close(sub);
+        CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
+        pressure_gen_destroy(&g);
+}
+
 int main(void) {
         static const struct test_case cases[] = {
                 { "an anonymous grower is warned before its limit, and saved when it frees", test_headroom },
+                { "a headroom threshold as a size left", test_headroom_as_size },
                 {},
         };
         return test_run("headroom", cases, test_need_root_psi());

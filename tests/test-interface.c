@@ -266,6 +266,7 @@ static void test_codec_against_idl(void) {
         config_init(&c);
         CU_ASSERT_EQUAL(config_set(&c, "cgroup", "/a", NULL), 0);
         CU_ASSERT_EQUAL(config_set(&c, "regulate_cgroup", "/a/* 5ms", NULL), 0);
+        CU_ASSERT_EQUAL(config_set(&c, "headroom_critical", "64M", NULL), 0);
         struct json_object *conf = protocol_encode_configuration(&c, log_level_to_string(LOG_INFO));
         const struct idl_method *m = idl_method(idl, "GetConfiguration");
         char *err = NULL;
@@ -277,6 +278,7 @@ static void test_codec_against_idl(void) {
         for (size_t i = 0; i < m->out.n_fields; i++)
                 CU_ASSERT_TRUE(json_object_object_get_ex(conf, m->out.fields[i].name, NULL));
         mark(idl_type(idl, "LevelThresholds"), json_object_array_get_idx(json_object_object_get(conf, "levels"), 0));
+        mark(idl_type(idl, "LevelThresholds"), json_object_array_get_idx(json_object_object_get(conf, "levels"), 2));
         mark(idl_type(idl, "RegulatedCgroup"),
              json_object_array_get_idx(json_object_object_get(conf, "regulate_cgroups"), 0));
         json_object_put(conf);

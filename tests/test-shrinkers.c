@@ -753,12 +753,7 @@ static void test_stop(void) {
 
 /* Lines of the daemon's log with needle (and then, after it), waited for until there are at least n (bounded). */
 static int log_wait_both(const char *needle, const char *then, int n, int timeout_ms) {
-        for (uint64_t end = test_now_ms() + (uint64_t) timeout_ms;; ) {
-                int k = test_daemon_log_count_both(&daemon_, needle, then);
-                if (k >= n || test_now_ms() >= end)
-                        return k;
-                usleep(50 * 1000); /* a log file has no event to wait for */
-        }
+        return test_daemon_log_wait(&daemon_, needle, then, n, timeout_ms);
 }
 
 /* The regulator: in a group whose stall is over the budget (1 ms/s) but far below low (set to 90% here,

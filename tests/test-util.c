@@ -296,6 +296,15 @@ int test_daemon_log_count_both(struct test_daemon *d, const char *needle, const 
         return n;
 }
 
+int test_daemon_log_wait(struct test_daemon *d, const char *needle, const char *then, int n, int timeout_ms) {
+        for (uint64_t end = test_now_ms() + (uint64_t) timeout_ms;;) {
+                int k = test_daemon_log_count_both(d, needle, then);
+                if (k >= n || test_now_ms() >= end)
+                        return k;
+                usleep(50 * 1000); /* a log file has no event to wait for */
+        }
+}
+
 bool test_have_cap_sys_resource(void) {
         char line[256];
         unsigned long long eff = 0;

@@ -39,6 +39,8 @@ struct test_daemon {
 int test_daemon_log_count(struct test_daemon *d, const char *needle);
 /* Lines with `needle` and, after it, `then` (a figure between them may vary). */
 int test_daemon_log_count_both(struct test_daemon *d, const char *needle, const char *then);
+/* Wait up to timeout_ms for at least n such lines; returns the count seen last. */
+int test_daemon_log_wait(struct test_daemon *d, const char *needle, const char *then, int n, int timeout_ms);
 
 /* Whether this process has CAP_SYS_RESOURCE in its effective set. */
 bool test_have_cap_sys_resource(void);

@@ -249,8 +249,13 @@ static void describe_threshold(struct json_object *lv, char *buf, size_t size) {
                          usec(json_object_get_int64(jget(p, "window_usec")), w, sizeof(w)),
                          100.0 * (double) json_object_get_int64(jget(p, "stall_usec")) /
                                  (double) MAX(json_object_get_int64(jget(p, "window_usec")), 1));
+        struct json_object *hb = jget(lv, "headroom_bytes");
+        char b[FORMAT_BYTES_MAX];
         if (h && n > 0 && (size_t) n < size)
                 snprintf(buf + n, size - (size_t) n, ", or headroom <= %.0f%%", json_object_get_double(h));
+        else if (hb && n > 0 && (size_t) n < size)
+                snprintf(buf + n, size - (size_t) n, ", or headroom <= %s",
+                         format_bytes(b, sizeof(b), (uint64_t) json_object_get_int64(hb)));
 }
 
 static int cmd_config(void) {
