@@ -20,6 +20,7 @@ struct config {
         unsigned max_connections, max_connections_per_uid;
         size_t max_buffered; /* all connections' buffers together */
         unsigned max_cgroups_per_uid; /* cgroups one user other than root may have watched */
+        unsigned max_cgroups_users;   /* and all users other than root together */
         unsigned max_shrinkers_per_uid; /* shrinkers one user other than root may register */
         uint64_t idle_timeout_usec; /* 0: never */
         uint64_t sample_interval_usec; /* sampling while a scope is above ok */

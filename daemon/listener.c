@@ -14,20 +14,41 @@
 #define BACKOFF_FIRST_USEC 50000u
 #define BACKOFF_MAX_USEC 2000000u
 
-bool connection_quota_take(struct connection_quota *q) {
+bool connection_uid_reserved(uid_t uid) {
+        return uid < 1000 || (uid >= 61184 && uid <= 65519);
+}
+
+const char *connection_quota_refusal(const struct connection_quota *q, uid_t uid) {
         assert(q);
 
-        if (q->max > 0 && q->n >= q->max)
+        if (q->max == 0)
+                return NULL;
+        if (q->n >= q->max)
+                return "the connections both sockets may have";
+        unsigned users_max = q->max - q->max / CONNECTION_QUOTA_RESERVE_DIVISOR;
+        if (!connection_uid_reserved(uid) && q->n_users >= users_max)
+                return "the connections all users may have (the rest is root's and the system services')";
+        return NULL;
+}
+
+bool connection_quota_take(struct connection_quota *q, uid_t uid) {
+        assert(q);
+
+        if (connection_quota_refusal(q, uid))
                 return false;
         q->n++;
+        if (!connection_uid_reserved(uid))
+                q->n_users++;
         return true;
 }
 
-void connection_quota_put(struct connection_quota *q) {
+void connection_quota_put(struct connection_quota *q, uid_t uid) {
         assert(q);
 
         if (q->n > 0)
                 q->n--;
+        if (!connection_uid_reserved(uid) && q->n_users > 0)
+                q->n_users--;
 }
 
 static int on_retry(sd_event_source *src, uint64_t usec, void *userdata) {

@@ -10,17 +10,28 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <systemd/sd-event.h>
 
 #include "log.h"
 
-/* The connections of every listener together. max 0: no cap. */
+/* The connections of every listener together. max 0: no cap. Users other than root and the system's
+ * services hold at most max less a reserve, together: one account can be many uids (a rootless
+ * container's subordinate range holds 65,536), and a limit per uid alone let eight of them lock root out
+ * of both sockets. */
 struct connection_quota {
         unsigned max, n;
+        unsigned n_users; /* of those, the connections of uids not reserved */
 };
-/* Take a place (false: full) and give it back when the connection closes. */
-bool connection_quota_take(struct connection_quota *q);
-void connection_quota_put(struct connection_quota *q);
+#define CONNECTION_QUOTA_RESERVE_DIVISOR 8
+/* Root, the system's accounts (Debian's SYS_UID_MAX, 999) and systemd's dynamic service users
+ * (61184..65519): the uids the reserve is for. Any other may be one of many a single user holds. */
+bool connection_uid_reserved(uid_t uid);
+/* Why a connection of uid may not be let in now, in words; NULL: it may. */
+const char *connection_quota_refusal(const struct connection_quota *q, uid_t uid);
+/* Take a place (false: full for uid) and give it back when the connection closes. */
+bool connection_quota_take(struct connection_quota *q, uid_t uid);
+void connection_quota_put(struct connection_quota *q, uid_t uid);
 
 /* Called with each accepted descriptor (non-blocking, close-on-exec), which it owns from then on. */
 typedef void (*listener_accept_fn)(int fd, void *userdata);

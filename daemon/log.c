@@ -207,5 +207,14 @@ bool log_client_may(uid_t uid) {
 found:;
         bool ok = ratelimit_below(&log_clients[slot].rl, now, &dropped);
         log_dropped(uid, dropped);
+        if (!ok || uid == 0 || uid == (uid_t) -1)
+                return ok;
+        /* All users together, too: one account can be many uids, each with a limiter of its own (and
+         * more uids than slots get a fresh one each time). Root's lines are not theirs to crowd out. */
+        static struct ratelimit all = { .interval_usec = LOG_CLIENT_INTERVAL_USEC, .burst = LOG_CLIENTS_BURST };
+        ok = ratelimit_below(&all, now, &dropped);
+        if (dropped > 0)
+                log_notice("%u log messages caused by users dropped (more than %u of all users in %llu s).", dropped,
+                           LOG_CLIENTS_BURST, LOG_CLIENT_INTERVAL_USEC / 1000000);
         return ok;
 }

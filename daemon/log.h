@@ -59,8 +59,11 @@ bool ratelimit_below(struct ratelimit *rl, uint64_t now_usec, unsigned *ret_supp
 /* Lines a client can cause as often as it likes (a refused call, a registration, a cgroup it removes) go
  * through log_client(): at most LOG_CLIENT_BURST per LOG_CLIENT_INTERVAL_USEC per uid, so that one user
  * can neither flood the journal nor silence another's lines. When a uid's next interval begins, one line
- * says how many of its lines were dropped. uid (uid_t) -1: lines nobody in particular caused. */
+ * says how many of its lines were dropped. uid (uid_t) -1: lines nobody in particular caused. Users other
+ * than root also share one limit of LOG_CLIENTS_BURST, however many uids they are. */
 #define LOG_CLIENT_BURST 10u
+/* And all users other than root together (a uid's lines count in both). */
+#define LOG_CLIENTS_BURST 50u
 #define LOG_CLIENT_INTERVAL_USEC (10 * 1000000ULL)
 bool log_client_may(uid_t uid);
 #define log_client_full(uid, level, error, ...)                                                            \

@@ -69,7 +69,7 @@ static void client_free(struct mp_client *c) {
         close(c->fd);
         LIST_REMOVE(mp->clients, c);
         mp->n_clients--;
-        connection_quota_put(mp->quota);
+        connection_quota_put(mp->quota, c->uid);
         (void) hashmap_count_add_u64(mp->per_uid, c->uid, -1);
         free(c);
 }
@@ -163,7 +163,7 @@ static void client_new(struct mpsocket *mp, int fd, bool fresh) {
         /* The same caps as the Varlink socket's: a connection is a descriptor and a watch. */
         if ((cfg->max_connections_per_uid > 0 && peer.uid != 0 &&
              hashmap_count_get_u64(mp->per_uid, peer.uid) >= cfg->max_connections_per_uid) ||
-            !connection_quota_take(mp->quota)) {
+            !connection_quota_take(mp->quota, peer.uid)) {
                 if (ratelimit_below(&mp->refuse_log, now, &suppressed))
                         log_notice("Memory pressure socket: refusing a connection of uid %u, over its limit.", (unsigned) peer.uid);
                 close(fd);
@@ -174,7 +174,7 @@ static void client_new(struct mpsocket *mp, int fd, bool fresh) {
         int r = client_scope(mp, &peer, &s);
         struct mp_client *c = r >= 0 ? calloc(1, sizeof(*c)) : NULL;
         if (!c || hashmap_count_add_u64(mp->per_uid, peer.uid, +1) < 0) {
-                connection_quota_put(mp->quota);
+                connection_quota_put(mp->quota, peer.uid);
                 scope_registry_release_for(mp->scopes, peer.uid, s);
                 free(c);
                 close(fd);
@@ -183,7 +183,7 @@ static void client_new(struct mpsocket *mp, int fd, bool fresh) {
         *c = (struct mp_client){ .owner = mp, .scope = s, .fd = fd, .uid = peer.uid };
         if (sd_event_add_io(mp->event, &c->source, fd, EPOLLIN | EPOLLRDHUP, on_client, c) < 0) {
                 (void) hashmap_count_add_u64(mp->per_uid, peer.uid, -1);
-                connection_quota_put(mp->quota);
+                connection_quota_put(mp->quota, peer.uid);
                 scope_registry_release_for(mp->scopes, peer.uid, s);
                 close(fd);
                 free(c);

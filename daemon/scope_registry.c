@@ -285,8 +285,11 @@ size_t scope_registry_budget_left(const struct scope_registry *reg, uid_t uid) {
 
         if (uid == 0)
                 return SIZE_MAX;
-        size_t held = scope_registry_held_by(reg, uid), max = reg->env.config->max_cgroups_per_uid;
-        return held < max ? max - held : 0;
+        const struct config *c = reg->env.config;
+        size_t held = scope_registry_held_by(reg, uid), max = c->max_cgroups_per_uid;
+        size_t own = held < max ? max - held : 0;
+        size_t all = reg->held_by_users < c->max_cgroups_users ? c->max_cgroups_users - reg->held_by_users : 0;
+        return MIN(own, all);
 }
 
 int scope_registry_acquire_for(struct scope_registry *reg, uid_t uid, const struct scope_id *id, struct scope **ret) {
@@ -304,6 +307,7 @@ int scope_registry_acquire_for(struct scope_registry *reg, uid_t uid, const stru
                 *ret = NULL;
                 return r;
         }
+        reg->held_by_users++;
         return 0;
 }
 
@@ -312,8 +316,11 @@ void scope_registry_release_for(struct scope_registry *reg, uid_t uid, struct sc
 
         if (!s)
                 return;
-        if (s->type == SCOPE_CGROUP && uid != 0)
+        if (s->type == SCOPE_CGROUP && uid != 0) {
                 (void) hashmap_count_add_u64(reg->held_per_uid, uid, -1);
+                if (reg->held_by_users > 0)
+                        reg->held_by_users--;
+        }
         scope_registry_release(reg, s);
 }
 

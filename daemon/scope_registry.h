@@ -34,6 +34,7 @@ struct scope_registry {
         size_t n_cgroups;
         struct hashmap *by_cgroup; /* live (not gone) cgroup scopes by path */
         struct hashmap *held_per_uid; /* uid -> cgroup scope references taken on its behalf */
+        size_t held_by_users;         /* all of those together */
         sd_event_source *gc_source;
         struct scope **configured; /* cgroups watched because the configuration lists them */
         size_t n_configured;
@@ -74,8 +75,9 @@ void scope_registry_release(struct scope_registry *reg, struct scope *s);
 
 /* On behalf of a user: every cgroup scope a user's requests hold (subscriptions, shrinker clients' groups
  * and their limited ancestors, memory-pressure clients, bus peers) counts against one budget,
- * max_cgroups_per_uid, since each is a kernel trigger and descriptors of the daemon's. -EDQUOT past it,
- * before anything is armed. Root is not counted. The system and nodes cost nothing. */
+ * max_cgroups_per_uid, since each is a kernel trigger and descriptors of the daemon's, and all users
+ * together against max_cgroups_users (one account can be many uids). -EDQUOT past either, before anything
+ * is armed. Root is not counted. The system and nodes cost nothing. */
 int scope_registry_acquire_for(struct scope_registry *reg, uid_t uid, const struct scope_id *id, struct scope **ret);
 void scope_registry_release_for(struct scope_registry *reg, uid_t uid, struct scope *s);
 /* How many cgroup references uid holds, and how many more it may take. */

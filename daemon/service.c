@@ -493,6 +493,9 @@ static int method_serve(struct varlink_connection *c, struct json_object *params
         _cleanup_close_ int pidfd = -EBADF, caller_pidfd = -EBADF;
         int r = serve_pin(c, measured, &pidfd, &caller_pidfd);
         if (r < 0)
+                log_client_errno(peer->uid, LOG_WARNING, r, "Cannot register shrinkers of pid %d%s: %m", (int) peer->pid,
+                                 measured != peer->pid ? " for another process" : "");
+        if (r < 0)
                 return r == -EPERM ? varlink_error(c, VARLINK_ERROR_PERMISSION_DENIED, json_object_new_object())
                                    : varlink_error_invalid_parameter(c, "for_pid");
         struct serve_call *call = calloc(1, sizeof(*call));

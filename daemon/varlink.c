@@ -476,7 +476,7 @@ static void connection_free(struct varlink_connection *c) {
         LIST_REMOVE(s->connections, c);
         s->n_connections--;
         if (s->quota)
-                connection_quota_put(s->quota);
+                connection_quota_put(s->quota, c->peer.uid);
         (void) hashmap_count_add_u64(s->per_uid, c->peer.uid, -1);
         free(c);
 }
@@ -501,7 +501,9 @@ static int connection_new(struct varlink_server *s, int fd) {
 
         (void) getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len);
         const char *which = varlink_policy_admit(&s->limits, s->n_connections, hashmap_count_get_u64(s->per_uid, peer.uid),
-                                                 peer.uid, s->quota ? s->quota->n : 0, s->quota ? s->quota->max : 0);
+                                                 peer.uid);
+        if (!which && s->quota)
+                which = connection_quota_refusal(s->quota, peer.uid);
         if (which)
                 return connection_refuse(s, fd, &peer, which);
 
@@ -523,7 +525,7 @@ static int connection_new(struct varlink_server *s, int fd) {
         LIST_PREPEND(s->connections, c);
         s->n_connections++;
         if (s->quota)
-                (void) connection_quota_take(s->quota);
+                (void) connection_quota_take(s->quota, peer.uid);
 
         c->events = EPOLLIN | EPOLLET;
         struct epoll_event e = { .events = c->events, .data.ptr = c };

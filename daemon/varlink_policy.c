@@ -6,14 +6,11 @@
 
 #include "hashmap.h"
 
-const char *varlink_policy_admit(const struct varlink_limits *l, size_t n, size_t n_of_uid, uid_t uid, unsigned quota_n,
-                                 unsigned quota_max) {
+const char *varlink_policy_admit(const struct varlink_limits *l, size_t n, size_t n_of_uid, uid_t uid) {
         assert(l);
 
         if (l->max_connections > 0 && n >= l->max_connections)
                 return "max_connections";
-        if (quota_max > 0 && quota_n >= quota_max)
-                return "the connections both sockets may have";
         /* A service running many shrinker clients as root is no attack. */
         if (l->max_connections_per_uid > 0 && uid != 0 && n_of_uid >= l->max_connections_per_uid)
                 return "max_connections_per_uid";

@@ -23,11 +23,11 @@ struct varlink_limits {
  * the memory every other client's replies need. */
 #define VARLINK_BUFFERED_SHARE_DIVISOR 4
 
-/* Whether a connection of uid may be let in, given the server's connections (n), those of uid
- * (n_of_uid) and a quota shared with other sockets (quota_max 0: none). NULL: yes; otherwise the limit
- * reached, in words. Root is the machine's administrator, bound by the caps of all connections only. */
-const char *varlink_policy_admit(const struct varlink_limits *l, size_t n, size_t n_of_uid, uid_t uid, unsigned quota_n,
-                                 unsigned quota_max);
+/* Whether a connection of uid may be let in, given the server's connections (n) and those of uid
+ * (n_of_uid). NULL: yes; otherwise the limit reached, in words. Root is the machine's administrator,
+ * bound by the caps of all connections only. The quota both sockets share, with its reserve for root
+ * and the system's services, is listener.h's. */
+const char *varlink_policy_admit(const struct varlink_limits *l, size_t n, size_t n_of_uid, uid_t uid);
 
 /* One connection's buffers, as the server last counted them. */
 struct varlink_holder {

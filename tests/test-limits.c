@@ -180,6 +180,90 @@ static void test_global_cap(void) {
         CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
 }
 
+/* In a child: become uid (a subordinate uid of a rootless container, say), or exit. */
+static void become_uid(uid_t uid) {
+        if (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0)
+                _exit(2);
+}
+
+/* One account can be many uids. Nine uids, each within max_connections_per_uid, fill no more than the
+ * users' share of the connections: root is still served (before, eight filled them all and root got no
+ * answer). A hundred uids, each asking for what is refused with a log line, write no more than the
+ * lines all users may cause together. */
+static void test_many_uids(void) {
+        CU_ASSERT_EQUAL_FATAL(start_with("max_connections=64\nmax_connections_per_uid=8\n"), 0);
+        int go[2], res[2];
+        CU_ASSERT_FATAL(pipe(go) == 0 && pipe(res) == 0);
+        pid_t kids[9];
+        for (int k = 0; k < 9; k++) {
+                kids[k] = fork();
+                CU_ASSERT_FATAL(kids[k] >= 0);
+                if (kids[k] == 0) {
+                        close(go[1]);
+                        close(res[0]);
+                        become_uid(100000 + (uid_t) k);
+                        int fds[8], count = 0;
+                        for (int i = 0; i < 8; i++) {
+                                fds[i] = test_connect(daemon_.socket);
+                                count += fds[i] >= 0 && served(fds[i]) == 1;
+                        }
+                        (void) !write(res[1], &count, sizeof(count));
+                        char b;
+                        (void) !read(go[0], &b, 1); /* hold them until told */
+                        _exit(0);
+                }
+                test_cleanup_pid(kids[k]);
+        }
+        close(go[0]);
+        close(res[1]);
+        int users = 0;
+        for (int k = 0; k < 9; k++) {
+                int count = 0;
+                CU_ASSERT_EQUAL(read(res[0], &count, sizeof(count)), (ssize_t) sizeof(count));
+                users += count;
+        }
+        printf("(users served %d of 72, share %d) ", users, 64 - 64 / 8);
+        CU_ASSERT_EQUAL(users, 64 - 64 / 8);
+        int root_fd = test_connect(daemon_.socket);
+        CU_ASSERT_EQUAL(served(root_fd), 1);
+        close(root_fd);
+        CU_ASSERT(test_daemon_log_count(&daemon_, "the connections all users may have") >= 1);
+        close(go[1]);
+        for (int k = 0; k < 9; k++) {
+                waitpid(kids[k], NULL, 0);
+                test_cleanup_forget_pid(kids[k]);
+        }
+        close(res[0]);
+
+        /* A hundred uids, twenty refused calls each: for_pid naming root's own process. */
+        char serve[256];
+        int n = snprintf(serve, sizeof(serve),
+                         "{\"method\":\"io.pressured.Serve\",\"parameters\":{\"shrinkers\":[{\"name\":\"a\"}],"
+                         "\"for_pid\":%d},\"more\":true}",
+                         (int) daemon_.pid);
+        int before = test_daemon_log_count(&daemon_, "Cannot register shrinkers");
+        for (int k = 0; k < 100; k++) {
+                pid_t pid = fork();
+                CU_ASSERT_FATAL(pid >= 0);
+                if (pid == 0) {
+                        become_uid(200000 + (uid_t) k);
+                        int c = test_connect(daemon_.socket);
+                        for (int i = 0; c >= 0 && i < 20; i++) {
+                                char *msg = NULL;
+                                if (test_send_raw(c, serve, (size_t) n + 1) < 0 || test_recv_msg(c, 10000, &msg) != 1)
+                                        _exit(3);
+                                free(msg);
+                        }
+                        _exit(0);
+                }
+                waitpid(pid, NULL, 0);
+        }
+        int lines = test_daemon_log_count(&daemon_, "Cannot register shrinkers") - before;
+        printf("(%d lines for 2,000 refusals of 100 uids) ", lines);
+        CU_ASSERT(lines >= 10 && lines <= 50);
+        CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
+}
+
 /* A connection that holds no call is closed after the idle timeout, also while it sends half a message;
  * a subscriber (a call that stays open) is not. */
 static void test_idle_timeout(void) {
@@ -429,6 +513,112 @@ static void test_client_buffers_not_locked(void) {
 
 /* A user may have at most max_cgroups_per_uid cgroups watched: three of its own in one Subscribe
  * against a cap of two are refused (CgroupNotWatchable, errno EDQUOT), two are watched. */
+/* As uid, a Subscribe to one cgroup, held until *ret_go is closed: its first reply, or NULL. */
+static char *subscribe_held_as(uid_t uid, const char *path, pid_t *ret_pid, int *ret_go) {
+        int go[2], res[2];
+        char buf[4096];
+        if (pipe(go) < 0 || pipe(res) < 0)
+                return NULL;
+        pid_t pid = fork();
+        if (pid < 0)
+                return NULL;
+        if (pid == 0) {
+                close(go[1]);
+                close(res[0]);
+                if (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0)
+                        _exit(2);
+                char call[600], *msg = NULL;
+                snprintf(call, sizeof(call),
+                         "{\"method\":\"io.pressured.Subscribe\",\"parameters\":{\"scopes\":[{\"type\":\"cgroup\","
+                         "\"cgroup\":\"%s\"}]},\"more\":true}",
+                         path);
+                int c = test_connect(daemon_.socket);
+                if (c < 0 || test_send_raw(c, call, strlen(call) + 1) < 0 || test_recv_msg(c, 10000, &msg) != 1)
+                        _exit(3);
+                (void) !write(res[1], msg, strlen(msg));
+                close(res[1]);
+                char b;
+                (void) !read(go[0], &b, 1);
+                _exit(0);
+        }
+        test_cleanup_pid(pid);
+        close(go[0]);
+        close(res[1]);
+        ssize_t got = read(res[0], buf, sizeof(buf) - 1);
+        close(res[0]);
+        *ret_pid = pid;
+        *ret_go = go[1];
+        if (got <= 0)
+                return NULL;
+        buf[got] = 0;
+        return strdup(buf);
+}
+
+/* All users together: one account's many uids, each within max_cgroups_per_uid, stop at
+ * max_cgroups_users (each watched cgroup is a trigger, a realtime kernel thread under CAP_SYS_RESOURCE);
+ * root is not counted. */
+static void test_cgroups_all_users(void) {
+        struct pressure_gen g;
+        char cwd[400], cg[4][256], dir[4][700], *reply;
+        pid_t pids[4] = {};
+        int gos[4] = { -1, -1, -1, -1 };
+        CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(cwd, sizeof(cwd)));
+        CU_ASSERT_EQUAL_FATAL(pressure_gen_create(&g, cwd, 64ULL << 20), 0);
+        test_cleanup_path(g.v2_dir, true);
+        if (g.mem_dir[0])
+                test_cleanup_path(g.mem_dir, true);
+        for (int i = 0; i < 4; i++) {
+                snprintf(cg[i], sizeof(cg[i]), "%s/u%d", g.cgroup, i);
+                snprintf(dir[i], sizeof(dir[i]), "%s/u%d", g.v2_dir, i);
+                CU_ASSERT_EQUAL_FATAL(mkdir(dir[i], 0755), 0);
+                test_cleanup_path(dir[i], true);
+                CU_ASSERT_EQUAL(chown(dir[i], 100000 + (uid_t) i, 100000 + (gid_t) i), 0);
+        }
+        CU_ASSERT_EQUAL_FATAL(start_with("max_cgroups_per_uid=2\nmax_cgroups_users=3\n"), 0);
+        for (int i = 0; i < 4; i++) {
+                reply = subscribe_held_as(100000 + (uid_t) i, cg[i], &pids[i], &gos[i]);
+                const char *want = i < 3 ? "\"continues\":true" : "\"errno\":122";
+                CU_ASSERT_PTR_NOT_NULL(reply ? strstr(reply, want) : NULL);
+                free(reply);
+        }
+        int fd = test_subscribe_cgroup(daemon_.socket, cg[3]); /* root's own */
+        CU_ASSERT(fd >= 0);
+        char *msg = NULL;
+        CU_ASSERT(fd >= 0 && test_recv_msg(fd, 10000, &msg) == 1 && strstr(msg, "\"continues\":true"));
+        free(msg);
+        if (fd >= 0)
+                close(fd);
+        /* One user's watch ends: another's fits again. (Killed, not told through its pipe: later children
+         * hold copies of the pipe's other end.) */
+        close(gos[0]);
+        kill(pids[0], SIGKILL);
+        waitpid(pids[0], NULL, 0);
+        test_cleanup_forget_pid(pids[0]);
+        bool fits = false;
+        for (uint64_t end = test_now_ms() + 10000; !fits && test_now_ms() < end; (void) poll(NULL, 0, 50)) {
+                pid_t p;
+                int go;
+                reply = subscribe_held_as(100003, cg[3], &p, &go);
+                fits = reply && strstr(reply, "\"continues\":true");
+                free(reply);
+                close(go);
+                kill(p, SIGKILL);
+                waitpid(p, NULL, 0);
+                test_cleanup_forget_pid(p);
+        }
+        CU_ASSERT(fits);
+        for (int i = 1; i < 4; i++) {
+                close(gos[i]);
+                kill(pids[i], SIGKILL);
+                waitpid(pids[i], NULL, 0);
+                test_cleanup_forget_pid(pids[i]);
+        }
+        CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
+        for (int i = 0; i < 4; i++)
+                rmdir(dir[i]);
+        pressure_gen_destroy(&g);
+}
+
 static void test_cgroups_per_uid(void) {
         struct pressure_gen g;
         char cwd[400], *reply, cg[3][256], dir[3][700];
@@ -1231,6 +1421,7 @@ int main(void) {
         static const struct test_case cases[] = {
                 { "connections per uid", test_per_uid_cap },
                 { "connections in all", test_global_cap },
+                { "one account, many uids", test_many_uids },
                 { "idle connections and half messages", test_idle_timeout },
                 { "out of file descriptors", test_out_of_fds },
                 { "the memory pressure socket's limits", test_mpsocket_limits },
@@ -1241,6 +1432,7 @@ int main(void) {
                 { "no user takes all of the buffers", test_buffers_per_user },
                 { "shrinkers per user", test_shrinkers_per_uid },
                 { "cgroups watched per user", test_cgroups_per_uid },
+                { "cgroups watched for all users", test_cgroups_all_users },
                 { "shrinker clients a thousand groups deep", test_deep_shrinker_clients },
                 { "a pid reused after connect", test_pid_reuse },
                 { "log lines a user causes", test_log_flood },

@@ -4,17 +4,31 @@
 
 #include "macro.h"
 #include "test-util.h"
+#include "listener.h"
 #include "varlink_policy.h"
 
 static void test_admit(void) {
         const struct varlink_limits l = { .max_connections = 10, .max_connections_per_uid = 2 };
-        CU_ASSERT_PTR_NULL(varlink_policy_admit(&l, 0, 0, 1000, 0, 0));
-        CU_ASSERT_STRING_EQUAL(varlink_policy_admit(&l, 3, 2, 1000, 0, 0), "max_connections_per_uid");
-        CU_ASSERT_PTR_NULL(varlink_policy_admit(&l, 3, 2, 0, 0, 0)); /* root: only the caps of all */
-        CU_ASSERT_STRING_EQUAL(varlink_policy_admit(&l, 10, 0, 0, 0, 0), "max_connections");
-        CU_ASSERT_STRING_EQUAL(varlink_policy_admit(&l, 3, 0, 1000, 5, 5), "the connections both sockets may have");
+        CU_ASSERT_PTR_NULL(varlink_policy_admit(&l, 0, 0, 1000));
+        CU_ASSERT_STRING_EQUAL(varlink_policy_admit(&l, 3, 2, 1000), "max_connections_per_uid");
+        CU_ASSERT_PTR_NULL(varlink_policy_admit(&l, 3, 2, 0)); /* root: only the caps of all */
+        CU_ASSERT_STRING_EQUAL(varlink_policy_admit(&l, 10, 0, 0), "max_connections");
+        /* The quota both sockets share: full for everyone at max; users other than root and the system
+         * services together stop at 7/8 of it, whatever their number of uids. */
+        struct connection_quota q = { .max = 16 };
+        for (uid_t u = 100000; u < 100014; u++)
+                CU_ASSERT_TRUE(connection_quota_take(&q, u));
+        CU_ASSERT_FALSE(connection_quota_take(&q, 100014));
+        CU_ASSERT_PTR_NOT_NULL(strstr(connection_quota_refusal(&q, 65534), "root's and the system services'"));
+        CU_ASSERT_TRUE(connection_quota_take(&q, 0));
+        CU_ASSERT_TRUE(connection_quota_take(&q, 61200)); /* a DynamicUser= service */
+        CU_ASSERT_STRING_EQUAL(connection_quota_refusal(&q, 0), "the connections both sockets may have");
+        connection_quota_put(&q, 100003);
+        CU_ASSERT_TRUE(connection_quota_take(&q, 100020));
+        connection_quota_put(&q, 0);
+        CU_ASSERT_FALSE(connection_quota_take(&q, 100021)); /* root's place stays root's */
         const struct varlink_limits none = {};
-        CU_ASSERT_PTR_NULL(varlink_policy_admit(&none, 100000, 100000, 1000, 0, 0));
+        CU_ASSERT_PTR_NULL(varlink_policy_admit(&none, 100000, 100000, 1000));
 }
 
 static void test_share(void) {
