@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* pressure-adapt's RESP parser on replies as Redis writes them, cut short, and malformed; and INFO text. */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "resp.h"
@@ -56,6 +57,50 @@ static void test_short_and_bad(void) {
         resp_reply_done(&r);
 }
 
+/* Bounds over the whole reply, whatever its shape, and a reply fed a byte at a time. */
+static void test_bounds(void) {
+        static char buf[(2u << 20) + 64];
+        struct resp_reply r;
+        size_t used, n;
+        /* Four levels of 1,024 elements: past the reply's 1,024 items at the second level. */
+        n = (size_t) snprintf(buf, sizeof(buf), "*1024\r\n*1024\r\n");
+        for (int i = 0; i < 1100; i++)
+                n += (size_t) snprintf(buf + n, sizeof(buf) - n, ":1\r\n");
+        CU_ASSERT_EQUAL(resp_parse(buf, n, &r, &used), -EPROTO);
+        n = (size_t) snprintf(buf, sizeof(buf), "*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n:1\r\n"); /* five deep */
+        CU_ASSERT_EQUAL(resp_parse(buf, n, &r, &used), -EPROTO);
+        n = (size_t) snprintf(buf, sizeof(buf), "$%u\r\n", (3u << 20));
+        CU_ASSERT_EQUAL(resp_parse(buf, n, &r, &used), -EPROTO); /* refused at its header */
+        /* Two bulks of 600 KiB: each within RESP_MAX_BULK, together past RESP_MAX_REPLY. */
+        n = (size_t) snprintf(buf, sizeof(buf), "*2\r\n$%u\r\n", 600u << 10);
+        memset(buf + n, 'x', 600u << 10);
+        n += 600u << 10;
+        n += (size_t) snprintf(buf + n, sizeof(buf) - n, "\r\n$%u\r\n", 600u << 10);
+        CU_ASSERT_EQUAL(resp_parse(buf, n, &r, &used), -EPROTO);
+        /* A header line that never ends. */
+        memset(buf, '+', RESP_MAX_LINE + 10);
+        CU_ASSERT_EQUAL(resp_parse(buf, RESP_MAX_LINE + 10, &r, &used), -EPROTO);
+
+        /* A byte at a time: each byte is taken once, the line that is not whole waits. */
+        static const char reply[] = "*3\r\n$5\r\nhello\r\n:42\r\n*1\r\n+OK\r\n";
+        struct resp_parser p;
+        resp_parser_init(&p);
+        size_t have = 0, start = 0;
+        int k = 0;
+        for (size_t i = 0; k == 0 && i < sizeof(reply) - 1; i++) {
+                have = i + 1;
+                size_t take = 0;
+                k = resp_parser_feed(&p, reply + start, have - start, &take);
+                start += take;
+        }
+        CU_ASSERT_EQUAL(k, 1);
+        CU_ASSERT_EQUAL(start, sizeof(reply) - 1);
+        CU_ASSERT(p.root.type == RESP_ARRAY && p.root.n_elements == 3);
+        CU_ASSERT(p.root.n_elements == 3 && strcmp(p.root.elements[0].str, "hello") == 0 &&
+                  p.root.elements[1].integer == 42 && strcmp(p.root.elements[2].elements[0].str, "OK") == 0);
+        resp_reply_done(&p.root);
+}
+
 static void test_info(void) {
         static const char info[] = "# Memory\r\nused_memory:63487152\r\nused_memory_human:60.55M\r\n"
                                    "used_memory_rss:76906496\r\nused_memory_peak:1\r\n";
@@ -96,6 +141,7 @@ int main(void) {
                 { "memcached's text replies", test_text },
                 { "replies cut short, and malformed", test_short_and_bad },
                 { "INFO fields", test_info },
+                { "bounds over a whole reply, and a byte at a time", test_bounds },
                 {},
         };
         return test_run("resp", cases, NULL);

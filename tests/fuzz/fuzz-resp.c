@@ -56,6 +56,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                         }
                         assert(used > 0 && used <= size - 1 - off);
                         check(&r, 0);
+                        /* The same reply fed in pieces of (data[0] >> 2) + 1 bytes, as a connection gets
+                         * it: the same length taken, whatever the split. */
+                        size_t step = (size_t) (data[0] >> 2) + 1, fed = 0;
+                        struct resp_parser p;
+                        resp_parser_init(&p);
+                        int pk = 0;
+                        while (pk == 0 && fed < used) {
+                                size_t take = 0, piece = step < used - fed ? step : used - fed;
+                                pk = resp_parser_feed(&p, text + off + fed, piece, &take);
+                                assert(take <= piece);
+                                fed += take;
+                                if (pk == 0 && take < piece) {
+                                        /* part of a line stays: given again with what follows */
+                                        size_t more = 0;
+                                        pk = resp_parser_feed(&p, text + off + fed, used - fed, &more);
+                                        fed += more;
+                                }
+                        }
+                        assert(pk == 1 && fed == used);
+                        assert(p.root.type == r.type && p.root.n_elements == r.n_elements);
+                        resp_reply_done(&p.root);
                         resp_reply_done(&r);
                         off += used;
                 }

@@ -12,6 +12,8 @@
 
 #include "resp.h"
 
+struct pressure_shrinker;
+
 struct adapter;
 
 struct server_ops {
@@ -54,12 +56,21 @@ struct adapter {
         /* Where the server's own cap is kept while ours is in force (NULL: nowhere), so that an adapter
          * killed without its restore, and started again, still knows what to give back. */
         const char *state_file;
+        struct pressure_shrinker *shrinker; /* ours, once registered with the library */
+        char shrinker_name[64];
+        bool serving; /* the daemon took the registration, and has not dropped it since */
 };
 
 void say(const struct adapter *a, int verbose, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* The server's pid is new, or the first: what it has now is its own. */
-void adapter_learn_original(struct adapter *a, pid_t pid, uint64_t cap);
+/* The server says it is pid: checked against our connection's peer (peer_is_pid()), then, if that pid is
+ * new or the first, what it has now is its own. -EPERM (said why) when the peer is not pid. */
+int adapter_learn_original(struct adapter *a, pid_t pid, uint64_t cap);
+
+/* Whether pid is the process at the other end of socket fd: a Unix socket's listener (SO_PEERCRED), or
+ * over TCP a process holding the socket listening on the port reached. 0, or -EPERM when it is not (or
+ * cannot be told), or another negative errno. */
+int peer_is_pid(int fd, pid_t pid);
 
 /* Resident memory of pid from /proc/PID/statm, in bytes. */
 int proc_rss(pid_t pid, uint64_t *ret);

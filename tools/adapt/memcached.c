@@ -69,7 +69,9 @@ static int mc_reach(struct adapter *a) {
                 k = -EPROTO;
         if (k < 0)
                 return k;
-        adapter_learn_original(a, (pid_t) pid, limit);
+        k = adapter_learn_original(a, (pid_t) pid, limit);
+        if (k < 0)
+                return k;
         say(a, 1, "%s: pid %d, cache_memlimit %llu MiB (its own %" PRIu64 " MiB)", a->address, a->server_pid,
             limit >> 20, a->original >> 20);
         return 0;

@@ -6,7 +6,9 @@
  * restored when the adapter stops. The shrinker is registered for the server's pid (Serve's for_pid):
  * the daemon places it in the server's cgroup and measures the server's memory, not the adapter's. */
 
+#include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -18,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,6 +38,15 @@ void say(const struct adapter *a, int verbose, const char *fmt, ...) {
                 return;
         va_list ap;
         va_start(ap, fmt);
+        /* The journal stamps its lines itself; by hand, ours say when. */
+        if (!getenv("JOURNAL_STREAM")) {
+                struct timespec ts;
+                struct tm tm;
+                char when[32];
+                clock_gettime(CLOCK_REALTIME, &ts);
+                strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", localtime_r(&ts.tv_sec, &tm));
+                fprintf(stderr, "%s.%03ld ", when, ts.tv_nsec / 1000000);
+        }
         fputs("pressure-adapt: ", stderr);
         vfprintf(stderr, fmt, ap);
         fputc('\n', stderr);
@@ -42,13 +54,24 @@ void say(const struct adapter *a, int verbose, const char *fmt, ...) {
 }
 
 /* The state file: "<kind> <pid> <own cap>", written while our cap is in force, removed once the server's
- * own is back. */
+ * own is back. Whoever could write or plant it would choose what cap we give the server "back", or have
+ * root's write follow a symlink: it lives in a directory only our user may write (checked at start), is
+ * written through a new file (O_CREAT|O_EXCL|O_NOFOLLOW) renamed over it, and one we do not own is not
+ * read. */
 static void state_save(const struct adapter *a) {
         char tmp[PATH_MAX];
         if (!a->state_file || snprintf(tmp, sizeof(tmp), "%s.tmp", a->state_file) >= (int) sizeof(tmp))
                 return;
-        FILE *f = fopen(tmp, "we");
-        if (!f || fprintf(f, "%s %d %" PRIu64 "\n", a->ops->kind, (int) a->server_pid, a->original) < 0 ||
+        (void) unlink(tmp); /* a leftover of ours: the directory is ours alone */
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+        if (!f) {
+                say(a, 0, "cannot write %s: %s", tmp, strerror(errno));
+                if (fd >= 0)
+                        close(fd);
+                return;
+        }
+        if (fprintf(f, "%s %d %" PRIu64 "\n", a->ops->kind, (int) a->server_pid, a->original) < 0 ||
             fclose(f) != 0 || rename(tmp, a->state_file) < 0) {
                 say(a, 0, "cannot write %s: %s", a->state_file, strerror(errno));
                 (void) unlink(tmp);
@@ -65,9 +88,20 @@ static int state_load(const struct adapter *a, pid_t pid, uint64_t *ret_original
         char kind[32];
         int file_pid;
         unsigned long long original;
-        FILE *f = a->state_file ? fopen(a->state_file, "re") : NULL;
-        if (!f)
+        struct stat st;
+        int fd = a->state_file ? open(a->state_file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
+        if (fd < 0)
                 return 0;
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 0022)) {
+                say(a, 0, "%s is not a file of ours that only we may write: not read", a->state_file);
+                close(fd);
+                return 0;
+        }
+        FILE *f = fdopen(fd, "r");
+        if (!f) {
+                close(fd);
+                return 0;
+        }
         int n = fscanf(f, "%31s %d %llu", kind, &file_pid, &original);
         fclose(f);
         if (n != 3 || strcmp(kind, a->ops->kind) != 0 || file_pid != pid) {
@@ -78,7 +112,67 @@ static int state_load(const struct adapter *a, pid_t pid, uint64_t *ret_original
         return 1;
 }
 
-void adapter_learn_original(struct adapter *a, pid_t pid, uint64_t cap) {
+/* The state file's directory must be ours (or root's, for root) and writable by nobody else; 0 or -EPERM
+ * (said why). */
+static int state_dir_check(const char *file) {
+        char dir[PATH_MAX];
+        struct stat st;
+        snprintf(dir, sizeof(dir), "%s", file);
+        char *slash = strrchr(dir, '/');
+        if (!slash)
+                snprintf(dir, sizeof(dir), ".");
+        else if (slash == dir)
+                dir[1] = 0;
+        else
+                *slash = 0;
+        if (stat(dir, &st) < 0) {
+                fprintf(stderr, "pressure-adapt: the state file's directory %s: %s\n", dir, strerror(errno));
+                return -errno;
+        }
+        if ((st.st_uid != geteuid() && st.st_uid != 0) || (st.st_mode & 0022)) {
+                fprintf(stderr,
+                        "pressure-adapt: the state file's directory %s may be written by other users: anyone could plant "
+                        "the cap we give back there. Choose a directory only uid %u can write.\n",
+                        dir, (unsigned) geteuid());
+                return -EPERM;
+        }
+        return 0;
+}
+
+/* Where the state file goes unless --state-file says: systemd's RuntimeDirectory=, /run/pressure-adapt as
+ * root, $XDG_RUNTIME_DIR/pressure-adapt otherwise (both made 0700 if missing), named after the server;
+ * NULL when there is none of them (then a killed adapter leaves the server with our cap). */
+static const char *state_default(const struct adapter *a, char *buf, size_t size) {
+        const char *rt = getenv("RUNTIME_DIRECTORY"); /* systemd's RuntimeDirectory= (the first of them) */
+        if (rt && rt[0] == '/')
+                return snprintf(buf, size, "%.*s/state", (int) strcspn(rt, ":"), rt) < (int) size ? buf : NULL;
+        char dir[PATH_MAX];
+        const char *xdg = getenv("XDG_RUNTIME_DIR");
+        if (geteuid() == 0)
+                snprintf(dir, sizeof(dir), "/run/pressure-adapt");
+        else if (xdg && xdg[0] == '/')
+                snprintf(dir, sizeof(dir), "%s/pressure-adapt", xdg);
+        else
+                return NULL;
+        if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+                return NULL;
+        /* One file per server: the address with what is not a plain character as %XX. */
+        int n = snprintf(buf, size, "%s/%s@", dir, a->ops->kind);
+        for (const unsigned char *p = (const unsigned char *) a->address; *p && n > 0 && (size_t) n + 4 < size; p++)
+                n += isalnum(*p) || *p == '.' || *p == '_' || *p == '-' ? snprintf(buf + n, size - (size_t) n, "%c", *p)
+                                                                       : snprintf(buf + n, size - (size_t) n, "%%%02X", *p);
+        return n > 0 && (size_t) n + 7 < size && snprintf(buf + n, size - (size_t) n, ".state") > 0 ? buf : NULL;
+}
+
+int adapter_learn_original(struct adapter *a, pid_t pid, uint64_t cap) {
+        /* A server that names another process (root's, say) would have us register for it. */
+        int r = peer_is_pid(a->conn.fd, pid);
+        if (r < 0) {
+                say(a, 0, "%s says it is pid %d, but %s: not serving it", a->address, (int) pid,
+                    r == -EPERM ? "that process is not the one at the other end of the connection"
+                                : strerror(-r));
+                return -EPERM;
+        }
         /* A server we see for the first time, or again after a restart (its own setting again): what it
          * has now is its own, unless an adapter before us left word that the cap in force is ours. The
          * same server after a lost connection still has our cap. */
@@ -93,6 +187,7 @@ void adapter_learn_original(struct adapter *a, pid_t pid, uint64_t cap) {
                             a->address, cap, own);
         }
         a->server_pid = pid;
+        return 0;
 }
 
 int proc_rss(pid_t pid, uint64_t *ret) {
@@ -200,6 +295,27 @@ static void regrow(struct adapter *a) {
         }
 }
 
+/* "serving" once the daemon took the registration (after each return of the daemon too), not when it
+ * was only sent: a refused one is said by the library's log line instead. */
+static void on_connection(struct pressure_client *client, int connected, void *userdata) {
+        struct adapter *a = userdata;
+        (void) client;
+        if (connected && a->shrinker && pressure_shrinker_get_id(a->shrinker) != 0) {
+                say(a, 0, "serving %s (pid %d) as shrinker \"%s\"", a->address, (int) a->server_pid,
+                    a->shrinker_name);
+                a->serving = true;
+        } else if (!connected && a->serving) {
+                say(a, 0, "no longer registered with pressured; registering again when it takes us");
+                a->serving = false;
+        }
+}
+
+static void on_library_log(struct pressure_client *client, int priority, const char *message, void *userdata) {
+        (void) client;
+        (void) priority;
+        say(userdata, 0, "%s", message);
+}
+
 static char *read_secret(const char *path) {
         char buf[1024];
         FILE *f = fopen(path, "re");
@@ -237,7 +353,7 @@ static int parse_bytes(const char *s, uint64_t *ret) {
 }
 
 static void usage(FILE *f) {
-        fputs("Usage: pressure-adapt redis|memcached [OPTIONS] ADDRESS\n"
+        fputs("Usage: pressure-adapt [OPTIONS] redis|memcached ADDRESS\n"
               "\n"
               "Registers a shrinker with pressured on behalf of the server at ADDRESS (a Unix socket path,\n"
               "unix:PATH, or HOST:PORT): under memory pressure its cap is lowered by what is asked and it\n"
@@ -245,6 +361,7 @@ static void usage(FILE *f) {
               "page moves to its global pool.\n"
               "\n"
               "  -h --help                  Show this help\n"
+              "     --version               Show the version\n"
               "     --password-file=FILE    Redis: AUTH with the first line of FILE (never on the command line)\n"
               "     --user=NAME             ...as this ACL user\n"
               "     --floor=BYTES           Never lower the cap below this (default 16M)\n"
@@ -253,7 +370,10 @@ static void usage(FILE *f) {
               "     --socket=PATH           pressured's socket (default: the system's)\n"
               "     --state-file=PATH       Keep the server's own cap here while ours is in force, for an\n"
               "                             adapter started after one that was killed (default:\n"
-              "                             $RUNTIME_DIRECTORY/state under systemd, else none)\n"
+              "                             $RUNTIME_DIRECTORY/state under systemd, else a file named\n"
+              "                             after the server in /run/pressure-adapt as root or\n"
+              "                             $XDG_RUNTIME_DIR/pressure-adapt; its directory must be\n"
+              "                             writable by this user alone)\n"
               "  -v --verbose               Say what is done (twice: more)\n",
               f);
 }
@@ -261,6 +381,7 @@ static void usage(FILE *f) {
 int main(int argc, char *argv[]) {
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, 'V' },
                 { "password-file", required_argument, NULL, 'P' },
                 { "user", required_argument, NULL, 'U' },
                 { "floor", required_argument, NULL, 'f' },
@@ -279,6 +400,9 @@ int main(int argc, char *argv[]) {
                 switch (c) {
                 case 'h':
                         usage(stdout);
+                        return 0;
+                case 'V':
+                        puts("pressure-adapt " PRESSURED_VERSION);
                         return 0;
                 case 'P':
                         password_file = optarg;
@@ -326,11 +450,12 @@ int main(int argc, char *argv[]) {
                 return EXIT_USAGE;
         }
         a.address = argv[optind + 1];
-        char runtime_state[PATH_MAX];
-        const char *rt = getenv("RUNTIME_DIRECTORY"); /* systemd's RuntimeDirectory= (the first of them) */
-        if (!a.state_file && rt && rt[0] == '/' &&
-            snprintf(runtime_state, sizeof(runtime_state), "%.*s/state", (int) strcspn(rt, ":"), rt) < (int) sizeof(runtime_state))
-                a.state_file = runtime_state;
+        char default_state[PATH_MAX];
+        if (!a.state_file && !(a.state_file = state_default(&a, default_state, sizeof(default_state))))
+                say(&a, 0, "no state file (no $RUNTIME_DIRECTORY nor $XDG_RUNTIME_DIR): if this adapter is killed, "
+                           "%s keeps our cap until an adapter is told its own with --ceiling", a.address);
+        if (a.state_file && state_dir_check(a.state_file) < 0)
+                return EXIT_USAGE;
         if (password_file && !a.ops->auth) {
                 fprintf(stderr, "pressure-adapt: %s takes no password (its text protocol has no authentication)\n",
                         a.ops->kind);
@@ -366,15 +491,17 @@ int main(int argc, char *argv[]) {
 
         struct pressure_client *client;
         struct pressure_shrinker *shrinker;
-        char name[64];
+        char *name = a.shrinker_name;
         r = pressure_client_new(socket_path, &client);
         if (r < 0) {
                 fprintf(stderr, "pressure-adapt: cannot use pressured's socket: %s\n", strerror(-r));
                 return 1;
         }
         (void) pressure_client_set_release(client, NULL, NULL); /* nothing of ours to give back */
+        (void) pressure_client_set_connection_handler(client, on_connection, &a);
+        (void) pressure_client_set_log_handler(client, on_library_log, &a);
         (void) pressure_client_set_serve_for(client, a.server_pid);
-        snprintf(name, sizeof(name), "%s:%.50s", a.ops->kind, a.address);
+        snprintf(name, sizeof(a.shrinker_name), "%s:%.50s", a.ops->kind, a.address);
         /* MEMCG_AWARE: all of the server's memory is in its cgroup, so it is asked when that group (or a
          * limited one above it) is short, not only when the whole machine is. */
         r = pressure_shrinker_alloc(client, PRESSURE_SHRINKER_MEMCG_AWARE, name, &shrinker);
@@ -390,7 +517,8 @@ int main(int argc, char *argv[]) {
                 fprintf(stderr, "pressure-adapt: cannot register the shrinker: %s\n", strerror(-r));
                 return 1;
         }
-        say(&a, 0, "serving %s (pid %d) as shrinker \"%s\"", a.address, a.server_pid, name);
+        a.shrinker = shrinker;
+        say(&a, 1, "registering for %s (pid %d) as shrinker \"%s\"", a.address, a.server_pid, name);
 
         /* One loop: pressured's requests, the signals, and a tick for the regrowth and reconnecting. */
         int tick = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);

@@ -57,21 +57,21 @@ static int redis_set_cap(struct adapter *a, uint64_t bytes) {
 
 static int redis_held(struct adapter *a, uint64_t *used, uint64_t *rss) {
         struct resp_reply r = {};
-        unsigned long long u = 0, s = 0;
+        unsigned long long u = 0;
         int k = command(a, &r, (const char *const[]){ "INFO", "memory", NULL });
         if (k < 0)
                 return k;
         k = r.type == RESP_BULK && r.str ? 0 : -EPROTO;
         if (k == 0)
                 k = resp_info_u64(r.str, "used_memory", &u);
-        if (k == 0 && rss)
-                k = resp_info_u64(r.str, "used_memory_rss", &s);
         resp_reply_done(&r);
         if (k < 0)
                 return -EPROTO;
+        /* Its RSS from the kernel, now: used_memory_rss is Redis's own sample, taken every 100 ms, and
+         * still said the RSS before a purge right after it (every line said "RSS 0 less"). */
+        if (rss && proc_rss(a->server_pid, rss) < 0)
+                return -EPROTO;
         *used = u;
-        if (rss)
-                *rss = s;
         return 0;
 }
 
@@ -116,7 +116,9 @@ static int redis_reach(struct adapter *a) {
         resp_reply_done(&r);
         if (k < 0)
                 return k;
-        adapter_learn_original(a, (pid_t) pid, strtoull(max, NULL, 10));
+        k = adapter_learn_original(a, (pid_t) pid, strtoull(max, NULL, 10));
+        if (k < 0)
+                return k;
         say(a, 1, "%s: pid %d, maxmemory %s (its own %" PRIu64 "), policy %s", a->address, a->server_pid, max,
             a->original, policy);
         return 0;

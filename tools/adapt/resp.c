@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "macro.h"
 #include "time-util.h"
 
 static long long now_ms(void) {
@@ -123,14 +124,6 @@ void resp_reply_done(struct resp_reply *r) {
         *r = (struct resp_reply){};
 }
 
-/* A line ending in CRLF at text[0..n): its length without the CRLF, or -EAGAIN. */
-static long line_len(const char *text, size_t n) {
-        for (size_t i = 0; i + 1 < n; i++)
-                if (text[i] == '\r' && text[i + 1] == '\n')
-                        return (long) i;
-        return n > 64 * 1024 ? -EPROTO : -EAGAIN; /* a header line is short; a status line too */
-}
-
 static int parse_number(const char *s, size_t n, long long *ret) {
         char buf[32];
         if (n == 0 || n >= sizeof(buf))
@@ -146,96 +139,162 @@ static int parse_number(const char *s, size_t n, long long *ret) {
         return 0;
 }
 
-static int parse_at(const char *text, size_t n, struct resp_reply *ret, size_t *ret_used, int depth) {
-        *ret = (struct resp_reply){};
-        if (n == 0)
-                return -EAGAIN;
-        long l = line_len(text, n);
-        if (l < 0)
-                return (int) l;
-        const char *body = text + 1;
-        size_t body_len = (size_t) l - (l > 0 ? 1 : 0), used = (size_t) l + 2;
+void resp_parser_init(struct resp_parser *p) {
+        assert(p);
+        *p = (struct resp_parser){};
+}
+
+void resp_parser_done(struct resp_parser *p) {
+        if (p)
+                resp_reply_done(&p->root);
+}
+
+/* The reply the next line fills: the root, or the next element of the innermost open array. */
+static struct resp_reply *next_slot(struct resp_parser *p) {
+        if (p->depth == 0) {
+                p->started = true;
+                return &p->root;
+        }
+        struct resp_reply *a = p->open[p->depth - 1];
+        return &a->elements[a->n_elements++];
+}
+
+/* An item is whole: close the arrays it completes. 1 once the root is whole. */
+static int item_done(struct resp_parser *p) {
+        while (p->depth > 0) {
+                struct resp_reply *a = p->open[p->depth - 1];
+                if (a->n_elements < (size_t) a->integer)
+                        return 0;
+                p->depth--;
+        }
+        return 1;
+}
+
+/* One header line (without its CRLF) into the next slot: 1 when the reply is whole, 0 to go on. */
+static int take_line(struct resp_parser *p, const char *line, size_t l) {
         if (l == 0)
                 return -EPROTO;
-        switch (text[0]) {
+        if (++p->elements > RESP_MAX_ELEMENTS)
+                return -EPROTO;
+        struct resp_reply *r = next_slot(p);
+        const char *body = line + 1;
+        size_t body_len = l - 1;
+        long long v;
+        switch (line[0]) {
         case RESP_STATUS:
         case RESP_ERROR:
-                ret->type = (enum resp_type) text[0];
+                r->type = (enum resp_type) line[0];
                 /* Not strndup(): a NUL inside would make the copy shorter than len says. */
-                ret->str = malloc(body_len + 1);
-                if (!ret->str)
+                r->str = malloc(body_len + 1);
+                if (!r->str)
                         return -ENOMEM;
-                memcpy(ret->str, body, body_len);
-                ret->str[body_len] = 0;
-                ret->len = body_len;
-                *ret_used = used;
-                return 0;
+                memcpy(r->str, body, body_len);
+                r->str[body_len] = 0;
+                r->len = body_len;
+                return item_done(p);
         case RESP_INTEGER:
-                ret->type = RESP_INTEGER;
-                if (parse_number(body, body_len, &ret->integer) < 0)
+                r->type = RESP_INTEGER;
+                if (parse_number(body, body_len, &r->integer) < 0)
                         return -EPROTO;
-                *ret_used = used;
-                return 0;
-        case RESP_BULK: {
-                long long len;
-                if (parse_number(body, body_len, &len) < 0 || len < -1 || len > (long long) RESP_MAX_BULK)
+                return item_done(p);
+        case RESP_BULK:
+                if (parse_number(body, body_len, &v) < 0 || v < -1 || v > (long long) RESP_MAX_BULK ||
+                    p->bytes + (size_t) MAX(v, 0) > RESP_MAX_REPLY)
                         return -EPROTO;
-                ret->type = RESP_BULK;
-                ret->integer = len;
-                if (len < 0) {
-                        *ret_used = used;
-                        return 0;
-                }
-                if (n - used < (size_t) len + 2)
-                        return -EAGAIN;
-                if (text[used + (size_t) len] != '\r' || text[used + (size_t) len + 1] != '\n')
-                        return -EPROTO;
-                ret->str = malloc((size_t) len + 1);
-                if (!ret->str)
+                r->type = RESP_BULK;
+                r->integer = v;
+                if (v < 0)
+                        return item_done(p);
+                r->str = malloc((size_t) v + 1);
+                if (!r->str)
                         return -ENOMEM;
-                memcpy(ret->str, text + used, (size_t) len);
-                ret->str[len] = 0;
-                ret->len = (size_t) len;
-                *ret_used = used + (size_t) len + 2;
+                r->len = (size_t) v;
+                p->bulk = r;
+                p->bulk_have = 0;
                 return 0;
-        }
-        case RESP_ARRAY: {
-                long long count;
-                if (depth >= RESP_MAX_DEPTH || parse_number(body, body_len, &count) < 0 || count < -1 ||
-                    count > (long long) RESP_MAX_ELEMENTS)
+        case RESP_ARRAY:
+                if (parse_number(body, body_len, &v) < 0 || v < -1 || v > (long long) (RESP_MAX_ELEMENTS - p->elements))
                         return -EPROTO;
-                ret->type = RESP_ARRAY;
-                ret->integer = count;
-                if (count <= 0) {
-                        *ret_used = used;
-                        return 0;
-                }
-                ret->elements = calloc((size_t) count, sizeof(*ret->elements));
-                if (!ret->elements)
+                r->type = RESP_ARRAY;
+                r->integer = v;
+                if (v <= 0)
+                        return item_done(p);
+                if (p->depth >= RESP_MAX_DEPTH)
+                        return -EPROTO;
+                r->elements = calloc((size_t) v, sizeof(*r->elements));
+                if (!r->elements)
                         return -ENOMEM;
-                for (long long i = 0; i < count; i++) {
-                        size_t u;
-                        int r = parse_at(text + used, n - used, &ret->elements[i], &u, depth + 1);
-                        if (r < 0) {
-                                resp_reply_done(ret);
-                                return r;
-                        }
-                        ret->n_elements++;
-                        used += u;
-                }
-                *ret_used = used;
+                p->open[p->depth++] = r;
                 return 0;
-        }
         default:
                 return -EPROTO;
         }
+}
+
+int resp_parser_feed(struct resp_parser *p, const char *text, size_t n, size_t *ret_used) {
+        assert(p);
+        assert(text || n == 0);
+        assert(ret_used);
+
+        size_t used = 0;
+        int r = 0;
+        while (r == 0 && used < n) {
+                if (p->bulk) {
+                        /* The body, then its CRLF: each byte looked at once, however it arrives. */
+                        struct resp_reply *b = p->bulk;
+                        size_t take = MIN(b->len + 2 - p->bulk_have, n - used);
+                        for (size_t i = 0; i < take; i++, p->bulk_have++) {
+                                char ch = text[used + i];
+                                if (p->bulk_have < b->len)
+                                        b->str[p->bulk_have] = ch;
+                                else if (ch != (p->bulk_have == b->len ? '\r' : '\n'))
+                                        return -EPROTO;
+                        }
+                        used += take;
+                        p->bytes += take;
+                        if (p->bulk_have < b->len + 2)
+                                break;
+                        b->str[b->len] = 0;
+                        p->bulk = NULL;
+                        r = item_done(p);
+                        continue;
+                }
+                /* A header line: its CRLF is searched from where the last look stopped. */
+                const char *line = text + used;
+                size_t avail = n - used, i = p->line_scanned > 0 ? p->line_scanned - 1 : 0;
+                while (i + 1 < avail && !(line[i] == '\r' && line[i + 1] == '\n'))
+                        i++;
+                if (i + 1 >= avail) {
+                        p->line_scanned = avail;
+                        if (avail > RESP_MAX_LINE)
+                                return -EPROTO;
+                        break;
+                }
+                p->line_scanned = 0;
+                used += i + 2;
+                p->bytes += i + 2;
+                if (p->bytes > RESP_MAX_REPLY)
+                        return -EPROTO;
+                r = take_line(p, line, i);
+        }
+        *ret_used = used;
+        return r;
 }
 
 int resp_parse(const char *text, size_t n, struct resp_reply *ret, size_t *ret_used) {
         assert(text || n == 0);
         assert(ret);
         assert(ret_used);
-        return parse_at(text, n, ret, ret_used, 0);
+
+        struct resp_parser p;
+        resp_parser_init(&p);
+        int r = resp_parser_feed(&p, text, n, ret_used);
+        if (r <= 0) {
+                resp_parser_done(&p);
+                return r == 0 ? -EAGAIN : r;
+        }
+        *ret = p.root;
+        return 0;
 }
 
 static int send_all(struct resp_conn *c, const char *data, size_t n, long long deadline) {
@@ -255,75 +314,42 @@ static int send_all(struct resp_conn *c, const char *data, size_t n, long long d
         return 0;
 }
 
+/* One reply, fed to the parser as it arrives: every byte is looked at once, whatever the server sends
+ * and however it splits it (a 3 MiB reply to each PING, parsed again on every read, kept the adapter at a
+ * whole core before); what the parser took leaves the buffer. */
 static int read_reply(struct resp_conn *c, struct resp_reply *ret, long long deadline) {
-        /* A reply larger than the buffer (a big INFO) is read into a growing copy. */
-        char *big = NULL;
-        size_t big_len = 0;
+        struct resp_parser p;
+        resp_parser_init(&p);
         for (;;) {
-                const char *text = big ? big : c->buf + c->start;
-                size_t n = big ? big_len : c->end - c->start, used;
-                int r = resp_parse(text, n, ret, &used);
-                if (r == 0) {
-                        if (big) {
-                                /* what came after the reply stays for the next one (there is none: one
-                                 * command at a time) */
-                                free(big);
-                                c->start = c->end = 0;
-                        } else
-                                c->start += used;
-                        return 0;
-                }
-                if (r != -EAGAIN) {
-                        free(big);
+                size_t used = 0;
+                int r = resp_parser_feed(&p, c->buf + c->start, c->end - c->start, &used);
+                c->start += used;
+                if (r < 0) {
+                        resp_parser_done(&p);
                         return r;
                 }
-                if (!big && c->start > 0) { /* make room */
-                        memmove(c->buf, c->buf + c->start, c->end - c->start);
-                        c->end -= c->start;
-                        c->start = 0;
+                if (r > 0) {
+                        *ret = p.root;
+                        return 0;
                 }
-                if (!big && c->end == sizeof(c->buf)) {
-                        big = malloc(c->end);
-                        if (!big)
-                                return -ENOMEM;
-                        memcpy(big, c->buf, c->end);
-                        big_len = c->end;
-                }
-                char chunk[16384];
-                char *dst = big ? chunk : c->buf + c->end;
-                size_t room = big ? sizeof(chunk) : sizeof(c->buf) - c->end;
-                ssize_t k = recv(c->fd, dst, room, 0);
+                /* What is left is part of a line, shorter than RESP_MAX_LINE: move it to the front. */
+                memmove(c->buf, c->buf + c->start, c->end - c->start);
+                c->end -= c->start;
+                c->start = 0;
+                ssize_t k = recv(c->fd, c->buf + c->end, sizeof(c->buf) - c->end, 0);
                 if (k == 0) {
-                        free(big);
+                        resp_parser_done(&p);
                         return -ECONNRESET;
                 }
                 if (k < 0) {
-                        if (errno != EAGAIN && errno != EINTR) {
-                                free(big);
-                                return -errno;
-                        }
-                        r = wait_fd(c->fd, POLLIN, deadline);
+                        r = errno != EAGAIN && errno != EINTR ? -errno : wait_fd(c->fd, POLLIN, deadline);
                         if (r < 0) {
-                                free(big);
+                                resp_parser_done(&p);
                                 return r;
                         }
                         continue;
                 }
-                if (big) {
-                        if (big_len + (size_t) k > RESP_MAX_BULK + 64) {
-                                free(big);
-                                return -EPROTO;
-                        }
-                        char *b = realloc(big, big_len + (size_t) k);
-                        if (!b) {
-                                free(big);
-                                return -ENOMEM;
-                        }
-                        big = b;
-                        memcpy(big + big_len, chunk, (size_t) k);
-                        big_len += (size_t) k;
-                } else
-                        c->end += (size_t) k;
+                c->end += (size_t) k;
         }
 }
 
@@ -387,7 +413,12 @@ static bool is_error_line(const char *line) {
 }
 
 size_t text_reply_complete(const char *text, size_t n, bool multiline) {
-        for (size_t start = 0; start < n;) {
+        size_t from = 0;
+        return text_reply_complete_from(text, n, multiline, &from);
+}
+
+size_t text_reply_complete_from(const char *text, size_t n, bool multiline, size_t *from) {
+        for (size_t start = *from; start < n; *from = start) {
                 const char *nl = memchr(text + start, '\n', n - start);
                 if (!nl)
                         return 0;
@@ -407,9 +438,9 @@ int text_command(struct resp_conn *c, const char *cmd, bool multiline, char *out
                 return -ENOTCONN;
         long long deadline = now_ms() + c->timeout_ms;
         int r = send_all(c, cmd, strlen(cmd), deadline);
-        size_t n = 0;
+        size_t n = 0, from = 0; /* lines before from are whole and not the last: not looked at again */
         while (r >= 0) {
-                size_t done = text_reply_complete(out, n, multiline);
+                size_t done = text_reply_complete_from(out, n, multiline, &from);
                 if (done > 0) {
                         out[done] = 0;
                         return 0; /* one command at a time: nothing follows the reply */

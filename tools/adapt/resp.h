@@ -8,9 +8,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define RESP_MAX_BULK (16u << 20) /* INFO is a few KiB; nothing we ask for is larger */
-#define RESP_MAX_ELEMENTS 1024u
+/* Bounds over one whole reply, whatever its shape: INFO is a few KiB, CONFIG GET two elements, and
+ * nothing we ask for is larger. A deep or huge array made the adapter spin and grow to 87 MB before. */
+#define RESP_MAX_REPLY (1u << 20) /* bytes of the whole reply */
+#define RESP_MAX_BULK RESP_MAX_REPLY
+#define RESP_MAX_ELEMENTS 1024u /* items of the whole reply, at every depth */
 #define RESP_MAX_DEPTH 4
+#define RESP_MAX_LINE 4096u /* a header, status or error line */
 
 enum resp_type {
         RESP_STATUS = '+',
@@ -50,6 +54,25 @@ void resp_reply_done(struct resp_reply *r);
  * -EPROTO. Pure: for the tests and the fuzzer. */
 int resp_parse(const char *text, size_t n, struct resp_reply *ret, size_t *ret_used);
 
+/* The same, fed as the bytes arrive: each byte is looked at once. */
+struct resp_parser {
+        struct resp_reply root;
+        struct resp_reply *open[RESP_MAX_DEPTH]; /* arrays being filled, outermost first */
+        unsigned depth;
+        struct resp_reply *bulk; /* a bulk string whose body is being read */
+        size_t bulk_have;        /* of its body and CRLF */
+        size_t elements, bytes;  /* of the reply so far */
+        size_t line_scanned;     /* of a header line not whole yet: how far it was searched */
+        bool started;
+};
+void resp_parser_init(struct resp_parser *p);
+/* Frees what was parsed, unless the reply was taken (p->root after 1 is the caller's). */
+void resp_parser_done(struct resp_parser *p);
+/* Take what of text[0..n) completes items (*ret_used bytes; the caller drops them, and gives the rest
+ * again with what follows): 1 once the reply is whole (in p->root), 0 when more is needed, -EPROTO past
+ * a bound or for what is not RESP, -ENOMEM. */
+int resp_parser_feed(struct resp_parser *p, const char *text, size_t n, size_t *ret_used);
+
 /* The value of a field of an INFO reply ("used_memory:1234"), as a number. 0 or -ENOENT/-EINVAL. */
 int resp_info_u64(const char *info, const char *field, unsigned long long *ret);
 
@@ -62,6 +85,9 @@ int text_command(struct resp_conn *c, const char *cmd, bool multiline, char *out
 
 /* Whether a text reply ends here: its length when complete, 0 when more is needed. Pure. */
 size_t text_reply_complete(const char *text, size_t n, bool multiline);
+/* The same from *from (0 at first), which it moves past the whole lines it has seen: a reply arriving a
+ * byte at a time is not searched from its start again on every read. */
+size_t text_reply_complete_from(const char *text, size_t n, bool multiline, size_t *from);
 
 /* The value of "STAT name value" in a stats reply. 0 or -ENOENT/-EINVAL. */
 int text_stat_u64(const char *reply, const char *name, unsigned long long *ret);
