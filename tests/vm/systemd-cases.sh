@@ -103,6 +103,12 @@ until_ok 90 grep -qE " -> (low|medium|critical)" /tmp/grow.out
 check "the grower raises its slice's level" $? || { sed 's/^/    /' /tmp/grow.out; systemctl status pressured-grow.service pressuredtest.slice 2>&1 | sed 's/^/    /' | head -30; ls /sys/fs/cgroup/pressuredtest.slice 2>&1 | head -3; journalctl -u pressured.service -o cat | tail -8 | sed 's/^/    journal: /'; }
 until_ok 120 grep -qE "(low|medium|critical) -> ok" /tmp/grow.out
 check "and the slice returns to ok after it is gone" $? || sed 's/^/    /' /tmp/grow.out
+# The kernel killed it: under the shipped unit (private /dev, /dev/kmsg bound read-only, CAP_SYSLOG
+# with Debian's dmesg_restrict=1) the daemon names the victim from the kernel log.
+check "dmesg_restrict is on, as on Debian" $([ "$(cat /proc/sys/kernel/dmesg_restrict)" = 1 ]; echo $?)
+until_ok 30 journalctl -u pressured.service -o cat -q -g "OOM killer killed shrinker-client \(pid [0-9]+, uid 0, in /pressuredtest.slice/pressured-grow.service\)" >/dev/null
+check "the OOM kill is logged with its victim under the shipped unit" $? ||
+        journalctl -u pressured.service -o cat | grep -i "oom" | tail -4 | sed 's/^/    journal: /'
 kill "$grow_watch" 2>/dev/null
 systemctl stop pressured-grow.service 2>/dev/null
 
