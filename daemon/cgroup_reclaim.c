@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "fileio.h"
+#include "hashmap.h"
 #include "headroom.h"
 #include "macro.h"
 
@@ -104,34 +105,56 @@ int cgroup_reclaim(const struct cgroup_layout *l, const char *cgroup, uint64_t b
         return r == -ENODEV ? -ENOENT : r;
 }
 
-static int cmp_str(const void *a, const void *b) {
-        return strcmp(*(char *const *) a, *(char *const *) b);
-}
-
+/* Every group under a delegation is its delegate's: the owner of the topmost directory on its path that
+ * is not root's. A user who chowns groups of its subtree to the many uids of a user namespace still
+ * spends one budget. 0: root's so far. */
 struct glob_walk {
         const struct cgroup_layout *l;
-        size_t max, n;
+        const struct cgroup_glob_limits *lim;
+        size_t n, entries;
         char **found;
+        uid_t *owners;
+        struct hashmap *found_of, *entries_of; /* delegate -> groups found, directory entries read */
         bool truncated;
 };
 
-static int glob_found(struct glob_walk *w, const char *path) {
-        if (w->n >= w->max) {
+static int glob_found(struct glob_walk *w, const char *path, uid_t owner) {
+        if (w->n >= w->lim->max ||
+            (owner != 0 && hashmap_count_get_u64(w->found_of, owner) >= w->lim->max_per_owner)) {
                 w->truncated = true;
                 return 0;
         }
         char *p = strdup(path);
         if (!p)
                 return -ENOMEM;
+        if (owner != 0 && hashmap_count_add_u64(w->found_of, owner, +1) < 0) {
+                free(p);
+                return -ENOMEM;
+        }
+        w->owners[w->n] = owner;
         w->found[w->n++] = p;
         return 0;
 }
 
-/* Groups below prefix (a v2 path, "" for the root) that match the components in rest. */
-static int glob_walk(struct glob_walk *w, const char *prefix, const char *rest, unsigned depth) {
+/* One more entry read from a directory of owner's: false once the walk or that owner has read its
+ * budget (what is left of the directory is not read). */
+static bool glob_entry(struct glob_walk *w, uid_t owner) {
+        if (w->entries >= w->lim->entries ||
+            (owner != 0 && hashmap_count_get_u64(w->entries_of, owner) >= w->lim->entries_per_owner)) {
+                w->truncated = true;
+                return false;
+        }
+        w->entries++;
+        if (owner != 0)
+                (void) hashmap_count_add_u64(w->entries_of, owner, +1);
+        return true;
+}
+
+/* Groups below prefix (a v2 path, "" for the root; owner its delegate) that match the components in rest. */
+static int glob_walk(struct glob_walk *w, const char *prefix, uid_t owner, const char *rest, unsigned depth) {
         if (!*rest)
-                return glob_found(w, prefix);
-        if (depth >= CGROUP_WALK_MAX_DEPTH || w->truncated)
+                return glob_found(w, prefix, owner);
+        if (depth >= CGROUP_WALK_MAX_DEPTH || w->n >= w->lim->max)
                 return 0;
         const char *slash = strchrnul(rest, '/');
         _cleanup_free_ char *component = strndup(rest, (size_t) (slash - rest));
@@ -144,36 +167,82 @@ static int glob_walk(struct glob_walk *w, const char *prefix, const char *rest, 
         if (!d)
                 return errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
         int r = 0;
-        for (struct dirent *de; r >= 0 && (de = readdir(d));) {
+        for (struct dirent *de; r >= 0 && glob_entry(w, owner) && (de = readdir(d));) {
                 if (de->d_type != DT_DIR || de->d_name[0] == '.' || fnmatch(component, de->d_name, FNM_PERIOD) != 0)
                         continue;
+                struct stat st;
+                if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        continue; /* gone since it was listed */
                 _cleanup_free_ char *child = NULL;
                 if (asprintf(&child, "%s/%s", prefix, de->d_name) < 0)
                         r = -ENOMEM;
                 else
-                        r = glob_walk(w, child, next, depth + 1);
+                        r = glob_walk(w, child, owner != 0 ? owner : st.st_uid, next, depth + 1);
         }
         closedir(d);
         return r;
 }
 
-int cgroup_glob(const struct cgroup_layout *l, const char *pattern, size_t max, char ***ret, bool *ret_truncated) {
+struct glob_match {
+        char *path;
+        uid_t owner;
+};
+
+static int cmp_match(const void *a, const void *b) {
+        return strcmp(((const struct glob_match *) a)->path, ((const struct glob_match *) b)->path);
+}
+
+static void glob_walk_done(struct glob_walk *w) {
+        hashmap_free(w->found_of);
+        hashmap_free(w->entries_of);
+}
+
+int cgroup_glob(const struct cgroup_layout *l, const char *pattern, const struct cgroup_glob_limits *lim, char ***ret,
+                uid_t **ret_owners, bool *ret_truncated) {
         assert(l && pattern && ret);
 
-        if (pattern[0] != '/' || max == 0)
+        static const struct cgroup_glob_limits defaults = CGROUP_GLOB_LIMITS_DEFAULT;
+        if (!lim)
+                lim = &defaults;
+        if (pattern[0] != '/' || lim->max == 0)
                 return -EINVAL;
-        struct glob_walk w = { .l = l, .max = max, .found = calloc(max + 1, sizeof(char *)) };
-        if (!w.found)
-                return -ENOMEM;
-        int r = glob_walk(&w, "", pattern + 1, 0);
+        struct glob_walk w = { .l = l, .lim = lim, .found = calloc(lim->max + 1, sizeof(char *)),
+                               .owners = calloc(lim->max + 1, sizeof(uid_t)) };
+        int r = w.found && w.owners ? hashmap_new(HASHMAP_KEY_U64, &w.found_of) : -ENOMEM;
+        if (r >= 0)
+                r = hashmap_new(HASHMAP_KEY_U64, &w.entries_of);
+        if (r >= 0)
+                r = glob_walk(&w, "", 0, pattern + 1, 0);
+        glob_walk_done(&w);
         if (r < 0) {
                 for (size_t i = 0; i < w.n; i++)
                         free(w.found[i]);
                 free(w.found);
+                free(w.owners);
                 return r;
         }
-        qsort(w.found, w.n, sizeof(char *), cmp_str);
+        /* Sorted by path, the owners with them. */
+        struct glob_match *m = calloc(MAX(w.n, 1u), sizeof(*m));
+        if (!m) {
+                for (size_t i = 0; i < w.n; i++)
+                        free(w.found[i]);
+                free(w.found);
+                free(w.owners);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < w.n; i++)
+                m[i] = (struct glob_match){ w.found[i], w.owners[i] };
+        qsort(m, w.n, sizeof(*m), cmp_match);
+        for (size_t i = 0; i < w.n; i++) {
+                w.found[i] = m[i].path;
+                w.owners[i] = m[i].owner;
+        }
+        free(m);
         *ret = w.found;
+        if (ret_owners)
+                *ret_owners = w.owners;
+        else
+                free(w.owners);
         if (ret_truncated)
                 *ret_truncated = w.truncated;
         return (int) MIN(w.n, (size_t) INT32_MAX);

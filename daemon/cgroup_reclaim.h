@@ -5,7 +5,9 @@
  * later), which reclaims from a group the bytes written to it in the writer's context: what the
  * daemon's own shrinker of a group counts and scans (proactive.c). Also the groups a glob names. */
 
+#include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "cgroup.h"
 
@@ -27,10 +29,23 @@ int cgroup_reclaimable(const struct cgroup_layout *l, const char *cgroup, uint64
  * is gone; -EOPNOTSUPP when the kernel has no memory.reclaim or the memory controller is not on v2. */
 int cgroup_reclaim(const struct cgroup_layout *l, const char *cgroup, uint64_t bytes);
 
-/* At most this many groups a glob names are taken (the rest are left out, and reported). */
+/* What one expansion of a glob may take and read. A user may make thousands of groups in its delegated
+ * subtree: its groups cannot take the places of another's, and listing them costs a fixed share of the
+ * walk. An owner is a delegation: the owner of the topmost group on the path that is not root's (groups
+ * below it chowned to other uids, as a user namespace may, are still its). Root's groups count against
+ * the totals only. */
+struct cgroup_glob_limits {
+        size_t max;               /* groups in all */
+        size_t max_per_owner;     /* groups of one owner */
+        size_t entries;           /* directory entries read in all */
+        size_t entries_per_owner; /* ... from one owner's directories */
+};
 #define CGROUP_GLOB_MAX 1024
+#define CGROUP_GLOB_LIMITS_DEFAULT { .max = CGROUP_GLOB_MAX, .max_per_owner = 64, .entries = 16384, .entries_per_owner = 512 }
 
 /* The cgroups (v2 paths) that exist now and match pattern, one fnmatch() per path component (a '*'
- * never crosses a '/'), sorted; ret: a NULL-terminated array, free each and it. Returns how many, or a
- * negative errno. More than max: the first max, and *ret_truncated set. */
-int cgroup_glob(const struct cgroup_layout *l, const char *pattern, size_t max, char ***ret, bool *ret_truncated);
+ * never crosses a '/'), sorted; ret: a NULL-terminated array, free each and it; ret_owners (may be NULL):
+ * each one's owner as above (0: root's), free it. Returns how many, or a negative errno. Past a limit of
+ * lim (NULL: the defaults) the rest is left out and *ret_truncated set. */
+int cgroup_glob(const struct cgroup_layout *l, const char *pattern, const struct cgroup_glob_limits *lim, char ***ret,
+                uid_t **ret_owners, bool *ret_truncated);

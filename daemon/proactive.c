@@ -27,6 +27,7 @@ struct reclaimed {
         char *cgroup;      /* its v2 path, the key */
         int pressure_fd;   /* memory.pressure, read with pread */
         uint64_t ino;      /* its directory: a group removed and made again is followed afresh */
+        uid_t owner;       /* its delegation's owner (cgroup_glob()), 0 for root's: its log lines and places */
         struct regulation reg; /* its stall's rate (regulation_measure) */
         struct probe probe;
         uint64_t seen_tick;
@@ -42,6 +43,7 @@ struct proactive {
         const struct cgroup_layout *layout;
         sd_event_source *timer, *writer;
         struct hashmap *by_path;
+        struct hashmap *per_owner; /* owner -> groups followed (root's not counted) */
         struct reclaimed **groups; /* the same, in the order found */
         size_t n_groups;
         size_t cursor;             /* the writer's turn */
@@ -64,9 +66,11 @@ static void reclaimed_free(struct reclaimed *g) {
 static void proactive_drop(struct proactive *p, size_t i, const char *why) {
         struct reclaimed *g = p->groups[i];
         if (why)
-                log_info("%s: proactive reclaim ends (%s); it reclaimed %llu bytes.", g->cgroup, why,
-                         (unsigned long long) g->reclaimed);
+                log_client(g->owner, LOG_INFO, "%s: proactive reclaim ends (%s); it reclaimed %llu bytes.", g->cgroup, why,
+                           (unsigned long long) g->reclaimed);
         hashmap_remove_string(p->by_path, g->cgroup);
+        if (g->owner != 0)
+                (void) hashmap_count_add_u64(p->per_owner, g->owner, -1);
         p->groups[i] = p->groups[--p->n_groups];
         reclaimed_free(g);
         p->stats.groups = p->n_groups;
@@ -88,7 +92,7 @@ static int group_ino(const struct proactive *p, const char *cgroup, uint64_t *re
         return 0;
 }
 
-static int reclaimed_new(struct proactive *p, const char *cgroup, uint64_t ino) {
+static int reclaimed_new(struct proactive *p, const char *cgroup, uint64_t ino, uid_t owner) {
         _cleanup_free_ char *path = NULL;
         struct reclaimed *g = calloc(1, sizeof(*g));
         if (!g || !(g->cgroup = strdup(cgroup)) || cgroup_file_path(p->layout, cgroup, "memory.pressure", &path) < 0) {
@@ -96,6 +100,7 @@ static int reclaimed_new(struct proactive *p, const char *cgroup, uint64_t ino) 
                 return -ENOMEM;
         }
         g->ino = ino;
+        g->owner = owner;
         regulation_init(&g->reg);
         probe_init(&g->probe);
         g->pressure_fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -103,6 +108,8 @@ static int reclaimed_new(struct proactive *p, const char *cgroup, uint64_t ino) 
         int r = g->pressure_fd < 0 ? -errno : !a ? -ENOMEM : hashmap_put_string(p->by_path, g->cgroup, g);
         if (a)
                 p->groups = a;
+        if (r >= 0 && owner != 0 && (r = hashmap_count_add_u64(p->per_owner, owner, +1)) < 0)
+                hashmap_remove_string(p->by_path, g->cgroup);
         if (r < 0) {
                 reclaimed_free(g);
                 return r;
@@ -110,13 +117,13 @@ static int reclaimed_new(struct proactive *p, const char *cgroup, uint64_t ino) 
         g->seen_tick = p->tick;
         p->groups[p->n_groups++] = g;
         p->stats.groups = p->n_groups;
-        log_info("%s: reclaimed proactively through memory.reclaim while its stall stays under %.2f ms/s.", cgroup,
-                 (double) config_regulate_budget(p->config, cgroup) / 1000);
+        log_client(owner, LOG_INFO, "%s: reclaimed proactively through memory.reclaim while its stall stays under %.2f ms/s.",
+                   cgroup, (double) config_regulate_budget(p->config, cgroup) / 1000);
         return 0;
 }
 
 /* One group a pattern named, found again or new. */
-static void proactive_see(struct proactive *p, const char *cgroup) {
+static void proactive_see(struct proactive *p, const char *cgroup, uid_t owner) {
         uint64_t ino = 0;
         if (group_ino(p, cgroup, &ino) < 0)
                 return; /* gone since the glob saw it */
@@ -133,13 +140,16 @@ static void proactive_see(struct proactive *p, const char *cgroup) {
                 g->seen_tick = p->tick;
                 return;
         }
-        if (p->n_groups >= CGROUP_GLOB_MAX) {
+        /* Across patterns too: one owner's groups never take more than its share of the places. */
+        static const struct cgroup_glob_limits lim = CGROUP_GLOB_LIMITS_DEFAULT;
+        if (p->n_groups >= lim.max || (owner != 0 && hashmap_count_get_u64(p->per_owner, owner) >= lim.max_per_owner)) {
                 if (!p->told_truncated)
-                        log_warning("reclaim_cgroup= names more than %u groups: the rest are left alone.", CGROUP_GLOB_MAX);
+                        log_warning("reclaim_cgroup= names more groups than are taken (%zu in all, %zu of one owner): the "
+                                    "rest are left alone.", lim.max, lim.max_per_owner);
                 p->told_truncated = true;
                 return;
         }
-        int r = reclaimed_new(p, cgroup, ino);
+        int r = reclaimed_new(p, cgroup, ino, owner);
         if (r < 0)
                 log_warning_errno(r, "%s: cannot follow it for proactive reclaim: %m", cgroup);
 }
@@ -149,19 +159,22 @@ static void proactive_find(struct proactive *p) {
         const struct config *c = p->config;
         for (size_t i = 0; i < c->n_reclaim_cgroups; i++) {
                 char **found = NULL;
+                uid_t *owners = NULL;
                 bool truncated = false;
-                int n = cgroup_glob(p->layout, c->reclaim_cgroups[i], CGROUP_GLOB_MAX, &found, &truncated);
+                int n = cgroup_glob(p->layout, c->reclaim_cgroups[i], NULL, &found, &owners, &truncated);
                 if (n < 0) {
                         log_debug_errno(n, "reclaim_cgroup=%s: %m", c->reclaim_cgroups[i]);
                         continue;
                 }
                 for (int j = 0; j < n; j++) {
-                        proactive_see(p, found[j]);
+                        proactive_see(p, found[j], owners[j]);
                         free(found[j]);
                 }
                 free(found);
+                free(owners);
                 if (truncated && !p->told_truncated) {
-                        log_warning("reclaim_cgroup=%s names more than %u groups: the rest are left alone.",
+                        log_warning("reclaim_cgroup=%s: some groups were left out of a look (at most %u in all, 64 of "
+                                    "one owner, and 512 directory entries of one owner read).",
                                     c->reclaim_cgroups[i], CGROUP_GLOB_MAX);
                         p->told_truncated = true;
                 }
@@ -298,6 +311,8 @@ int proactive_new(sd_event *event, const struct config *config, const struct cgr
         *p = (struct proactive){ .event = event, .config = config, .layout = layout };
         int r = hashmap_new(HASHMAP_KEY_STRING, &p->by_path);
         if (r >= 0)
+                r = hashmap_new(HASHMAP_KEY_U64, &p->per_owner);
+        if (r >= 0)
                 r = sd_event_add_time(event, &p->timer, CLOCK_MONOTONIC, 0, 10000, on_tick, p);
         if (r >= 0)
                 r = sd_event_add_defer(event, &p->writer, on_write, p);
@@ -321,6 +336,7 @@ struct proactive *proactive_free(struct proactive *p) {
         proactive_drop_all(p);
         free(p->groups);
         hashmap_free(p->by_path);
+        hashmap_free(p->per_owner);
         sd_event_source_disable_unref(p->timer);
         sd_event_source_disable_unref(p->writer);
         free(p);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cgroup.h"
@@ -163,7 +164,8 @@ static void glob_expect(const struct cgroup_layout *l, const char *pattern, size
                         size_t n_want, bool want_truncated) {
         char **found = NULL;
         bool truncated = !want_truncated;
-        int n = cgroup_glob(l, pattern, max, &found, &truncated);
+        const struct cgroup_glob_limits lim = { .max = max, .max_per_owner = max, .entries = 16384, .entries_per_owner = 512 };
+        int n = cgroup_glob(l, pattern, &lim, &found, NULL, &truncated);
         CU_ASSERT_EQUAL_FATAL(n, (int) n_want);
         CU_ASSERT_EQUAL(truncated, want_truncated);
         for (int i = 0; i < n; i++) {
@@ -187,9 +189,55 @@ static void test_glob(void) {
         glob_expect(&l, "/a/b/c/memory.stat", 16, NULL, 0, false); /* files are not groups */
         glob_expect(&l, "/*", 1, (const char *[]){ NULL }, 1, true);
         char **found;
-        CU_ASSERT_EQUAL(cgroup_glob(&l, "a", 16, &found, NULL), -EINVAL);
-        CU_ASSERT_EQUAL(cgroup_glob(&l, "/*", 0, &found, NULL), -EINVAL);
+        CU_ASSERT_EQUAL(cgroup_glob(&l, "a", NULL, &found, NULL, NULL), -EINVAL);
+        const struct cgroup_glob_limits none = { .max = 0 };
+        CU_ASSERT_EQUAL(cgroup_glob(&l, "/*", &none, &found, NULL, NULL), -EINVAL);
         free(l.v2_root);
+}
+
+/* Owners: user A's 100 groups (some chowned on to other uids, as in a user namespace) take at most
+ * max_per_owner places and entries_per_owner reads; user B's 3 groups are all found. */
+static void test_glob_owners(void) {
+        char root[] = "/tmp/pressured-glob-XXXXXX", path[512];
+        CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(root));
+        struct cgroup_layout l = { .memory_v2 = true, .v2_root = root };
+        snprintf(path, sizeof(path), "%s/users", root);
+        CU_ASSERT_EQUAL_FATAL(mkdir(path, 0755), 0);
+        for (int u = 0; u < 2; u++) {
+                snprintf(path, sizeof(path), "%s/users/%c", root, 'a' + u);
+                CU_ASSERT_EQUAL_FATAL(mkdir(path, 0755), 0);
+                CU_ASSERT_EQUAL(chown(path, 100001 + (uid_t) u, 100001 + (gid_t) u), 0);
+                for (int i = 0; i < (u == 0 ? 100 : 3); i++) {
+                        snprintf(path, sizeof(path), "%s/users/%c/g%03d", root, 'a' + u, i);
+                        CU_ASSERT_EQUAL_FATAL(mkdir(path, 0755), 0);
+                        CU_ASSERT_EQUAL(chown(path, 200000 + (uid_t) i, 200000), 0); /* A's namespace's uids */
+                }
+        }
+        const struct cgroup_glob_limits lim = { .max = 1024, .max_per_owner = 10, .entries = 16384, .entries_per_owner = 512 };
+        char **found = NULL;
+        uid_t *owners = NULL;
+        bool truncated = false;
+        int n = cgroup_glob(&l, "/users/*/*", &lim, &found, &owners, &truncated);
+        CU_ASSERT_EQUAL(n, 13);
+        CU_ASSERT(truncated);
+        int of_a = 0, of_b = 0;
+        for (int i = 0; i < n; i++) {
+                of_a += owners[i] == 100001 && strncmp(found[i], "/users/a/", 9) == 0;
+                of_b += owners[i] == 100002 && strncmp(found[i], "/users/b/", 9) == 0;
+                free(found[i]);
+        }
+        CU_ASSERT_EQUAL(of_a, 10);
+        CU_ASSERT_EQUAL(of_b, 3);
+        free(found);
+        free(owners);
+        /* A deeper pattern that never matches: A's listing stops at its share, B's is read whole. */
+        const struct cgroup_glob_limits few = { .max = 1024, .max_per_owner = 64, .entries = 16384, .entries_per_owner = 20 };
+        n = cgroup_glob(&l, "/users/*/*/x", &few, &found, NULL, &truncated);
+        CU_ASSERT_EQUAL(n, 0);
+        CU_ASSERT(truncated);
+        free(found);
+        snprintf(path, sizeof(path), "rm -rf %s", root);
+        CU_ASSERT_EQUAL(system(path), 0);
 }
 
 static void test_headroom_tree_v1(void) {
@@ -432,6 +480,7 @@ int main(int argc, char *argv[]) {
                 { "process status and stat texts", test_proc_texts },
                 { "what reclaim could take from a group", test_reclaimable },
                 { "the groups a glob names", test_glob },
+                { "a glob's groups and reads per owner", test_glob_owners },
                 {},
         };
         return test_run("cgroup", cases, NULL);

@@ -37,6 +37,7 @@ cleanup() {
                 i=0
                 while [ -d "$cg/$g" ] && ! rmdir "$cg/$g" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
         done
+        [ -d "$cg/pressured-test-users" ] && find "$cg/pressured-test-users" -depth -type d -exec rmdir {} + 2>/dev/null
         rm -rf "$work" "$files"
 }
 trap cleanup EXIT
@@ -133,6 +134,51 @@ grep -q "/$named: proactive reclaim ends (it is gone" "$work/log" && pass "a rem
 kill "$daemon"
 wait "$daemon" 2>/dev/null
 grep -q "ERROR\|AddressSanitizer\|runtime error" "$work/log" && { fail "errors in the daemon's log"; cat "$work/log"; }
+
+# Owners: user A makes 200 groups under its delegated subtree (chowned on to other uids, as a user
+# namespace may) and a 30 x 30 tree that a deeper pattern never matches; user B has 2 groups. B's are
+# followed, A's take at most 64 places, and the walks cost the daemon a bounded share of a core.
+users=$cg/pressured-test-users
+mkdir -p "$users/a" "$users/b"
+chown 100001 "$users/a"
+chown 100002 "$users/b"
+i=0
+while [ $i -lt 200 ]; do mkdir "$users/a/g$i"; chown $((200000 + i)) "$users/a/g$i"; i=$((i + 1)); done
+mkdir "$users/b/g0" "$users/b/g1"
+i=0
+while [ $i -lt 30 ]; do
+        mkdir "$users/a/n$i"
+        k=0
+        while [ $k -lt 30 ]; do mkdir "$users/a/n$i/m$k"; k=$((k + 1)); done
+        i=$((i + 1))
+done
+printf 'metrics_directory=%s\nnode_interval=2s\nreclaim_cgroup=/pressured-test-users/*/*\nreclaim_cgroup=/pressured-test-users/*/*/*/never\nregulate_budget=2ms\nregulate_interval=1s\n' \
+        "$work/metrics" >"$work/conf2"
+"$PRESSURED_BIN" --config "$work/conf2" --socket "$work/sock2" >"$work/log2" 2>&1 &
+daemon=$!
+pids="$pids $daemon"
+i=0
+while ! { grep -q "/pressured-test-users/b/g0: reclaimed proactively" "$work/log2" &&
+          grep -q "/pressured-test-users/b/g1: reclaimed proactively" "$work/log2"; } && [ $i -lt 300 ]; do
+        sleep 0.1
+        i=$((i + 1))
+done
+[ $i -lt 300 ] && pass "user B's groups are followed beside user A's 1,100" || { fail "user B's groups were crowded out"; tail -n 20 "$work/log2"; }
+i=0
+while [ "$(metric pressured_proactive_groups)" != 66 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+[ "$(metric pressured_proactive_groups)" = 66 ] && pass "user A's groups take 64 places (66 in all)" ||
+        fail "groups followed: $(metric pressured_proactive_groups), not 64 of A's and 2 of B's"
+t0=$(awk '{ print $14 + $15 }' "/proc/$daemon/stat")
+sleep 5 # a measure over a span, not a wait for an event
+t1=$(awk '{ print $14 + $15 }' "/proc/$daemon/stat")
+echo "figures: the daemon used $((t1 - t0)) ticks of CPU in 5 s beside 1,100 of user A's groups"
+[ $((t1 - t0)) -lt 100 ] && pass "the walks cost under a fifth of a core ($((t1 - t0)) ticks in 5 s)" ||
+        fail "the walks cost $((t1 - t0)) ticks in 5 s"
+[ "$(grep -c "pressured-test-users/a/" "$work/log2")" -le 60 ] && pass "user A's log lines are limited" ||
+        fail "user A's groups wrote $(grep -c "pressured-test-users/a/" "$work/log2") lines"
+kill "$daemon"
+wait "$daemon" 2>/dev/null
+find "$users" -depth -type d -exec rmdir {} + 2>/dev/null
 
 [ $fails -eq 0 ] || { echo "--- daemon log (last 60 lines)"; tail -n 60 "$work/log"; }
 echo "proactive: $fails failed"
