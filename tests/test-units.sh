@@ -1,5 +1,7 @@
 #!/bin/bash
-# The systemd units: systemd-analyze verify is clean, and the service's exposure is at most 1.5.
+# The systemd units: systemd-analyze verify is clean, and the service's exposure is at most 1.6 (1.2 before
+# it read the kernel log for OOM victims: ProtectKernelLogs=no, CAP_SYSLOG and /dev/kmsg cost 0.4), the
+# adapters' at most 1.5.
 set -u
 BUILD=${PRESSURED_BUILD_ROOT:?}
 SRC=${PRESSURED_SOURCE_ROOT:?}
@@ -28,7 +30,7 @@ systemd-analyze security --offline=true "$dir/pressured.service" >"$dir/security
 score=$(sed -n 's/.*Overall exposure level for pressured.service: \([0-9.]*\).*/\1/p' "$dir/security.log")
 echo "exposure: ${score:-none}"
 check "security exposure is reported" $([ -n "$score" ]; echo $?)
-check "security exposure <= 1.5" $(awk -v s="${score:-99}" 'BEGIN { exit !(s <= 1.5) }'; echo $?)
+check "security exposure <= 1.6" $(awk -v s="${score:-99}" 'BEGIN { exit !(s <= 1.6) }'; echo $?)
 
 check "the service is Type=notify with a watchdog" $(grep -q '^Type=notify' "$dir/pressured.service" && grep -q '^WatchdogSec=' "$dir/pressured.service"; echo $?)
 check "the socket is the daemon's default path, world-accessible" \
