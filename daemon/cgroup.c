@@ -416,6 +416,45 @@ int cgroup_parse_memory_events(const char *text, struct cgroup_memory_events *re
         return 0;
 }
 
+int cgroup_parse_limit_events(const char *text, uint64_t *ret) {
+        assert(ret);
+
+        uint64_t high = 0, max = 0;
+        int r = headroom_parse_field(text, "high", &high);
+        if (r < 0 && r != -ENODATA)
+                return r;
+        r = headroom_parse_field(text, "max", &max);
+        if (r < 0 && r != -ENODATA)
+                return r;
+        *ret = sat_add(high, max);
+        return 0;
+}
+
+int cgroup_limit_events(const struct cgroup_layout *l, const char *cgroup, uint64_t *ret) {
+        assert(l && cgroup && ret);
+
+        char buf[1024];
+        if (!l->memory_root)
+                return -EOPNOTSUPP;
+        if (streq(cgroup, "/"))
+                return -ENOENT;
+        if (!l->memory_v2) {
+                _cleanup_free_ char *failcnt = NULL;
+                if (join(l->memory_root, cgroup, "memory.failcnt", &failcnt) < 0)
+                        return -ENOMEM;
+                return read_u64(failcnt, ret);
+        }
+        /* The group's own, not its descendants' (memory.events counts theirs too since 5.x). */
+        _cleanup_free_ char *local = NULL, *all = NULL;
+        if (join(l->memory_root, cgroup, "memory.events.local", &local) < 0 ||
+            join(l->memory_root, cgroup, "memory.events", &all) < 0)
+                return -ENOMEM;
+        int r = read_file_start(local, buf, sizeof(buf));
+        if (r == -ENOENT)
+                r = read_file_start(all, buf, sizeof(buf));
+        return r < 0 ? r : cgroup_parse_limit_events(buf, ret);
+}
+
 int cgroup_memory_events_path(const struct cgroup_layout *l, const char *cgroup, char **ret) {
         if (!l->memory_root)
                 return -EOPNOTSUPP;

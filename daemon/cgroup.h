@@ -64,6 +64,12 @@ struct cgroup_memory_events {
 };
 int cgroup_parse_memory_events(const char *text, struct cgroup_memory_events *ret);
 
+/* How often the group reached a limit of its own: high + max of v2's memory.events.local (memory.events on
+ * kernels without it), v1's memory.failcnt. A count that grows is the kernel's word that the group's own
+ * limit is reclaiming; usage near the limit is not (page cache fills a group and stays). */
+int cgroup_parse_limit_events(const char *text, uint64_t *ret);
+int cgroup_limit_events(const struct cgroup_layout *l, const char *cgroup, uint64_t *ret);
+
 /* The file that tells of memory events: memory.events on v2 (poll() reports changes), memory.oom_control
  * on v1 (through cgroup.event_control). */
 int cgroup_memory_events_path(const struct cgroup_layout *l, const char *cgroup, char **ret);

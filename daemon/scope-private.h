@@ -5,6 +5,7 @@
  * list. Every other module reads a scope through scope.h's getters and scope_snapshot()
  * (build-aux/check-owners checks that nobody else includes this). */
 
+#include "limit_stall.h"
 #include "scope.h"
 
 /* The limited groups a scope looks at: its own and its ancestors, nearest first. */
@@ -29,9 +30,16 @@ struct scope {
         int trigger_fd;
         sd_event_source *trigger_source;
         struct psi_trigger trigger; /* as armed */
-        struct psi_stats psi;
+        struct psi_stats psi;      /* as the kernel shows it */
         bool have_psi;
-        struct level_samples samples;
+        struct limit_stall explained; /* the part of it that limits of groups below explain */
+        uint64_t explained_usec;      /* when that was last looked at */
+        struct psi_stats explained_at; /* psi then */
+        struct psi_stats own;         /* psi less what is explained: the totals the levels and the regulator read */
+        struct level_samples samples; /* of own */
+        uint64_t limit_events;        /* the limit events of its group and limited ancestors, summed */
+        uint64_t limit_events_usec;   /* when that sum last grew (0: never seen to) */
+        bool have_limit_events;
         uint64_t triggered_usec; /* last POLLPRI */
 
         /* memory figures behind the reclaim target */

@@ -31,6 +31,10 @@ static struct scope *scope_alloc(struct scope_env *env, enum scope_type type) {
         s->limit_bytes = UINT64_MAX;
         s->owner_uid = (uid_t) -1;
         s->headroom.limit = UINT64_MAX;
+        if (limit_stall_init(&s->explained) < 0) {
+                free(s);
+                return NULL;
+        }
         return s;
 }
 
@@ -42,6 +46,7 @@ struct scope *scope_free(struct scope *s) {
                 close(s->trigger_fd);
         scope_unwatch_headroom(s);
         free(s->headroom_binding);
+        limit_stall_done(&s->explained);
         free(s->pressure_path);
         free(s->cgroup);
         free(s->name);
@@ -122,7 +127,7 @@ bool scope_some_total(const struct scope *s, uint64_t *ret) {
 
         if (s->type == SCOPE_NODE || !s->have_psi)
                 return false;
-        *ret = s->psi.line[PSI_SOME].total;
+        *ret = s->own.line[PSI_SOME].total;
         return true;
 }
 
@@ -401,19 +406,38 @@ static bool scope_machine_short(struct scope *s, uint64_t now) {
         return shortage_machine(&env->machine, now, shortage_recent_usec(env->config));
 }
 
-/* Whether a limit of the group's own or of an ancestor's is at hand: then its stall is its own. A first
- * look judges a stall over the last 10 s, which the usage of one instant may not reflect (a writer that
- * truncates its file drops its page cache at once): there, the peak the kernel recorded counts too. */
-static bool scope_limit_binds(struct scope *s) {
+/* Whether a limit of the group's own or of an ancestor's is reclaiming: then its stall is its own. The
+ * kernel's word for it is the limits' events (cgroup_limit_events()) growing lately; usage near a limit
+ * is not (page cache fills a group to 95% of its limit and stays, while a child thrashes inside a limit
+ * of its own). A first look judges a stall over the last 10 s with no count from before: there, usage
+ * (or the peak the kernel recorded) within a tenth of the limit counts. */
+static bool scope_limit_binds(struct scope *s, uint64_t now) {
         struct headroom_group groups[HEADROOM_GROUPS_MAX];
+        char *paths[HEADROOM_GROUPS_MAX] = {};
         size_t n = 0;
-        if (!s->env->layout || cgroup_headroom_groups(s->env->layout, s->cgroup, groups, NULL, ELEMENTSOF(groups), &n) < 0)
+        if (!s->env->layout || cgroup_headroom_groups(s->env->layout, s->cgroup, groups, paths, ELEMENTSOF(groups), &n) < 0)
                 return true; /* cannot tell: the stall is all there is */
-        for (size_t i = 0; i < n; i++)
-                if (shortage_limit_binds(s->first_look ? MAX(groups[i].usage, groups[i].peak) : groups[i].usage,
-                                         groups[i].limit))
-                        return true;
-        return false;
+        uint64_t events = 0;
+        bool have = n > 0, near = false;
+        for (size_t i = 0; i < n; i++) {
+                uint64_t e;
+                if (cgroup_limit_events(s->env->layout, paths[i], &e) >= 0)
+                        events = sat_add(events, e);
+                else
+                        have = false;
+                near = near || shortage_limit_binds(MAX(groups[i].usage, groups[i].peak), groups[i].limit);
+                free(paths[i]);
+        }
+        if (have && s->have_limit_events && events > s->limit_events)
+                s->limit_events_usec = now;
+        bool first = !s->have_limit_events;
+        s->limit_events = events;
+        s->have_limit_events = have;
+        if (!have)
+                return near; /* no counts to read: the usage is all there is to tell by */
+        if (first)
+                return s->first_look && near; /* a first look judges 10 s it has no count of */
+        return s->limit_events_usec > 0 && now - s->limit_events_usec <= shortage_recent_usec(config_of(s));
 }
 
 /* A stall counts where the memory it waits for is short: for the system, the machine's; for a cgroup, the
@@ -424,7 +448,7 @@ static enum level scope_gate_psi(struct scope *s, enum level raw, uint64_t now) 
                 return raw;
         if (scope_machine_short(s, now))
                 return raw;
-        if (s->type == SCOPE_CGROUP && scope_limit_binds(s))
+        if (s->type == SCOPE_CGROUP && scope_limit_binds(s, now))
                 return raw;
         return LEVEL_OK;
 }
@@ -448,7 +472,24 @@ static void scope_refresh_psi(struct scope *s) {
                         scope_mark_gone(s);
                 return;
         }
+        /* Whose stall it is: what the limits of groups below explain is theirs (limit_stall.h). Looked
+         * at once per LIMIT_STALL_LOOK_USEC at most: the sampler and the regulator both read. */
+        uint64_t now = event_now(s->env->event);
+        if (s->explained_usec == 0 || now - s->explained_usec >= LIMIT_STALL_LOOK_USEC) {
+                /* The scope's own stall since the last look, the most the groups below can explain. */
+                uint64_t dsome = st.line[PSI_SOME].total - MIN(st.line[PSI_SOME].total, s->explained_at.line[PSI_SOME].total);
+                uint64_t dfull = st.line[PSI_FULL].total - MIN(st.line[PSI_FULL].total, s->explained_at.line[PSI_FULL].total);
+                limit_stall_update(&s->explained, s->env->layout, s->type == SCOPE_SYSTEM ? "/" : s->cgroup, now, dsome,
+                                   dfull);
+                s->explained_usec = now;
+                s->explained_at = st;
+        }
         s->psi = st;
+        /* As of the last look: between two, the stall that came since is not known to be its own yet. */
+        s->own = st;
+        for (int k = PSI_SOME; k <= PSI_FULL; k++)
+                s->own.line[k].total = s->explained_at.line[k].total - MIN(k == PSI_SOME ? s->explained.some : s->explained.full,
+                                                                            s->explained_at.line[k].total);
         s->have_psi = true;
 }
 
@@ -490,11 +531,13 @@ void scope_sample(struct scope *s, uint64_t now) {
         if (s->gone || !s->have_psi)
                 return;
 
-        level_samples_push(&s->samples, now, &s->psi);
+        level_samples_push(&s->samples, now, &s->own);
         enum level raw = level_from_samples(&s->samples, &config_of(s)->psi);
         /* The kernel said the low threshold was crossed within the last window; trust it until the
-         * samples cover a window of their own. */
-        if (raw < LEVEL_LOW && s->triggered_usec > 0 && now - s->triggered_usec <= s->trigger.window_usec)
+         * samples cover a window of their own, unless limits below explained stall lately (the trigger
+         * counts theirs too). */
+        if (raw < LEVEL_LOW && s->triggered_usec > 0 && now - s->triggered_usec <= s->trigger.window_usec &&
+            s->explained.last_some == 0)
                 raw = LEVEL_LOW;
         scope_apply(s, scope_gate_psi(s, raw, now), now);
         /* After telling subscribers, not before: a change reaches them sooner, and its reclaim target

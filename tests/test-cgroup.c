@@ -13,6 +13,7 @@
 
 #include "cgroup.h"
 #include "cgroup_reclaim.h"
+#include "limit_stall.h"
 #include "kmsg.h"
 #include "macro.h"
 #include "pidref.h"
@@ -193,6 +194,21 @@ static void test_glob(void) {
         const struct cgroup_glob_limits none = { .max = 0 };
         CU_ASSERT_EQUAL(cgroup_glob(&l, "/*", &none, &found, NULL, NULL), -EINVAL);
         free(l.v2_root);
+}
+
+/* Whose stall: a group's own limit events (v2 high + max; the local file), and what a group explains. */
+static void test_limit_stall(void) {
+        uint64_t v;
+        CU_ASSERT_EQUAL(cgroup_parse_limit_events("low 0\nhigh 7\nmax 5\noom 0\noom_kill 0\n", &v), 0);
+        CU_ASSERT_EQUAL(v, 12u);
+        CU_ASSERT_EQUAL(cgroup_parse_limit_events("oom 1\n", &v), 0);
+        CU_ASSERT_EQUAL(v, 0u);
+        CU_ASSERT(cgroup_parse_limit_events("max x\n", &v) < 0);
+        /* Its own limit reclaimed: all of its stall; else what its children explain, never more than it. */
+        CU_ASSERT_EQUAL(limit_stall_explains(1000, true, 0), 1000u);
+        CU_ASSERT_EQUAL(limit_stall_explains(1000, false, 400), 400u);
+        CU_ASSERT_EQUAL(limit_stall_explains(1000, false, 5000), 1000u);
+        CU_ASSERT_EQUAL(limit_stall_explains(0, false, 0), 0u);
 }
 
 /* Owners: user A's 100 groups (some chowned on to other uids, as in a user namespace) take at most
@@ -481,6 +497,7 @@ int main(int argc, char *argv[]) {
                 { "what reclaim could take from a group", test_reclaimable },
                 { "the groups a glob names", test_glob },
                 { "a glob's groups and reads per owner", test_glob_owners },
+                { "whose stall: limit events and what a group explains", test_limit_stall },
                 {},
         };
         return test_run("cgroup", cases, NULL);

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <grp.h>
 #include <json-c/json.h>
 #include <poll.h>
@@ -823,6 +824,94 @@ static void test_regulator_steps_below_the_levels(void) {
         pressure_gen_destroy(&g);
 }
 
+/* A group's memory usage (v1 memory.usage_in_bytes on hybrid systems, v2 memory.current). */
+static uint64_t group_usage(const struct pressure_gen *g) {
+        char path[700];
+        uint64_t v = 0;
+        bool v1 = g->mem_dir[0] && !streq(g->mem_dir, g->v2_dir);
+        snprintf(path, sizeof(path), "%s/%s", v1 ? g->mem_dir : g->v2_dir, v1 ? "memory.usage_in_bytes" : "memory.current");
+        FILE *f = fopen(path, "re");
+        if (f && fscanf(f, "%" SCNu64, &v) != 1)
+                v = 0;
+        if (f)
+                fclose(f);
+        return v;
+}
+
+/* some avg10 of a group's memory.pressure, as the kernel shows it. */
+static double group_some_avg10(const struct pressure_gen *g) {
+        char path[700], line[256];
+        double v = -1;
+        snprintf(path, sizeof(path), "%s/memory.pressure", g->v2_dir);
+        FILE *f = fopen(path, "re");
+        if (f && fgets(line, sizeof(line), f))
+                (void) sscanf(line, "some avg10=%lf", &v);
+        if (f)
+                fclose(f);
+        return v;
+}
+
+/* A full ancestor does not make its children's stalls its own. /P (64 MiB) holds /P/a, a writer
+ * thrashing inside its own 4 MiB limit, and /P/b, a cache of 54 MiB: /P is above 90% of its limit but
+ * its limit never reclaims (its limit events do not grow). /P's stall is a's, and the regulator asks b's
+ * cache nothing for it. Before, "usage within a tenth of the limit" made /P's stall its own, and b's
+ * cache was asked for step after step. */
+static void test_full_ancestor_asks_nothing(void) {
+        struct test_child c = { .lines.fd = -1 };
+        struct pressure_gen p, a, b;
+        char line[512], cwd[400], needle[300];
+
+        daemon_restart_with("ancestor", "log_level=debug\nheadroom=no\nlow=some 1800ms 2s\nmedium=some 1900ms 2s\n"
+                                        "critical=some 1950ms 2s\nregulate_interval=500ms\nrequest_timeout=5s\n");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(cwd, sizeof(cwd)));
+        CU_ASSERT_EQUAL_FATAL(pressure_gen_create(&p, cwd, 64ULL << 20), 0);
+        test_cleanup_path(p.v2_dir, true);
+        if (p.mem_dir[0])
+                test_cleanup_path(p.mem_dir, true);
+        test_cleanup_path(p.file, false);
+        CU_ASSERT_EQUAL_FATAL(pressure_gen_create_child(&p, "a", 4ULL << 20, &a), 0);
+        test_cleanup_path(a.v2_dir, true);
+        if (a.mem_dir[0] && !streq(a.mem_dir, a.v2_dir))
+                test_cleanup_path(a.mem_dir, true);
+        test_cleanup_path(a.file, false);
+        CU_ASSERT_EQUAL_FATAL(pressure_gen_create_child(&p, "b", 64ULL << 20, &b), 0);
+        test_cleanup_path(b.v2_dir, true);
+        if (b.mem_dir[0] && !streq(b.mem_dir, b.v2_dir))
+                test_cleanup_path(b.mem_dir, true);
+
+        char over[300];
+        snprintf(over, sizeof(over), "%s: stall", p.cgroup);
+        int over_before = test_daemon_log_count_both(&daemon_, over, "over its budget");
+        static const char *const args[] = { "--memcg", "--objects", "13824", "--size", "4096", NULL };
+        CU_ASSERT_EQUAL_FATAL(client_start_in(&c, &b, args), 0);
+        CU_ASSERT_EQUAL_FATAL(client_wait(&c, "ready", 10000, line, sizeof(line)), 0);
+        CU_ASSERT_EQUAL_FATAL(pressure_gen_start(&a), 0);
+        test_cleanup_pid(a.pid);
+
+        /* The regulator looks at /P every 500 ms: wait for ten looks with a's stall in /P's PSI. */
+        snprintf(needle, sizeof(needle), "%s: regulation: stall ", p.cgroup);
+        int n = test_daemon_log_count(&daemon_, needle);
+        CU_ASSERT(test_daemon_log_wait(&daemon_, needle, NULL, n + 10, 30000) >= n + 10);
+        uint64_t usage = group_usage(&p), limit = 64ULL << 20;
+        double stall = group_some_avg10(&p);
+        fprintf(stderr, "  (/P at %.0f%% of its limit: a %" PRIu64 " KiB, b %" PRIu64 " KiB; some avg10 %.1f%%)\n",
+                100.0 * (double) usage / (double) limit, group_usage(&a) >> 10, group_usage(&b) >> 10, stall);
+        CU_ASSERT(usage >= limit - limit / 10); /* what "usage within a tenth" took for a binding limit */
+        CU_ASSERT(stall >= 1.0); /* a's stall is in /P's PSI */
+        unsigned scans = 0;
+        while (client_line(&c, 10, line, sizeof(line)) == 0)
+                scans += strncmp(line, "scan ", 5) == 0;
+        CU_ASSERT_EQUAL(scans, 0u);
+        CU_ASSERT_EQUAL(test_daemon_log_count_both(&daemon_, over, "over its budget"), over_before);
+
+        test_cleanup_forget_pid(a.pid);
+        pressure_gen_stop(&a);
+        test_child_stop(&c);
+        pressure_gen_destroy(&b);
+        pressure_gen_destroy(&a);
+        pressure_gen_destroy(&p);
+}
+
 /* Put pid into the group (its v2 directory). Done by the test itself, not by the child after fork():
  * when this returns the kernel has moved it, whatever the machine is busy with. */
 static int move_to(const struct pressure_gen *g, pid_t pid) {
@@ -1029,6 +1118,7 @@ int main(void) {
                 { "a client re-registers after a daemon restart", test_client_survives_restart },
                 { "a stopped client delays nobody", test_stopped_client_delays_nobody },
                 { "the regulator steps below the levels", test_regulator_steps_below_the_levels },
+                { "a full ancestor asks nothing for a child's own stall", test_full_ancestor_asks_nothing },
                 { "an adapter serves for another process", test_serve_for_another_process },
                 { "serving for another process is checked while it lasts", test_serve_for_checked_while_it_lasts },
                 { "hostile clients cannot pause an honest one", test_hostile_clients },

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The system level means the machine: a limited cgroup's stall under the real pressure generator raises
- * that cgroup's scope and leaves the system's silent; the system rises when the machine reclaims as a
- * whole (a fixture /proc whose global reclaim counters grow, beside the real stall). And the daemon
+ * that cgroup's scope and leaves the system's silent, also while the machine reclaims as a whole (a
+ * fixture /proc whose global reclaim counters grow, beside the real stall): the group's own limit
+ * explains its stall. And the daemon
  * starts on a machine already past every threshold, from a fixture and for real. */
 
 #include <errno.h>
@@ -157,15 +158,21 @@ static void limited_group_stays_its_own(const char *root) {
                 fprintf(stderr, "The host reclaimed globally during the test: the system level was free to rise.\n");
 
         if (root) {
-                /* The machine reclaims as a whole: the same stall now is the system's. */
+                /* The machine reclaims as a whole (kswapd scanning all the time, as with page cache
+                 * filling memory): that says the machine reclaims, not whose stall the system's PSI
+                 * holds. The group's own limit explains this stall (its limit events grow), so the
+                 * system stays ok; before, the gate let it through and the system rose to critical.
+                 * Watched over 3 s of samples of the group's stall. */
                 pid_t bumper = test_global_reclaim_start(root);
                 CU_ASSERT_FATAL(bumper > 0);
-                CU_ASSERT_EQUAL(next_event(sub, "system", 30000, level, sizeof(level)), 0);
-                CU_ASSERT_STRING_NOT_EQUAL(level, "ok");
-                char source[32];
-                CU_ASSERT_EQUAL(system_state(&sys_level, source, sizeof(source), NULL), 0);
-                CU_ASSERT_STRING_EQUAL(source, "pressure");
                 test_cleanup_pid(bumper); /* killed and reaped at exit too */
+                CU_ASSERT_EQUAL(next_event(sub, "system", 3000, level, sizeof(level)), -ETIMEDOUT);
+                CU_ASSERT_FALSE(system_event_seen);
+                CU_ASSERT_EQUAL(system_state(&sys_level, NULL, 0, &some10), 0);
+                CU_ASSERT_EQUAL(sys_level, PRESSURE_LEVEL_OK);
+                /* It was there to see: the machine's own PSI shows the group's stall. */
+                fprintf(stderr, "  (the machine's some avg10 %.1f%%, its level ok)\n", some10);
+                CU_ASSERT(some10 >= 1.0);
                 kill(bumper, SIGKILL);
         }
         test_cleanup_forget_pid(g.pid);
@@ -304,7 +311,7 @@ int main(void) {
         static const struct test_case cases[] = {
                 { "starts past every threshold (fixture /proc)", test_starts_past_every_threshold_fixture },
                 { "a limited group's stall leaves the system ok on this machine", test_limited_group_real_machine },
-                { "the system rises when the machine reclaims globally, not before", test_limited_group_then_global_reclaim },
+                { "a limited group's stall leaves the system ok while the machine reclaims globally", test_limited_group_then_global_reclaim },
                 { "a parent far from its limit stays ok while its limited child stalls", test_parent_above_the_binding_limit },
                 { "a group stalling before it is watched starts above ok", test_first_look },
                 {},
