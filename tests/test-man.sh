@@ -26,6 +26,23 @@ for page in "$SRC"/man/*.[0-9]; do
         check "$name: says version $version" $(head -1 "$page" | grep -q "\"pressured $version\""; echo $?)
 done
 
+# Every configuration key in pressured.conf(5) and in the shipped /etc/pressured.conf, which says it
+# shows every key with its default.
+for key in $(grep -o '{ "[a-z_]*", parse' "$SRC/daemon/config.c" | cut -d'"' -f2); do
+        grep -q "$key=" "$SRC/man/pressured.conf.5" || echo "$key" >>"$tmp/no-man"
+        grep -q "^#$key=" "$SRC/data/pressured.conf" || echo "$key" >>"$tmp/no-conf"
+done
+check "every key is in pressured.conf(5)" $([ ! -s "$tmp/no-man" ]; echo $?)
+[ -s "$tmp/no-man" ] && sed 's/^/    missing: /' "$tmp/no-man"
+check "every key is in the shipped pressured.conf" $([ ! -s "$tmp/no-conf" ]; echo $?)
+[ -s "$tmp/no-conf" ] && sed 's/^/    missing: /' "$tmp/no-conf"
+# No page runs past 80 columns where a terminal shows it.
+for page in "$SRC"/man/*.[0-9]; do
+        LC_ALL=C.UTF-8 MANWIDTH=80 man -l "$page" 2>/dev/null | col -b | awk 'length > 80' >"$tmp/wide"
+        check "$(basename "$page"): no line past 80 columns" $([ ! -s "$tmp/wide" ]; echo $?)
+        [ -s "$tmp/wide" ] && head -3 "$tmp/wide" | sed 's/^/    /'
+done
+
 # Every stable symbol (not LIBPRESSURE_PRIVATE's) in libpressure(3)'s SYNOPSIS.
 awk '/^LIBPRESSURE_PRIVATE/ { exit } /^[ \t]+pressure_[a-z0-9_]+;/ { gsub(/[ \t;]/, ""); print }' "$SRC/lib/libpressure.sym" | sort >"$tmp/symbols"
 sed -n '/^\.SH SYNOPSIS/,/^\.SH DESCRIPTION/p' "$SRC/man/libpressure.3" | grep -oE 'pressure_[a-z0-9_]+\(' | tr -d '(' | sort -u >"$tmp/listed"

@@ -35,6 +35,8 @@ sock=$dir/io.pressured
 "$PRESSURECTL_BIN" --socket "$sock" status >"$dir/out" 2>"$dir/err"
 check "unreachable daemon exits 1" $([ $? -eq 1 ]; echo $?)
 check "unreachable message names the socket" $(grep -q "$sock" "$dir/err"; echo $?)
+check "and says what to do" $(grep -q "Is it running? (systemctl start pressured.socket, or build-aux/run" "$dir/err"; echo $?)
+check "--help names \$PRESSURED_SOCKET" $("$PRESSURECTL_BIN" --help | grep -q 'PRESSURED_SOCKET'; echo $?)
 
 # Usage errors: exit 2.
 "$PRESSURECTL_BIN" >/dev/null 2>&1
@@ -227,6 +229,7 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
         rc=$?
         check "unprivileged daemon refuses a cgroup it cannot watch (exit 3)" $([ $rc -eq 3 ]; echo $?)
         check "and says why" $(grep -q "may not watch that cgroup" "$dir/err"; echo $?)
+        check "and what to do" $(grep -q "Ask root to add cgroup=" "$dir/err"; echo $?)
         kill "$user_daemon_pid"; wait "$user_daemon_pid"
         check "unprivileged daemon exits 0" $?
         user_daemon_pid=

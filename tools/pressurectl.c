@@ -60,7 +60,9 @@ static void help(void) {
                "  -h --help              Show this help\n"
                "     --version           Show the version\n"
                "  -j --json              Print JSON (one object per line for watch, each with \"time\")\n"
-               "  -s --socket=PATH       Talk to the daemon on PATH\n"
+               "  -s --socket=PATH       Talk to the daemon on PATH (default: $PRESSURED_SOCKET, else\n"
+               "                         /run/pressured/io.pressured, or $XDG_RUNTIME_DIR/pressured/\n"
+               "                         io.pressured for a user's own daemon)\n"
                "  -l --min-level=LEVEL   watch: report changes reaching LEVEL (low, medium, critical)\n"
                "     --exec=CMD          watch: run CMD with /bin/sh on every change; it gets\n"
                "                         PRESSURE_SCOPE, PRESSURE_LEVEL, PRESSURE_PREVIOUS_LEVEL,\n"
@@ -116,6 +118,11 @@ static bool unreachable(int r) {
 static int report_unreachable(struct pressure_client *c, int r) {
         if (r == -ESHUTDOWN)
                 fprintf(stderr, "pressurectl: pressured at %s is shutting down\n", pressure_client_get_socket_path(c));
+        else if (r == -ENOENT || r == -ECONNREFUSED)
+                fprintf(stderr,
+                        "pressurectl: cannot reach pressured at %s: %s. Is it running? (systemctl start pressured.socket, "
+                        "or build-aux/run in a source tree; --socket or $PRESSURED_SOCKET name another socket)\n",
+                        pressure_client_get_socket_path(c), strerror(-r));
         else
                 fprintf(stderr, "pressurectl: cannot reach pressured at %s: %s\n", pressure_client_get_socket_path(c),
                         strerror(-r));
@@ -140,9 +147,16 @@ static void say_scope_refused(const char *scope, int error) {
         else if (error == -ENXIO)
                 fprintf(stderr, "pressurectl: %s: no such NUMA node (with memory)\n", scope);
         else if (error == -EACCES)
-                fprintf(stderr, "pressurectl: %s: pressured may not watch that cgroup for you\n", scope);
+                fprintf(stderr,
+                        "pressurectl: %s: pressured may not watch that cgroup for you: it watches a cgroup for a user "
+                        "who owns it (a delegated group), may write its memory.pressure, or has a process in it. Ask "
+                        "root to add cgroup=%s to pressured's configuration, or to delegate the group to you\n",
+                        scope, scope);
         else if (error == -EDQUOT)
-                fprintf(stderr, "pressurectl: %s: you have pressured watch as many cgroups as one user may\n", scope);
+                fprintf(stderr,
+                        "pressurectl: %s: you have pressured watch as many cgroups as one user may (max_cgroups_per_uid), "
+                        "or all users together as many as they may (max_cgroups_users); end a watch first\n",
+                        scope);
         else
                 fprintf(stderr, "pressurectl: %s: %s\n", scope, strerror(-error));
 }
