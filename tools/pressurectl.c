@@ -363,6 +363,9 @@ static int status_all(void) {
                         print_row(pressure_status_get_node(st, i));
                 for (size_t i = 0; i < pressure_status_get_n_cgroups(st); i++)
                         print_row(pressure_status_get_cgroup(st, i));
+                /* One column, three measures: each is what that kind of scope's limit is held against. */
+                printf("\nUSED: the system's memory less what is available (what reclaim cannot take cheaply); a\n"
+                       "node's memory less its free pages; a cgroup's usage, page cache included.\n");
         }
         pressure_status_unref(st);
         pressure_client_unref(c);
@@ -826,19 +829,29 @@ static int cmd_shrinkers(void) {
         struct json_object *list = jget(reply, "shrinkers");
         /* COUNTED/NODE is each node's last count ("-" before the first); CLAIMED, RELEASED and TRUST are the
          * client's: what it said it freed, how far its resident memory fell around the rounds that asked
-         * it, and how much of its claims counts towards goals. FOR is the process an adapter serves for. */
-        printf("%-5s %-20s %-7s %-7s %-28s %-12s %-20s %10s %8s %9s %9s %6s %-11s\n", "ID", "NAME", "PID", "FOR",
-               "CGROUP", "FLAGS", "COUNTED/NODE", "FREED", "TIMEOUTS", "CLAIMED", "RELEASED", "TRUST", "STATE");
+         * it, and how much of its claims counts towards goals. FOR is the process an adapter serves for.
+         * NAME and CGROUP are as wide as their longest (a 30-character adapter name shifted every column). */
+        int name_w = (int) strlen("NAME"), cgroup_w = (int) strlen("CGROUP");
+        for (size_t i = 0; list && i < json_object_array_length(list); i++) {
+                struct json_object *sh = json_object_array_get_idx(list, i);
+                name_w = MAX(name_w, (int) strlen(json_object_get_string(jget(sh, "name")) ?: ""));
+                cgroup_w = MAX(cgroup_w, (int) strlen(json_object_get_string(jget(sh, "cgroup")) ?: ""));
+        }
+        printf("%-5s %-*s %-7s %-7s %-*s %-5s %-20s %10s %8s %9s %9s %6s %-11s\n", "ID", name_w, "NAME", "PID", "FOR",
+               cgroup_w, "CGROUP", "FLAGS", "COUNTED/NODE", "FREED", "TIMEOUTS", "CLAIMED", "RELEASED", "TRUST", "STATE");
         for (size_t i = 0; list && i < json_object_array_length(list); i++) {
                 struct json_object *sh = json_object_array_get_idx(list, i), *nodes = jget(sh, "nodes"),
                                    *flags = jget(sh, "flags");
                 char objs[256] = "", fl[32] = "";
                 size_t off = 0;
-                /* Never asked yet: no count to show (a 0 would read as an empty cache). */
-                if (json_object_get_int64(jget(sh, "calls")) == 0)
+                /* Never asked yet: no count to show (a 0 would read as an empty cache). A dry run counts
+                 * without scanning: its counts show. */
+                bool counted = json_object_get_int64(jget(sh, "calls")) > 0;
+                for (size_t k = 0; nodes && k < json_object_array_length(nodes); k++)
+                        counted = counted || json_object_get_int64(jget(json_object_array_get_idx(nodes, k), "objects")) > 0;
+                if (!counted)
                         snprintf(objs, sizeof(objs), "-");
-                for (size_t k = 0; json_object_get_int64(jget(sh, "calls")) > 0 && nodes &&
-                                   k < json_object_array_length(nodes) && off < sizeof(objs); k++) {
+                for (size_t k = 0; counted && nodes && k < json_object_array_length(nodes) && off < sizeof(objs); k++) {
                         struct json_object *n = json_object_array_get_idx(nodes, k);
                         off += (size_t) snprintf(objs + off, sizeof(objs) - off, "%s%d:%" PRId64, k ? " " : "",
                                                  json_object_get_int(jget(n, "node")), json_object_get_int64(jget(n, "objects")));
@@ -859,9 +872,9 @@ static int cmd_shrinkers(void) {
                 bytes((uint64_t) json_object_get_int64(jget(sh, "client_claimed_bytes")), claimed, sizeof(claimed));
                 bytes((uint64_t) json_object_get_int64(jget(sh, "client_released_bytes")), released,
                              sizeof(released));
-                printf("%-5" PRId64 " %-20s %-7d %-7s %-28s %-12s %-20s %10" PRId64 " %8" PRId64 " %9s %9s %6s %-11s\n",
-                       json_object_get_int64(jget(sh, "id")), json_object_get_string(jget(sh, "name")),
-                       json_object_get_int(jget(sh, "pid")), for_pid, json_object_get_string(jget(sh, "cgroup")),
+                printf("%-5" PRId64 " %-*s %-7d %-7s %-*s %-5s %-20s %10" PRId64 " %8" PRId64 " %9s %9s %6s %-11s\n",
+                       json_object_get_int64(jget(sh, "id")), name_w, json_object_get_string(jget(sh, "name")),
+                       json_object_get_int(jget(sh, "pid")), for_pid, cgroup_w, json_object_get_string(jget(sh, "cgroup")),
                        fl[0] ? fl : "-", objs, json_object_get_int64(jget(sh, "freed")),
                        json_object_get_int64(jget(sh, "timeouts")), claimed, released, trust,
                        json_object_get_string(jget(sh, "state")));
@@ -932,19 +945,35 @@ static int cmd_shrink(void) {
 static void print_shrink_results(struct json_object *list) {
         {
                 int64_t scanned = 0, freed = 0, counted = 0; /* sums over the results */
-                printf("%-5s %-20s %-5s %-28s %10s %10s  %s\n", "ID", "NAME", "NODE", "CGROUP",
-                       arg_dry_run ? "COUNTED" : "SCANNED", arg_dry_run ? "-" : "FREED", "NOTE");
+                int name_w = (int) strlen("NAME"), cgroup_w = (int) strlen("CGROUP");
+                for (size_t i = 0; list && i < json_object_array_length(list); i++) {
+                        struct json_object *x = json_object_array_get_idx(list, i);
+                        name_w = MAX(name_w, (int) strlen(json_object_get_string(jget(x, "name")) ?: ""));
+                        cgroup_w = MAX(cgroup_w, (int) strlen(json_object_get_string(jget(x, "cgroup")) ?: ""));
+                }
+                /* A dry run frees nothing: it has no FREED column. */
+                if (arg_dry_run)
+                        printf("%-5s %-*s %-5s %-*s %10s  %s\n", "ID", name_w, "NAME", "NODE", cgroup_w, "CGROUP", "COUNTED",
+                               "NOTE");
+                else
+                        printf("%-5s %-*s %-5s %-*s %10s %10s  %s\n", "ID", name_w, "NAME", "NODE", cgroup_w, "CGROUP",
+                               "SCANNED", "FREED", "NOTE");
                 for (size_t i = 0; list && i < json_object_array_length(list); i++) {
                         struct json_object *x = json_object_array_get_idx(list, i);
                         const char *note = jget(x, "timed_out") ? "timed out" : jget(x, "stopped") ? "stopped"
                                            : jget(x, "quarantined") ? "quarantined" : jget(x, "empty") ? "empty" : "";
                         if (arg_dry_run && !jget(x, "count") && !*note)
                                 note = "did not count";
-                        printf("%-5" PRId64 " %-20s %-5d %-28s %10" PRId64 " %10" PRId64 "  %s\n",
-                               json_object_get_int64(jget(x, "shrinker")), json_object_get_string(jget(x, "name")),
-                               json_object_get_int(jget(x, "node")), json_object_get_string(jget(x, "cgroup")),
-                               json_object_get_int64(jget(x, arg_dry_run ? "count" : "scanned")),
-                               json_object_get_int64(jget(x, "freed")), note);
+                        if (arg_dry_run)
+                                printf("%-5" PRId64 " %-*s %-5d %-*s %10" PRId64 "  %s\n", json_object_get_int64(jget(x, "shrinker")),
+                                       name_w, json_object_get_string(jget(x, "name")), json_object_get_int(jget(x, "node")),
+                                       cgroup_w, json_object_get_string(jget(x, "cgroup")),
+                                       json_object_get_int64(jget(x, "count")), note);
+                        else
+                                printf("%-5" PRId64 " %-*s %-5d %-*s %10" PRId64 " %10" PRId64 "  %s\n",
+                                       json_object_get_int64(jget(x, "shrinker")), name_w, json_object_get_string(jget(x, "name")),
+                                       json_object_get_int(jget(x, "node")), cgroup_w, json_object_get_string(jget(x, "cgroup")),
+                                       json_object_get_int64(jget(x, "scanned")), json_object_get_int64(jget(x, "freed")), note);
                         counted += json_object_get_int64(jget(x, "count"));
                         scanned += json_object_get_int64(jget(x, "scanned"));
                         freed += json_object_get_int64(jget(x, "freed"));
