@@ -155,6 +155,20 @@ int pressure_gen_start(struct pressure_gen *g) {
         return 0;
 }
 
+int pressure_gen_unexplained(struct pressure_gen *g) {
+        char v2[sizeof(g->v2_dir)];
+        if (!g->mem_dir[0] || strcmp(g->mem_dir, g->v2_dir) == 0)
+                return -EOPNOTSUPP;
+        if (snprintf(v2, sizeof(v2), "%s-elsewhere", g->v2_dir) >= (int) sizeof(v2))
+                return -ENAMETOOLONG;
+        if (mkdir(v2, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        (void) rmdir(g->v2_dir);
+        snprintf(g->v2_dir, sizeof(g->v2_dir), "%s", v2);
+        strncat(g->cgroup, "-elsewhere", sizeof(g->cgroup) - strlen(g->cgroup) - 1);
+        return 0;
+}
+
 pid_t pressure_gen_spawn(const struct pressure_gen *g, const char *const *argv, int out_fd) {
         pid_t pid = fork();
         if (pid != 0)

@@ -50,5 +50,11 @@ int pressure_gen_charge_outside(const char *path);
 int pressure_gen_create_child(const struct pressure_gen *parent, const char *name, uint64_t limit_bytes,
                               struct pressure_gen *g);
 
+/* A stall no limit explains, for tests of what the machine's own shortage does: on a hybrid hierarchy,
+ * the writer's v2 group (where its PSI is) takes another name than its v1 memory group (where its limit
+ * is), so that no v2 group's limit events account for its stall (limit_stall.h), as no limit would for a
+ * machine short of memory. Before pressure_gen_start(). -EOPNOTSUPP on pure v2. */
+int pressure_gen_unexplained(struct pressure_gen *g);
+
 /* Stop and remove the cgroup and the file. */
 void pressure_gen_destroy(struct pressure_gen *g);

@@ -200,7 +200,8 @@ static void bus_env_stop(struct bus_env *e) {
 
 /* The system's stall under the generator, with the machine reclaiming as a whole or not (a fixture /proc
  * whose global reclaim counters grow, or stay): a GLib application hears low, medium and critical in the
- * first case, and nothing at all in the second, where the stall is only the limited group's. */
+ * first case, where the stall is one no limit explains (pressure_gen_unexplained()), and nothing at all
+ * in the second, where the stall is only the limited group's. */
 static void glib_and_the_system(bool machine_reclaims) {
         char line[256], level[32], root[64], conf[512];
         struct pressure_gen g;
@@ -238,6 +239,21 @@ static void glib_and_the_system(bool machine_reclaims) {
         CU_ASSERT_STRING_EQUAL(line, "synced True 0");
 
         CU_ASSERT_EQUAL_FATAL(test_pressure_group(&g, 16u << 20), 0);
+        if (machine_reclaims) {
+                /* The machine's own shortage: a stall no limit explains (the group's own limit would
+                 * explain the generator's, and the system would rightly stay calm). */
+                int r = pressure_gen_unexplained(&g);
+                if (r == -EOPNOTSUPP) {
+                        fprintf(stderr, "(needs a hybrid hierarchy to stall the system without a limit: skipped) ");
+                        close(sub);
+                        test_child_stop(&app);
+                        bus_env_stop(&env);
+                        pressure_gen_destroy(&g);
+                        return;
+                }
+                CU_ASSERT_EQUAL_FATAL(r, 0);
+                test_cleanup_path(g.v2_dir, true);
+        }
         /* The group is watched too: its own scope says when its stall is there. */
         int own = test_subscribe_cgroup(daemon_.socket, g.cgroup);
         CU_ASSERT_FATAL(own >= 0);

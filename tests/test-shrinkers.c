@@ -860,7 +860,7 @@ static double group_some_avg10(const struct pressure_gen *g) {
 }
 
 /* A full ancestor does not make its children's stalls its own. /P (64 MiB) holds /P/a, a writer
- * thrashing inside its own 4 MiB limit, and /P/b, a cache of 54 MiB: /P is above 90% of its limit but
+ * thrashing inside its own 4 MiB limit, and /P/b, a cache of 55 MiB: /P is above 90% of its limit but
  * its limit never reclaims (its limit events do not grow). /P's stall is a's, and the regulator asks b's
  * cache nothing for it. Before, "usage within a tenth of the limit" made /P's stall its own, and b's
  * cache was asked for step after step. */
@@ -869,6 +869,12 @@ static void test_full_ancestor_asks_nothing(void) {
         struct pressure_gen p, a, b;
         char line[512], cwd[400], needle[300];
 
+#ifdef __SANITIZE_ADDRESS__
+        /* AddressSanitizer's redzones and quarantine make b's 55 MiB cache outgrow /P's 64 MiB: the plain
+         * build runs this. */
+        fprintf(stderr, "(skipped under AddressSanitizer) ");
+        return;
+#endif
         daemon_restart_with("ancestor", "log_level=debug\nheadroom=no\nlow=some 1800ms 2s\nmedium=some 1900ms 2s\n"
                                         "critical=some 1950ms 2s\nregulate_interval=500ms\nrequest_timeout=5s\n");
         CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(cwd, sizeof(cwd)));
@@ -890,21 +896,25 @@ static void test_full_ancestor_asks_nothing(void) {
         char over[300];
         snprintf(over, sizeof(over), "%s: stall", p.cgroup);
         int over_before = test_daemon_log_count_both(&daemon_, over, "over its budget");
-        static const char *const args[] = { "--memcg", "--objects", "13824", "--size", "4096", NULL };
+        static const char *const args[] = { "--memcg", "--objects", "14080", "--size", "4096", NULL };
         CU_ASSERT_EQUAL_FATAL(client_start_in(&c, &b, args), 0);
         CU_ASSERT_EQUAL_FATAL(client_wait(&c, "ready", 10000, line, sizeof(line)), 0);
         CU_ASSERT_EQUAL_FATAL(pressure_gen_start(&a), 0);
         test_cleanup_pid(a.pid);
 
+        /* /P past 90% of its limit (what "usage within a tenth" took for a binding limit): a's page cache
+         * comes and goes under its 4 MiB, so wait for it. */
+        uint64_t usage = 0, limit = 64ULL << 20;
+        for (uint64_t end = test_now_ms() + 15000; test_now_ms() < end && (usage = group_usage(&p)) < limit - limit / 10;)
+                usleep(100 * 1000); /* a counter with no event to wait on */
+        CU_ASSERT(usage >= limit - limit / 10);
         /* The regulator looks at /P every 500 ms: wait for ten looks with a's stall in /P's PSI. */
         snprintf(needle, sizeof(needle), "%s: regulation: stall ", p.cgroup);
         int n = test_daemon_log_count(&daemon_, needle);
         CU_ASSERT(test_daemon_log_wait(&daemon_, needle, NULL, n + 10, 30000) >= n + 10);
-        uint64_t usage = group_usage(&p), limit = 64ULL << 20;
         double stall = group_some_avg10(&p);
         fprintf(stderr, "  (/P at %.0f%% of its limit: a %" PRIu64 " KiB, b %" PRIu64 " KiB; some avg10 %.1f%%)\n",
-                100.0 * (double) usage / (double) limit, group_usage(&a) >> 10, group_usage(&b) >> 10, stall);
-        CU_ASSERT(usage >= limit - limit / 10); /* what "usage within a tenth" took for a binding limit */
+                100.0 * (double) group_usage(&p) / (double) limit, group_usage(&a) >> 10, group_usage(&b) >> 10, stall);
         CU_ASSERT(stall >= 1.0); /* a's stall is in /P's PSI */
         unsigned scans = 0;
         while (client_line(&c, 10, line, sizeof(line)) == 0)
