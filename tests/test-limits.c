@@ -513,6 +513,25 @@ static void test_client_buffers_not_locked(void) {
 
 /* A user may have at most max_cgroups_per_uid cgroups watched: three of its own in one Subscribe
  * against a cap of two are refused (CgroupNotWatchable, errno EDQUOT), two are watched. */
+/* A 64 MiB group with n children <prefix><i>, each given to uids[i] (delegated): their paths in cg and
+ * their directories in dir; all removed at exit. */
+static void delegated_children(struct pressure_gen *g, const char *prefix, int n, const uid_t *uids, char (*cg)[256],
+                               char (*dir)[700]) {
+        char cwd[400];
+        CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(cwd, sizeof(cwd)));
+        CU_ASSERT_EQUAL_FATAL(pressure_gen_create(g, cwd, 64ULL << 20), 0);
+        test_cleanup_path(g->v2_dir, true);
+        if (g->mem_dir[0])
+                test_cleanup_path(g->mem_dir, true);
+        for (int i = 0; i < n; i++) {
+                snprintf(cg[i], 256, "%s/%s%d", g->cgroup, prefix, i);
+                snprintf(dir[i], 700, "%s/%s%d", g->v2_dir, prefix, i);
+                CU_ASSERT_EQUAL_FATAL(mkdir(dir[i], 0755), 0);
+                test_cleanup_path(dir[i], true);
+                CU_ASSERT_EQUAL(chown(dir[i], uids[i], (gid_t) -1), 0);
+        }
+}
+
 /* As uid, a Subscribe to one cgroup, held until *ret_go is closed: its first reply, or NULL. */
 static char *subscribe_held_as(uid_t uid, const char *path, pid_t *ret_pid, int *ret_go) {
         int go[2], res[2];
@@ -559,21 +578,11 @@ static char *subscribe_held_as(uid_t uid, const char *path, pid_t *ret_pid, int 
  * root is not counted. */
 static void test_cgroups_all_users(void) {
         struct pressure_gen g;
-        char cwd[400], cg[4][256], dir[4][700], *reply;
+        char cg[4][256], dir[4][700], *reply;
         pid_t pids[4] = {};
         int gos[4] = { -1, -1, -1, -1 };
-        CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(cwd, sizeof(cwd)));
-        CU_ASSERT_EQUAL_FATAL(pressure_gen_create(&g, cwd, 64ULL << 20), 0);
-        test_cleanup_path(g.v2_dir, true);
-        if (g.mem_dir[0])
-                test_cleanup_path(g.mem_dir, true);
-        for (int i = 0; i < 4; i++) {
-                snprintf(cg[i], sizeof(cg[i]), "%s/u%d", g.cgroup, i);
-                snprintf(dir[i], sizeof(dir[i]), "%s/u%d", g.v2_dir, i);
-                CU_ASSERT_EQUAL_FATAL(mkdir(dir[i], 0755), 0);
-                test_cleanup_path(dir[i], true);
-                CU_ASSERT_EQUAL(chown(dir[i], 100000 + (uid_t) i, 100000 + (gid_t) i), 0);
-        }
+        const uid_t uids[4] = { 100000, 100001, 100002, 100003 };
+        delegated_children(&g, "u", 4, uids, cg, dir);
         CU_ASSERT_EQUAL_FATAL(start_with("max_cgroups_per_uid=2\nmax_cgroups_users=3\n"), 0);
         for (int i = 0; i < 4; i++) {
                 reply = subscribe_held_as(100000 + (uid_t) i, cg[i], &pids[i], &gos[i]);
@@ -621,23 +630,14 @@ static void test_cgroups_all_users(void) {
 
 static void test_cgroups_per_uid(void) {
         struct pressure_gen g;
-        char cwd[400], *reply, cg[3][256], dir[3][700];
+        char *reply, cg[3][256], dir[3][700];
         const char *paths[3];
         const struct passwd *pw = getpwnam("nobody");
         CU_ASSERT_PTR_NOT_NULL_FATAL(pw);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(cwd, sizeof(cwd)));
-        CU_ASSERT_EQUAL_FATAL(pressure_gen_create(&g, cwd, 64ULL << 20), 0);
-        test_cleanup_path(g.v2_dir, true);
-        if (g.mem_dir[0])
-                test_cleanup_path(g.mem_dir, true);
-        for (int i = 0; i < 3; i++) {
-                snprintf(cg[i], sizeof(cg[i]), "%s/c%d", g.cgroup, i);
-                snprintf(dir[i], sizeof(dir[i]), "%s/c%d", g.v2_dir, i);
-                CU_ASSERT_EQUAL_FATAL(mkdir(dir[i], 0755), 0);
-                test_cleanup_path(dir[i], true);
-                CU_ASSERT_EQUAL(chown(dir[i], pw->pw_uid, pw->pw_gid), 0);
+        const uid_t uids[3] = { pw->pw_uid, pw->pw_uid, pw->pw_uid };
+        delegated_children(&g, "c", 3, uids, cg, dir);
+        for (int i = 0; i < 3; i++)
                 paths[i] = cg[i];
-        }
         CU_ASSERT_EQUAL_FATAL(start_with("max_cgroups_per_uid=2\n"), 0);
         reply = subscribe_as_nobody_n(paths, 3);
         CU_ASSERT_PTR_NOT_NULL(reply ? strstr(reply, "io.pressured.CgroupNotWatchable") : NULL);
