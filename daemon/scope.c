@@ -450,6 +450,8 @@ static enum level scope_gate_psi(struct scope *s, enum level raw, uint64_t now) 
                 return raw;
         if (s->type == SCOPE_CGROUP && scope_limit_binds(s, now))
                 return raw;
+        log_debug("%s: stall at %s counts as nobody's here: the machine is not short%s.", s->name, level_to_string(raw),
+                  s->type == SCOPE_CGROUP ? " and no limit on its way up reclaimed lately" : "");
         return LEVEL_OK;
 }
 

@@ -765,7 +765,7 @@ static int log_wait_both(const char *needle, const char *then, int n, int timeou
         return test_daemon_log_wait(&daemon_, needle, then, n, timeout_ms);
 }
 
-/* The regulator: in a group whose stall is over the budget (1 ms/s) but far below low (set to 90% here,
+/* The regulator: in a group whose stall is over the budget (1 ms/s) but far below low (set to 95% over 10 s here, far past what the generator gives even on a busy machine,
  * and no headroom levels), the shrinker is asked for steps, each at most a quarter of what it counted
  * (scanned within twice that),
  * while the level stays ok; once the group is quiet it is asked nothing. */
@@ -774,8 +774,8 @@ static void test_regulator_steps_below_the_levels(void) {
         struct pressure_gen g;
         char line[512], needle[300];
 
-        daemon_restart_with("regulate", "log_level=debug\nheadroom=no\nlow=some 1800ms 2s\nmedium=some 1900ms 2s\n"
-                                        "critical=some 1950ms 2s\nregulate_interval=500ms\nrequest_timeout=5s\n");
+        daemon_restart_with("regulate", "log_level=debug\nheadroom=no\nlow=some 9500ms 10s\nmedium=some 9700ms 10s\n"
+                                        "critical=some 9900ms 10s\nregulate_interval=500ms\nrequest_timeout=5s\n");
         group_create(&g);
         static const char *const args[] = { "--memcg", "--objects", "20000", NULL };
         CU_ASSERT_EQUAL_FATAL(client_start(&c, g.v2_dir, false, args), 0);
@@ -875,8 +875,8 @@ static void test_full_ancestor_asks_nothing(void) {
         fprintf(stderr, "(skipped under AddressSanitizer) ");
         return;
 #endif
-        daemon_restart_with("ancestor", "log_level=debug\nheadroom=no\nlow=some 1800ms 2s\nmedium=some 1900ms 2s\n"
-                                        "critical=some 1950ms 2s\nregulate_interval=500ms\nrequest_timeout=5s\n");
+        daemon_restart_with("ancestor", "log_level=debug\nheadroom=no\nlow=some 9500ms 10s\nmedium=some 9700ms 10s\n"
+                                        "critical=some 9900ms 10s\nregulate_interval=500ms\nrequest_timeout=5s\n");
         CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(cwd, sizeof(cwd)));
         CU_ASSERT_EQUAL_FATAL(pressure_gen_create(&p, cwd, 64ULL << 20), 0);
         test_cleanup_path(p.v2_dir, true);
