@@ -17,7 +17,7 @@
 
 #define LIMIT_STALL_READS_MAX 128
 #define LIMIT_STALL_DEPTH_MAX 4
-#define LIMIT_STALL_TRACKED_MAX 1024
+#define LIMIT_STALL_TRACKED_MAX 256 /* per scope: a few hundred bytes each, over every watched scope */
 /* A scope looks at the groups below it at most this often. */
 #define LIMIT_STALL_LOOK_USEC 250000
 /* A group's limit counts as reclaiming this long after its events last grew. */
