@@ -74,7 +74,7 @@ static int on_pidfd(sd_event_source *s, int fd, uint32_t revents, void *userdata
         return 0;
 }
 
-/* Everything a client holds; also for one that was never fully set up. */
+/* Its watched scopes back (at the end, or when its process moved to another group). */
 static void client_unwatch(struct shrink_client *cl) {
         for (size_t i = 0; i < cl->n_watched; i++)
                 scope_registry_release_for(cl->registry->scopes, cl->uid, cl->watched[i]);
@@ -83,6 +83,7 @@ static void client_unwatch(struct shrink_client *cl) {
         cl->n_watched = 0;
 }
 
+/* Everything a client holds; also for one that was never fully set up. */
 static void client_destroy(struct shrink_client *cl) {
         client_unwatch(cl);
         for (size_t i = 0; i < cl->n_shrinkers; i++)
