@@ -149,6 +149,13 @@ int scope_registry_add_observer(struct scope_registry *reg, const struct scope_o
 
 static int registry_add_nodes(struct scope_registry *reg, const struct node_monitor *nm);
 
+void scope_registry_set_system_pressure(struct scope_registry *reg, const char *path) {
+        assert(reg);
+        assert(!reg->system);
+
+        reg->env.system_pressure_path = path;
+}
+
 int scope_registry_start(struct scope_registry *reg) {
         const struct node_monitor *nm = reg->env.nodes;
         int r;

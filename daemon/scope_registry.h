@@ -60,6 +60,11 @@ size_t scope_registry_n_cgroups(const struct scope_registry *reg);
 /* Returns the observer's slot index on every scope, or -ENOSPC. */
 int scope_registry_add_observer(struct scope_registry *reg, const struct scope_observer *ops, void *userdata);
 
+/* Before start: the PSI file the system scope watches instead of /proc/pressure/memory (a live file:
+ * a trigger cannot be armed on a plain one). Tests point it at a cgroup nobody runs in, so that the host's
+ * own stall cannot start the system's episodes among theirs. path outlives the registry. */
+void scope_registry_set_system_pressure(struct scope_registry *reg, const char *path);
+
 /* Arm the system trigger and create the node scopes. -ENOENT/-EOPNOTSUPP: the kernel has no PSI. */
 int scope_registry_start(struct scope_registry *reg);
 

@@ -312,3 +312,25 @@ int test_pressure_group(struct pressure_gen *g, uint64_t limit_bytes) {
         test_cleanup_path(g->file, false);
         return 0;
 }
+
+const char *test_quiet_pressure_path(void) {
+        static char path[600];
+        static bool tried;
+        struct cgroup_layout l;
+        char dir[500];
+
+        if (tried)
+                return path[0] ? path : NULL;
+        tried = true;
+        if (cgroup_layout_discover(&l) < 0)
+                return NULL;
+        snprintf(dir, sizeof(dir), "%s/pressured-test-quiet-%d", l.v2_root, (int) getpid());
+        cgroup_layout_done(&l);
+        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+                return NULL;
+        test_cleanup_tree(dir);
+        snprintf(path, sizeof(path), "%s/memory.pressure", dir);
+        if (access(path, R_OK) < 0)
+                path[0] = 0;
+        return path[0] ? path : NULL;
+}

@@ -56,5 +56,10 @@ int pressure_gen_create_child(const struct pressure_gen *parent, const char *nam
  * machine short of memory. Before pressure_gen_start(). -EOPNOTSUPP on pure v2. */
 int pressure_gen_unexplained(struct pressure_gen *g);
 
+/* The memory.pressure of an empty cgroup made for this process (removed at exit): a live PSI file in which
+ * nobody ever stalls, for unit tests whose system scope must not hear the host's pressure
+ * (scope_registry_set_system_pressure()). NULL when there is no cgroup v2 with PSI. */
+const char *test_quiet_pressure_path(void);
+
 /* Stop and remove the cgroup and the file. */
 void pressure_gen_destroy(struct pressure_gen *g);

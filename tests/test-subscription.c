@@ -15,6 +15,7 @@
 #include "protocol.h"
 #include "scope_registry.h"
 #include "subscription.h"
+#include "pressure-gen.h"
 #include "test-util.h"
 
 #define MAX_MSGS 64
@@ -74,13 +75,16 @@ static const struct subscription_sink recorder = {
 static void setup(void) {
         memset(&f, 0, sizeof(f));
         config_init(&f.config);
-        /* A trigger that cannot fire: only the levels fed by the test count. */
+        /* A trigger that fires only when a CPU stalls all the time (on a file nobody stalls in, below). */
         f.config.psi.t[LEVEL_LOW] = (struct psi_trigger){ .kind = PSI_FULL, .stall_usec = 2000000, .window_usec = 2000000 };
         f.config.hold_usec = 0;
         CU_ASSERT_EQUAL_FATAL(sd_event_new(&f.event), 0);
         CU_ASSERT_EQUAL_FATAL(node_monitor_new(test_fixture("sysfs-2node"), &f.nodes), 0);
         CU_ASSERT_EQUAL_FATAL(node_monitor_sample(f.nodes, 1), 0);
         CU_ASSERT_EQUAL_FATAL(scope_registry_new(f.event, &f.config, NULL, f.nodes, &f.reg), 0);
+        const char *quiet = test_quiet_pressure_path(); /* the system scope does not hear the host */
+        if (quiet)
+                scope_registry_set_system_pressure(f.reg, quiet);
         CU_ASSERT_EQUAL_FATAL(subscriptions_new(f.reg, &recorder, &f.subs), 0);
         CU_ASSERT_EQUAL_FATAL(scope_registry_start(f.reg), 0);
         CU_ASSERT_EQUAL_FATAL(f.reg->n_nodes, 2u);
