@@ -30,6 +30,7 @@ bool regulation_measure(struct regulation *r, const struct regulation_params *p,
         r->first = first;
         double rate = first ? 0 : (double) (total_usec - r->mark_total) * 1e6 / (double) (now_usec - r->mark_usec);
         r->have_mark = true;
+        r->prev_usec = first ? now_usec : r->mark_usec;
         r->mark_total = total_usec;
         r->mark_usec = now_usec;
         r->rate = rate;
@@ -46,6 +47,87 @@ uint64_t regulation_step_bytes(const struct regulation_params *p, double rate, u
         permille = MAX(permille, (double) p->step_min_permille);
         permille = MIN(permille, (double) p->step_max_permille);
         return (uint64_t) ((double) held * permille / 1000);
+}
+
+/* CUBIC's window as a function of time: W(t) = E (1 + c (t - K)^3), with W(0) a margin below the edge E
+ * and W(K) = E. Concave below the edge, flat at it, convex beyond: the old edge is met at a crawl, and
+ * past it without a stall the rise speeds up, since the edge has moved. In units of the edge. */
+static double cubic_of_edge(double t, double K) {
+        const double margin = REGULATION_EDGE_MARGIN_PERMILLE / 1000.0;
+        double d = t - K;
+        return 1 + margin / (K * K * K) * d * d * d;
+}
+
+static double return_seconds(unsigned shift) {
+        return (double) (REGULATION_EDGE_RETURN_USEC << MIN(shift, (unsigned) REGULATION_EDGE_RETURN_SHIFT_MAX)) / 1e6;
+}
+
+uint64_t regulation_rise_factor_ppm(uint64_t usec, unsigned return_shift) {
+        double K = return_seconds(return_shift);
+        double f = cubic_of_edge((double) usec / 1e6, K) / cubic_of_edge(0, K);
+        return f >= 1e12 ? UINT64_C(1000000000000000000) : (uint64_t) (f * 1e6);
+}
+
+unsigned regulation_rise_permille(const struct regulation *r) {
+        assert(r);
+        if (r->limit == 0 || r->quiet_usec == 0 || r->mark_usec < r->quiet_usec)
+                return 0;
+        const double K = return_seconds(r->return_shift), margin = REGULATION_EDGE_MARGIN_PERMILLE / 1000.0;
+        double t = (double) (r->mark_usec - r->quiet_usec) / 1e6, d = t - K;
+        double rise = 1000 * 3 * margin / (K * K * K) * d * d / cubic_of_edge(t, K);
+        return rise >= 1e9 ? 1000000000u : (unsigned) rise;
+}
+
+uint64_t regulation_edge_return_usec(const struct regulation *r) {
+        assert(r);
+        return REGULATION_EDGE_RETURN_USEC << MIN(r->return_shift, (unsigned) REGULATION_EDGE_RETURN_SHIFT_MAX);
+}
+
+static uint64_t below_edge(uint64_t edge) {
+        const uint64_t keep = 1000 - REGULATION_EDGE_MARGIN_PERMILLE;
+        return edge > UINT64_MAX / 1000 ? edge / 1000 * keep : edge * keep / 1000;
+}
+
+/* The stall is over the budget and the caches' own, with held bytes in them. The edge is where it rose;
+ * and while it stays over with no step still settling, the cliff is at or below what they hold now (a
+ * phase change: the neighbour's working set grew), so the edge follows them down. */
+static void regulation_edge_over(struct regulation *r, uint64_t held, bool rise) {
+        if (rise && held > 0 && r->backoff == 0) {
+                /* Met again where it was last found (within the margin): a neighbour who stays. The limit
+                 * takes twice as long to come back to it next time (up to 40 s), as Senpai backs off; an
+                 * edge somewhere else starts over. */
+                uint64_t m = r->edge / 1000 * REGULATION_EDGE_MARGIN_PERMILLE;
+                bool again = r->edge > 0 && held + m >= r->edge && held <= r->edge + m;
+                r->return_shift = again ? MIN(r->return_shift + 1, (unsigned) REGULATION_EDGE_RETURN_SHIFT_MAX) : 0;
+        }
+        if (held > 0 && r->backoff == 0 && (rise || r->edge == 0 || held < r->edge)) {
+                r->edge = held;
+                r->edge_usec = r->mark_usec;
+        }
+        r->quiet_usec = 0;
+        r->limit = r->edge > 0 ? below_edge(r->edge) : 0;
+}
+
+/* Under the budget: the limit rises from a tenth below the edge, by slow start. */
+static void regulation_edge_quiet(struct regulation *r) {
+        if (r->edge == 0)
+                return;
+        if (r->quiet_usec == 0) {
+                r->quiet_usec = r->prev_usec; /* the interval just measured was quiet from its start */
+                r->limit_base = below_edge(r->edge);
+        }
+        uint64_t f = regulation_rise_factor_ppm(r->mark_usec - r->quiet_usec, r->return_shift);
+        if (f >= (uint64_t) REGULATION_EDGE_FORGET_FACTOR * 1000000) {
+                regulation_forget_edge(r);
+                return;
+        }
+        r->limit = r->limit_base / 1000000 * f + r->limit_base % 1000000 * f / 1000000;
+}
+
+void regulation_forget_edge(struct regulation *r) {
+        assert(r);
+        r->edge = r->edge_usec = r->quiet_usec = r->limit = r->limit_base = 0;
+        r->return_shift = 0;
 }
 
 /* Nothing to do this interval: the streak of steps is over, the brakes are released. */
@@ -66,18 +148,24 @@ enum regulation_verdict regulation_decide(struct regulation *r, const struct reg
         if (!over) {
                 regulation_rest(r);
                 r->was_over = false;
-                r->knee += MIN(r->knee / REGULATION_CREEP_PER_LOOK, UINT64_MAX - r->knee);
+                regulation_edge_quiet(r);
                 return REGULATION_UNDER;
         }
-        if (own && !r->was_over && held > 0 && r->backoff == 0)
-                r->knee = r->knee == 0 ? held : MIN(r->knee, held);
-        r->was_over = own;
         if (!own) {
+                /* Someone else's stall says nothing of the caches' edge; their quiet spell goes on. */
                 regulation_rest(r);
+                r->was_over = false;
+                regulation_edge_quiet(r);
                 return REGULATION_NOT_OWN;
         }
+        bool rise = !r->was_over;
+        r->was_over = true;
+        if (rise)
+                regulation_edge_over(r, held, true);
+        else
+                r->quiet_usec = 0;
         /* The last step is still showing: a rate a quarter below the one that made it is on its way down. */
-        if (r->stepped_rate >= 0 && r->rate < r->stepped_rate * 0.75) {
+        if (r->stepped_rate >= 0 && r->rate < r->stepped_rate * REGULATION_SETTLING_PERMILLE / 1000) {
                 r->stepped_rate = -1;
                 return REGULATION_SETTLING;
         }
@@ -88,22 +176,24 @@ enum regulation_verdict regulation_decide(struct regulation *r, const struct reg
         }
         /* A streak of steps that has not lowered the rate by a tenth is one of two things. Either the
          * caches grow back as fast as they give (what they hold did not fall): the steps are too small,
-         * and each further one is twice as large, up to a quarter of what they hold. Or a quarter of what
-         * they held is gone and the stall stays: it is not theirs to answer, and each further step doubles
+         * and each further one is twice as large, up to a quarter of what they hold. Or three quarters of
+         * what they held are gone and the stall stays: it is not theirs to answer, and each further step doubles
          * the spacing of the next, up to 32 intervals. */
-        bool fell = r->streak_rate >= 0 && r->rate < r->streak_rate * 0.9;
+        bool fell = r->streak_rate >= 0 && r->rate < r->streak_rate * REGULATION_FELL_PERMILLE / 1000;
         if (r->streak_rate < 0 || fell) {
                 r->streak = 0;
                 r->streak_rate = r->rate;
                 r->streak_held = held;
                 r->backoff = r->boost = 0;
-        } else if (held < r->streak_held - r->streak_held / 4) {
+        } else if (held < r->streak_held / 1000 * REGULATION_FUTILE_PERMILLE) {
                 /* ...and the edge learnt from this stall is no edge of theirs: forget it. */
                 r->boost = 0;
-                r->knee = 0;
+                regulation_forget_edge(r);
                 r->backoff = MIN(r->backoff + 1, (unsigned) REGULATION_BACKOFF_MAX);
-        } else if (r->streak >= 2)
+        } else if (r->streak >= REGULATION_BOOST_AFTER)
                 r->boost = MIN(r->boost + 1, (unsigned) REGULATION_BOOST_MAX);
+        if (!rise)
+                regulation_edge_over(r, held, false);
         r->skip = (1u << r->backoff) - 1;
         r->streak++;
         r->stepped_rate = r->rate;
@@ -116,7 +206,7 @@ enum regulation_verdict regulation_decide(struct regulation *r, const struct reg
 
 uint64_t regulation_limit(const struct regulation *r) {
         assert(r);
-        return r->knee - r->knee / 10;
+        return r->limit;
 }
 
 static const char *const probe_names[_PROBE_VERDICT_MAX] = {

@@ -15,8 +15,12 @@
  *     and further apart, doubling up to 32 intervals, as Senpai backs off.
  *   - the growth limiter: the stall of a cache growing into a neighbour's working set is a cliff (0 ms/s,
  *     then hundreds), so a regulator that waits for it falls off it again and again. The size at which the
- *     stall last rose is remembered; under the budget the shrinkers are held a tenth below it, and the
- *     limit creeps up by 0.1% per look (as Senpai probes upwards) so that a cache regains room it may have.
+ *     stall rose is the edge, and while the stall stays over the budget the edge follows what the
+ *     shrinkers hold down (a phase change moves it lower at once). Under the budget they are held a tenth
+ *     below it, and the limit rises from there as TCP CUBIC's window does after a loss: fast at first,
+ *     flat at the old edge, faster and faster beyond it, as a function of time, so that a neighbour who
+ *     is still there is met at a crawl and one who has gone gives its room back within seconds. Far
+ *     enough above it, the edge says nothing any more and is forgotten.
  * regulator.c reads the kernel's figures and runs the rounds; this file only decides. */
 
 #include <stdbool.h>
@@ -29,16 +33,33 @@ struct regulation_params {
         unsigned step_gain_permille; /* the step at twice the budget; it grows linearly with the excess */
 };
 
-#define REGULATION_BACKOFF_MAX 5     /* spacing of at most 2^5 = 32 intervals */
+/* The control law's constants, with their units. Rates are per second of the clock, not per look: the
+ * regulator looks four times as often at a scope with a limit, and the law must not care. */
+#define REGULATION_BACKOFF_MAX 5     /* spacing of futile steps, at most 2^5 = 32 intervals */
 #define REGULATION_BOOST_MAX 3       /* steps up to 2^3 times the proportional one... */
 #define REGULATION_STEP_HARD_MAX_PERMILLE 250 /* ...and never more than a quarter of what is held */
-/* The growth limit's edge rises by a thousandth per look under the budget: at the four looks per interval
- * of a scope with a limit, the tenth it is held below the edge comes back in about 25 intervals. Each
- * rise of the stall sets the edge to what is held then, a tenth or more lower: a creep of a
- * ten-thousandth per look (the first version) lost that much faster than it came back, and the limit
- * ratcheted down to 33 of the 44 MiB a fixed cap serves best (docs/performance-history.md,
- * 2026-12-06). */
-#define REGULATION_CREEP_PER_LOOK 1000
+#define REGULATION_SETTLING_PERMILLE 750      /* a rate below 3/4 of the one that stepped is on its way down */
+#define REGULATION_FELL_PERMILLE 900          /* a streak ends when the rate fell below 9/10 of its start */
+/* ...or is futile once what is held fell below a quarter of its start: the stall of a limit that binds
+ * is a cliff, and does not fall until the caches are below a neighbour's grown working set (a phase
+ * change that doubled it asked 70% of the cache; at "a quarter given" the steps backed off to one in 32
+ * intervals, and the stall stayed at 9.6 to 229 ms/s). */
+#define REGULATION_FUTILE_PERMILLE 250
+#define REGULATION_BOOST_AFTER 2              /* steps in a streak before its steps double */
+/* Under the budget the shrinkers are held this far below the edge: the stall's edge is noisy, and a
+ * cache held right at it touches the cliff with every burst of its load. */
+#define REGULATION_EDGE_MARGIN_PERMILLE 100
+/* Under the budget the limit is back at the edge this long after the stall went (CUBIC's K): it rises
+ * quickly from the margin, slows to nothing at the edge, and speeds up past it. With 2.5 s, a cache cut to
+ * a quarter of its room by a neighbour who has gone may fill 90% of it again 9.7 s later, and a neighbour
+ * still there is met at under 1%/s. (The first growth limiter crept up by a thousandth a look: minutes.)
+ * Each time the stall rises again where the edge was, the return takes twice as long, up to 2^4 times:
+ * a neighbour who stays is touched every 40 s, not every few seconds. */
+#define REGULATION_EDGE_RETURN_USEC (2500 * 1000ULL)
+#define REGULATION_EDGE_RETURN_SHIFT_MAX 4
+/* An edge the limit has risen sixteenfold past is forgotten: the caches may grow until a stall finds
+ * the next one. */
+#define REGULATION_EDGE_FORGET_FACTOR 16
 
 enum regulation_verdict {
         REGULATION_FIRST,       /* the first reading (or the counter went back): nothing to compare yet */
@@ -56,6 +77,7 @@ struct regulation {
         bool have_mark;
         bool first;                     /* the last reading had nothing to compare with */
         uint64_t mark_total, mark_usec; /* the last reading */
+        uint64_t prev_usec;             /* the one before it: where the interval just measured began */
         double rate;                    /* the stall over the last interval, µs per second */
         double stepped_rate;            /* the rate that made the last step (< 0: the last interval did not step) */
         unsigned streak;                /* steps since the rate last fell by a tenth */
@@ -64,11 +86,14 @@ struct regulation {
         unsigned boost;                 /* log2 of the factor on the proportional step (caches that regrow) */
         unsigned backoff;               /* log2 of the spacing of steps */
         unsigned skip;                  /* intervals still to skip */
-        /* The growth limiter: what the shrinkers held when the stall last rose over the budget from under
-         * it, the edge of the cliff (0: not seen). Under the budget they are held a tenth below it, and
-         * it creeps up by REGULATION_CREEP_PER_LOOK, so that they find room again when the neighbour's
-         * working set shrinks. */
-        uint64_t knee;
+        /* The growth limiter: what the shrinkers held when the stall rose over the budget from under it,
+         * and less while it stays over (0: none known). */
+        uint64_t edge;
+        uint64_t edge_usec;  /* when it was last set */
+        uint64_t quiet_usec; /* when the quiet spell began (0: the stall is over the budget) */
+        uint64_t limit;      /* what the shrinkers may hold now (0: no limit) */
+        uint64_t limit_base; /* the limit when the quiet spell began */
+        unsigned return_shift; /* log2 of the return time's factor: the edge was met again that often */
         bool was_over;
         uint64_t steps, asked_bytes;    /* for the log and ListShrinkers */
 };
@@ -88,6 +113,20 @@ enum regulation_verdict regulation_decide(struct regulation *r, const struct reg
 /* Under the budget: what the shrinkers may hold (0: no limit known). Above it, the regulator asks for
  * the difference (after a fresh count). */
 uint64_t regulation_limit(const struct regulation *r);
+
+/* Forget the edge (and with it the limit): the caches it was learnt from are gone or were not the cause. */
+void regulation_forget_edge(struct regulation *r);
+
+/* How fast the limit rises now, in thousandths of itself per second (0: it does not: no limit, or the
+ * stall is over the budget). */
+unsigned regulation_rise_permille(const struct regulation *r);
+
+/* The limit's growth over `usec` of quiet, in millionths (1000000: none yet), for a return time of
+ * REGULATION_EDGE_RETURN_USEC << return_shift: pure, for tests and docs. */
+uint64_t regulation_rise_factor_ppm(uint64_t usec, unsigned return_shift);
+
+/* How long the limit takes now to come back to the edge after a stall. */
+uint64_t regulation_edge_return_usec(const struct regulation *r);
 
 /* The step for a rate over the budget, of held bytes (exposed for tests and documentation). */
 uint64_t regulation_step_bytes(const struct regulation_params *p, double rate, uint64_t held);

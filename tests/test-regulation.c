@@ -97,8 +97,8 @@ static void test_settling(void) {
         CU_ASSERT(bytes > 0);
 }
 
-/* A stall the caches cannot lower (someone else's working set that does not fit): steps grow further
- * apart, up to 32 intervals, and the cache is not emptied. */
+/* A stall the caches cannot lower (someone else's working set that does not fit): once three quarters
+ * are gone for nothing, steps grow further apart, up to 32 intervals, and the cache is not emptied. */
 static void test_backoff(void) {
         struct regulation r;
         uint64_t total = 0, now = 0, bytes;
@@ -120,7 +120,11 @@ static void test_backoff(void) {
         CU_ASSERT_EQUAL(r.backoff, (unsigned) REGULATION_BACKOFF_MAX);
         CU_ASSERT_EQUAL(regulation_limit(&r), 0u); /* no edge of theirs: no growth limit either */
         CU_ASSERT(steps < 60);         /* not one per interval */
-        CU_ASSERT(held > 64 * MIB / 8); /* a 5% step every interval would have left 64 MiB * 0.95^600 */
+        printf("(%.1f MiB left) ", (double) held / MIB);
+        /* A 5% step every interval would have left 64 MiB * 0.95^600. Three quarters go before the steps
+         * are judged futile (a cliff does not fall before then), and little after: 4.3 MiB left when
+         * this was written. */
+        CU_ASSERT(held > 64 * MIB / 20);
         /* Under the budget once: the brakes are released. */
         CU_ASSERT_EQUAL(feed(&r, &total, &now, 100, true, held, &bytes), REGULATION_UNDER);
         CU_ASSERT_EQUAL(r.backoff, 0u);
@@ -143,8 +147,19 @@ static void test_boost(void) {
         CU_ASSERT_EQUAL(r.backoff, 0u);
 }
 
+/* Feed a reading `dt` after the last, at `rate` µs/s over that span. */
+static enum regulation_verdict feed_dt(struct regulation *r, uint64_t *total, uint64_t *now, uint64_t dt, double rate,
+                                       bool own, uint64_t held, uint64_t *bytes) {
+        *now += dt;
+        *total += (uint64_t) (rate * (double) dt / SEC);
+        double got;
+        bool over = regulation_measure(r, &params, *total, *now, &got);
+        return regulation_decide(r, &params, over, own, held, bytes);
+}
+
 /* The growth limiter: the size at which the stall rose is the edge; under the budget the limit is a
- * tenth below it and creeps up slowly; a lower edge found later replaces it. */
+ * tenth below it and rises by slow start, gently at first; a lower edge found later replaces it, and
+ * someone else's stall does not move it. */
 static void test_growth_limit(void) {
         struct regulation r;
         uint64_t total = 0, now = 0, bytes;
@@ -153,24 +168,107 @@ static void test_growth_limit(void) {
         CU_ASSERT_EQUAL(feed(&r, &total, &now, 0, true, 40 * MIB, &bytes), REGULATION_UNDER);
         CU_ASSERT_EQUAL(regulation_limit(&r), 0u); /* no stall seen: no limit */
         CU_ASSERT_EQUAL(feed(&r, &total, &now, 200000, true, 50 * MIB, &bytes), REGULATION_STEP);
-        CU_ASSERT_EQUAL(r.knee, 50 * MIB);
-        /* Still over while stepping down: the edge stays where the stall began. */
-        feed(&r, &total, &now, 200000, true, 48 * MIB, &bytes);
-        CU_ASSERT_EQUAL(r.knee, 50 * MIB);
+        CU_ASSERT_EQUAL(r.edge, 50 * MIB);
+        CU_ASSERT_EQUAL(regulation_limit(&r), 45 * MIB);
+        CU_ASSERT_EQUAL(regulation_rise_permille(&r), 0u);
+        /* The first reading under, a second into the quiet spell: on its way back from a tenth below. */
         CU_ASSERT_EQUAL(feed(&r, &total, &now, 0, true, 44 * MIB, &bytes), REGULATION_UNDER);
         uint64_t limit = regulation_limit(&r);
-        CU_ASSERT(limit >= 45 * MIB && limit <= 45 * MIB + 45 * MIB / REGULATION_CREEP_PER_LOOK + 1);
-        for (int i = 0; i < 100; i++)
-                feed(&r, &total, &now, 0, true, 44 * MIB, &bytes);
-        CU_ASSERT(regulation_limit(&r) > limit + 4 * MIB);       /* creeping up: the tenth is back... */
-        CU_ASSERT(regulation_limit(&r) < 50 * MIB);              /* ...in about 100 looks, not at once */
+        CU_ASSERT(limit > 45 * MIB && limit < 50 * MIB);
+        CU_ASSERT(regulation_rise_permille(&r) > 10);
+        /* At the old edge after 2.5 s, and barely moving there (under 1%/s for half a second after). */
+        feed_dt(&r, &total, &now, SEC + SEC / 2, 0, true, 44 * MIB, &bytes);
+        CU_ASSERT(regulation_limit(&r) >= 50 * MIB - MIB / 10 && regulation_limit(&r) <= 50 * MIB + MIB / 10);
+        CU_ASSERT(regulation_rise_permille(&r) < 1);
+        feed_dt(&r, &total, &now, SEC / 2, 0, true, 44 * MIB, &bytes);
+        CU_ASSERT(regulation_rise_permille(&r) < 10);
+        /* Past it with no stall, faster and faster. */
+        feed_dt(&r, &total, &now, 2 * SEC, 0, true, 44 * MIB, &bytes);
+        CU_ASSERT(regulation_limit(&r) > 51 * MIB);
+        CU_ASSERT(regulation_rise_permille(&r) > 20);
         /* The neighbour's working set grew: the stall rises at 30 MiB, the new edge. */
         CU_ASSERT_EQUAL(feed(&r, &total, &now, 100000, true, 30 * MIB, &bytes), REGULATION_STEP);
-        CU_ASSERT_EQUAL(r.knee, 30 * MIB);
+        CU_ASSERT_EQUAL(r.edge, 30 * MIB);
+        CU_ASSERT_EQUAL(regulation_limit(&r), 27 * MIB);
         /* Someone else's stall says nothing of the caches' edge. */
-        feed(&r, &total, &now, 0, true, 30 * MIB, &bytes);
+        feed(&r, &total, &now, 0, true, 26 * MIB, &bytes);
         feed(&r, &total, &now, 100000, false, 20 * MIB, &bytes);
-        CU_ASSERT(r.knee >= 30 * MIB);
+        CU_ASSERT_EQUAL(r.edge, 30 * MIB);
+        CU_ASSERT(regulation_limit(&r) >= 27 * MIB);
+}
+
+/* A phase change: the cache was held at 40 MiB, and the neighbour's working set doubles. The limit falls
+ * below what the cache holds at the first reading over the budget, and follows it down while the stall
+ * stays: at the first quiet reading it is below the last size that still stalled (a tenth under it, and
+ * a second's rise), not back at the old edge. */
+static void test_phase_change(void) {
+        struct regulation r;
+        uint64_t total = 0, now = 0, bytes;
+        double cache = 40 * MIB;
+        regulation_init(&r);
+        feed(&r, &total, &now, 0, true, 0, &bytes);
+        CU_ASSERT_EQUAL(feed(&r, &total, &now, 50000, true, (uint64_t) cache, &bytes), REGULATION_STEP);
+        CU_ASSERT(regulation_limit(&r) < (uint64_t) cache);
+        /* The edge is now 20 MiB: the stall stays until the cache is below it. */
+        uint64_t last_stalled = 0;
+        for (int i = 0; i < 60 && cache > 20 * MIB; i++) {
+                cache -= (double) bytes;
+                enum regulation_verdict v = feed(&r, &total, &now, cache > 20 * MIB ? 50000 : 0, true, (uint64_t) cache, &bytes);
+                if (v == REGULATION_STEP)
+                        last_stalled = (uint64_t) cache;
+                if (v == REGULATION_BACKING_OFF || v == REGULATION_SETTLING)
+                        bytes = 0;
+        }
+        CU_ASSERT_FATAL(cache <= 20 * MIB);
+        printf("(limit %.1f MiB, last stalled at %.1f) ", (double) regulation_limit(&r) / MIB, (double) last_stalled / MIB);
+        CU_ASSERT(last_stalled <= 26 * MIB);
+        CU_ASSERT(regulation_limit(&r) < last_stalled);
+}
+
+/* The neighbour leaves: a cache of 40 MiB was cut to 10.5 MiB while a neighbour read a file, the edge
+ * found there. Once the stall is gone the limit gives the room back: 90% of the 40 MiB within 10 s. The
+ * law is one of time, not of looks: read every 250 ms or every second, the limit is the same within 1%. */
+static void test_neighbour_leaves(void) {
+        uint64_t at[2] = { 0 };
+        const uint64_t looks[2] = { SEC / 4, SEC };
+        for (int k = 0; k < 2; k++) {
+                struct regulation r;
+                uint64_t total = 0, now = 0, bytes;
+                regulation_init(&r);
+                feed(&r, &total, &now, 0, true, 0, &bytes);
+                CU_ASSERT_EQUAL(feed(&r, &total, &now, 100000, true, 11 * MIB + MIB / 2, &bytes), REGULATION_STEP);
+                uint64_t t = 0, regained = 0;
+                while (t < 20 * SEC) {
+                        feed_dt(&r, &total, &now, looks[k], 0, true, 10 * MIB, &bytes);
+                        t += looks[k];
+                        uint64_t l = regulation_limit(&r);
+                        if (!regained && (l == 0 || l >= 36 * MIB))
+                                regained = t;
+                        if (t == 8 * SEC)
+                                at[k] = l;
+                }
+                CU_ASSERT(regained > 0 && regained <= 10 * SEC);
+                printf("(looks of %llu ms: 36 MiB allowed after %.2f s) ", (unsigned long long) looks[k] / 1000,
+                       (double) regained / SEC);
+                /* Far past it, the edge is forgotten. */
+                CU_ASSERT_EQUAL(regulation_limit(&r), 0u);
+                CU_ASSERT_EQUAL(r.edge, 0u);
+        }
+        CU_ASSERT(at[0] > 0 && at[1] > 0);
+        CU_ASSERT(at[0] <= at[1] + at[1] / 100 && at[1] <= at[0] + at[0] / 100);
+}
+
+/* The rise, tabulated: back at the edge (a ninth above the start) after REGULATION_EDGE_RETURN_USEC. */
+static void test_rise_factor(void) {
+        CU_ASSERT_EQUAL(regulation_rise_factor_ppm(0, 0), 1000000u);
+        uint64_t at_edge = regulation_rise_factor_ppm(REGULATION_EDGE_RETURN_USEC, 0);
+        CU_ASSERT(at_edge >= 1111000 && at_edge <= 1111200);
+        uint64_t prev = 0;
+        for (uint64_t t = 0; t < 60 * SEC; t += SEC / 10) {
+                uint64_t f = regulation_rise_factor_ppm(t, 0);
+                CU_ASSERT(f >= prev); /* monotonic */
+                prev = f;
+        }
 }
 
 /* A sawtooth input (over, under, over...) steps only when over, and the steps do not grow. */
@@ -221,16 +319,18 @@ static void test_closed_loop(void) {
                         stall_sum += rate;
                 }
         }
-        /* The band: the creep takes the cache back to the edge now and then, and a step takes it back
-         * (58.9 to 65.0 MiB when this was written): within 8 MiB (an eighth of the limit), never far past
+        /* The band: the limit's return takes the cache back to the edge now and then, and a step takes it
+         * back (59.3 to 65.0 MiB when this was written): within 8 MiB (an eighth of the limit), never far past
          * the limit, never emptied. */
         CU_ASSERT(hi - lo <= 8 * MIB);
         CU_ASSERT(hi <= limit + 4 * MIB);
         CU_ASSERT(lo >= limit - 6 * MIB);
         CU_ASSERT(steps > 0);
-        /* Once the edge is known, the cache is held under it but for those probes: a mean stall of a
-         * fifth of the budget at most after the warm-up (90 us/s when this was written). */
-        CU_ASSERT(stall_sum / 500 < 200);
+        /* Once the edge is known, the cache is held under it but for those probes. */
+        printf("(band %.1f to %.1f MiB, mean stall %.0f us/s) ", lo / MIB, hi / MIB, stall_sum / 500);
+        /* A third of the budget at most (303 us/s when this was written; 90 with the first growth limiter,
+         * whose limit took minutes to give room back): the edge is met again every 5 to 40 s. */
+        CU_ASSERT(stall_sum / 500 < 400);
 }
 
 /* ---- proactive reclaim's probe ---- */
@@ -317,6 +417,9 @@ int main(void) {
                 { "futile steps back off", test_backoff },
                 { "caches that regrow get larger steps", test_boost },
                 { "the growth limit follows the edge of the stall", test_growth_limit },
+                { "a phase change: the limit falls with the stall", test_phase_change },
+                { "a neighbour leaves: the room comes back within 10 s", test_neighbour_leaves },
+                { "the limit's rise over time", test_rise_factor },
                 { "a sawtooth input does not escalate", test_sawtooth_input },
                 { "a cache growing into its limit settles in a band", test_closed_loop },
                 { "a probe's size", test_probe },

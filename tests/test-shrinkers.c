@@ -816,7 +816,7 @@ static void test_regulator_steps_below_the_levels(void) {
         pressure_gen_stop(&g);
         /* Under the budget is not necessarily 0.00 ms/s: the client's own page faults may stall a little. */
         snprintf(needle, sizeof(needle), "%s: stall ", g.cgroup);
-        CU_ASSERT_EQUAL(log_wait_both(needle, ", back under its budget after", 1, 30000), 1);
+        CU_ASSERT(log_wait_both(needle, ", back under its budget after", 1, 30000) >= 1); /* runs end with it */
         /* Three looks to settle (the last step's memory going back to the kernel is one more count of
          * the growth limit), then three more in which nothing may be asked. */
         snprintf(needle, sizeof(needle), "%s: regulation: stall ", g.cgroup);
