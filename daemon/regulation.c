@@ -93,12 +93,16 @@ static uint64_t below_edge(uint64_t edge) {
  * phase change: the neighbour's working set grew), so the edge follows them down. */
 static void regulation_edge_over(struct regulation *r, uint64_t held, bool rise) {
         if (rise && held > 0 && r->backoff == 0) {
-                /* Met again where it was last found (within the margin): a neighbour who stays. The limit
-                 * takes twice as long to come back to it next time (up to 40 s), as Senpai backs off; an
-                 * edge somewhere else starts over. */
-                uint64_t m = r->edge / 1000 * REGULATION_EDGE_MARGIN_PERMILLE;
-                bool again = r->edge > 0 && held + m >= r->edge && held <= r->edge + m;
-                r->return_shift = again ? MIN(r->return_shift + 1, (unsigned) REGULATION_EDGE_RETURN_SHIFT_MAX) : 0;
+                /* Risen again where it last rose (within the margin): a neighbour who stays. The limit
+                 * takes twice as long to come back next time (up to 40 s), as Senpai backs off; a rise
+                 * somewhere else halves it. */
+                uint64_t m = r->rise_held / 1000 * REGULATION_EDGE_MARGIN_PERMILLE;
+                bool again = r->rise_held > 0 && held + m >= r->rise_held && held <= r->rise_held + m;
+                if (again)
+                        r->return_shift = MIN(r->return_shift + 1, (unsigned) REGULATION_EDGE_RETURN_SHIFT_MAX);
+                else
+                        r->return_shift = MAX(r->return_shift, 3u) - 1;
+                r->rise_held = held;
         }
         if (held > 0 && r->backoff == 0 && (rise || r->edge == 0 || held < r->edge)) {
                 r->edge = held;
@@ -115,6 +119,10 @@ static void regulation_edge_quiet(struct regulation *r) {
         if (r->quiet_usec == 0) {
                 r->quiet_usec = r->prev_usec; /* the interval just measured was quiet from its start */
                 r->limit_base = below_edge(r->edge);
+                /* The edge came down by more than a quarter from where the stall rose: not the neighbour
+                 * who stays, but one who came (a burst, a phase change) and may go: the short return. */
+                if (r->edge < r->rise_held / 4 * 3)
+                        r->return_shift = 0;
         }
         uint64_t f = regulation_rise_factor_ppm(r->mark_usec - r->quiet_usec, r->return_shift);
         if (f >= (uint64_t) REGULATION_EDGE_FORGET_FACTOR * 1000000) {
@@ -126,7 +134,7 @@ static void regulation_edge_quiet(struct regulation *r) {
 
 void regulation_forget_edge(struct regulation *r) {
         assert(r);
-        r->edge = r->edge_usec = r->quiet_usec = r->limit = r->limit_base = 0;
+        r->edge = r->edge_usec = r->quiet_usec = r->limit = r->limit_base = r->rise_held = 0;
         r->return_shift = 0;
 }
 
@@ -198,6 +206,10 @@ enum regulation_verdict regulation_decide(struct regulation *r, const struct reg
         r->streak++;
         r->stepped_rate = r->rate;
         uint64_t bytes = regulation_step_bytes(p, r->rate, held) << r->boost;
+        /* Fallen off the edge: down below it at once, as TCP halves its window at a loss, not by a few
+         * percent a look while the cache refills past it (each touch of the edge cost 135 ms of stall). */
+        if (rise && r->limit > 0 && held > r->limit)
+                bytes = MAX(bytes, held - r->limit);
         *ret_bytes = MIN(bytes, held / 1000 * REGULATION_STEP_HARD_MAX_PERMILLE);
         r->steps++;
         r->asked_bytes += *ret_bytes;

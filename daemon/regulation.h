@@ -50,11 +50,13 @@ struct regulation_params {
  * cache held right at it touches the cliff with every burst of its load. */
 #define REGULATION_EDGE_MARGIN_PERMILLE 100
 /* Under the budget the limit is back at the edge this long after the stall went (CUBIC's K): it rises
- * quickly from the margin, slows to nothing at the edge, and speeds up past it. With 2.5 s, a cache cut to
- * a quarter of its room by a neighbour who has gone may fill 90% of it again 9.7 s later, and a neighbour
- * still there is met at under 1%/s. (The first growth limiter crept up by a thousandth a look: minutes.)
- * Each time the stall rises again where the edge was, the return takes twice as long, up to 2^4 times:
- * a neighbour who stays is touched every 40 s, not every few seconds. */
+ * quickly from the margin, slows to nothing at the edge, and speeds up past it. After an edge that came
+ * down by more than a quarter while the stall stayed (a burst, a phase change: a neighbour who came and
+ * may go), K is 2.5 s: a cache cut to a quarter of its room may fill 90% of it again 9.7 s after the
+ * stall went (the first growth limiter crept up by a thousandth a look: minutes). After a first rise it
+ * is 10 s, and each time the stall rises again where it last rose it doubles, up to 40 s: on the
+ * headline benchmark each touch of the edge cost about 135 ms of stall, and a neighbour who stays is met
+ * every 40 s, not every few seconds. A rise somewhere else halves it, down to 10 s. */
 #define REGULATION_EDGE_RETURN_USEC (2500 * 1000ULL)
 #define REGULATION_EDGE_RETURN_SHIFT_MAX 4
 /* An edge the limit has risen sixteenfold past is forgotten: the caches may grow until a stall finds
@@ -94,6 +96,7 @@ struct regulation {
         uint64_t limit;      /* what the shrinkers may hold now (0: no limit) */
         uint64_t limit_base; /* the limit when the quiet spell began */
         unsigned return_shift; /* log2 of the return time's factor: the edge was met again that often */
+        uint64_t rise_held;    /* what the shrinkers held at the last rise */
         bool was_over;
         uint64_t steps, asked_bytes;    /* for the log and ListShrinkers */
 };
