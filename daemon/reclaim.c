@@ -168,6 +168,30 @@ static bool episode_quiet(struct reclaim_episode *e, double *ret_stall) {
         return stall < (double) low->stall_usec / (double) low->window_usec;
 }
 
+/* What raised the level is gone, though the hysteresis holds it: a group now below half of every limit on
+ * its way up (the kernel's OOM killer emptied it: 19 rounds took 11.5 MiB from a cache after a kill,
+ * before this), or headroom back above its low threshold. Subscribers still hear the level; nobody is
+ * asked for it. */
+static bool episode_cause_gone(struct reclaim_episode *e) {
+        struct scope *s = e->scope;
+        if (scope_source(s) == LEVEL_SOURCE_HEADROOM) {
+                scope_refresh_headroom(s);
+                return scope_headroom_over_bytes(s) == 0;
+        }
+        return scope_far_below_limits(s);
+}
+
+/* Paused as after a goal met in a quiet spell: only growth is taken from here. */
+static void episode_rest(struct reclaim_episode *e) {
+        struct reclaim *rc = e->rc;
+        if (!e->paused || !e->quiet)
+                log_debug("%s: what raised the level is gone (held by its hysteresis): no reclaim rounds for it.",
+                          scope_name(e->scope));
+        e->paused = e->quiet = true;
+        (void) sd_event_source_set_time(e->timer, event_now(rc->event) + rc->config->round_interval_usec);
+        (void) sd_event_source_set_enabled(e->timer, SD_EVENT_ONESHOT);
+}
+
 static int on_episode_timer(sd_event_source *src, uint64_t usec, void *userdata) {
         struct reclaim_episode *e = userdata;
         struct reclaim *rc = e->rc;
@@ -175,6 +199,10 @@ static int on_episode_timer(sd_event_source *src, uint64_t usec, void *userdata)
         (void) usec;
         if (e->round || !scope_wants_reclaim(rc, e->scope))
                 return 0;
+        if (episode_cause_gone(e)) {
+                episode_rest(e);
+                return 0;
+        }
         if (e->paused) {
                 /* The goal was released. While the scope is quiet, no new one: reclaiming on while only
                  * the hysteresis holds the level would empty the caches for nothing. Look again every
@@ -353,7 +381,11 @@ static void scope_changed(struct reclaim *rc, struct scope *s) {
                 }
                 return;
         }
-        if (!e->round)
+        if (e->round)
+                return;
+        if (episode_cause_gone(e))
+                episode_rest(e);
+        else
                 episode_start_round(e);
 }
 
@@ -540,7 +572,17 @@ int reclaim_shrinker_info(const struct reclaim *rc, const struct shrinker *sh, s
         assert(rc);
         assert(ret);
 
-        return round_engine_shrinker_info(rc->engine, sh, ret);
+        int r = round_engine_shrinker_info(rc->engine, sh, ret);
+        if (r >= 0 && rc->regulator)
+                ret->have_regulation = regulator_client_info(rc->regulator, sh->client, &ret->regulation) >= 0;
+        return r;
+}
+
+int reclaim_regulation(const struct reclaim *rc, const struct scope *s, struct regulation_snapshot *ret) {
+        assert(rc);
+        assert(ret);
+
+        return rc->regulator ? regulator_scope_info(rc->regulator, s, ret) : -ENOENT;
 }
 
 void reclaim_regulator_stats(const struct reclaim *rc, struct regulator_stats *ret) {

@@ -336,7 +336,10 @@ static void scope_explain(const struct scope *s, enum level l, char *buf, size_t
                 snprintf(buf, size, "%s stall %.1f%% over the last 10s (the kernel's average, a first look), at or "
                          "above %s's %.1f%% (%s per %s)", psi_kind_to_string(t->kind), s->psi.line[t->kind].avg10,
                          level_to_string(l), 100 * limit, st, w);
-        else if (level_samples_fraction(&s->samples, t->kind, t->window_usec, &fraction) < 0)
+        else if (level_samples_fraction(&s->samples, t->kind, t->window_usec, &fraction) < 0 ||
+                 (l > s->previous && fraction < limit))
+                /* A rise the daemon's own samples do not show (they lag the kernel's window): the trigger
+                 * raised it, and only its figure explains it. */
                 snprintf(buf, size, "the kernel's trigger fired: %s stall of %s within %s (%s's threshold)",
                          psi_kind_to_string(t->kind), st, w, level_to_string(l));
         else
@@ -438,6 +441,23 @@ static bool scope_limit_binds(struct scope *s, uint64_t now) {
         if (first)
                 return s->first_look && near; /* a first look judges 10 s it has no count of */
         return s->limit_events_usec > 0 && now - s->limit_events_usec <= shortage_recent_usec(config_of(s));
+}
+
+bool scope_far_below_limits(struct scope *s) {
+        assert(s);
+
+        struct headroom_group groups[HEADROOM_GROUPS_MAX];
+        char *paths[HEADROOM_GROUPS_MAX] = {};
+        size_t n = 0;
+        if (s->type != SCOPE_CGROUP || s->gone || !s->env->layout ||
+            cgroup_headroom_groups(s->env->layout, s->cgroup, groups, paths, ELEMENTSOF(groups), &n) < 0)
+                return false;
+        bool far = n > 0;
+        for (size_t i = 0; i < n; i++) {
+                far = far && groups[i].limit > 0 && groups[i].usage < groups[i].limit / 2;
+                free(paths[i]);
+        }
+        return far;
 }
 
 /* A stall counts where the memory it waits for is short: for the system, the machine's; for a cgroup, the

@@ -61,6 +61,10 @@ const char *scope_reason(const struct scope *s);   /* why it is at its level (""
 bool scope_is_gone(const struct scope *s);
 /* How far the scope is past its low headroom threshold, as last read (scope_refresh_headroom()). */
 uint64_t scope_headroom_over_bytes(const struct scope *s);
+/* SCOPE_CGROUP: every memory limit on its way to the root (its own and its ancestors') holds less than
+ * half of what it allows, read now: no limit can be what makes it stall. False without a limit, or for
+ * the system and nodes. */
+bool scope_far_below_limits(struct scope *s);
 /* The cumulative "some" stall in µs as last read (scope_refresh()); false for a scope without PSI. */
 bool scope_some_total(const struct scope *s, uint64_t *ret);
 /* A node scope's free pages short of its high watermarks (0: none), as last sampled; false without node

@@ -225,10 +225,84 @@ static void test_headroom_as_size(void) {
         pressure_gen_destroy(&g);
 }
 
+/* A level held after its cause is gone asks nobody: a cache of 8 MiB in the group, a grower beside it
+ * that nobody can ask; the levels rise with the grower and the cache is asked; the kernel kills the
+ * grower; during the 10 s the level is then held, no scan reaches the cache (the group is nearly empty:
+ * 19 rounds took 11.5 MiB from a cache there before). */
+static void nothing_asked_after_the_kill(const char *levels) {
+        struct pressure_gen g;
+        char news[128], line[256], conf[256];
+        uint64_t unreclaimable = 0;
+
+        CU_ASSERT_EQUAL_FATAL(test_pressure_group(&g, LIMIT_BYTES), 0);
+        snprintf(conf, sizeof(conf), "hold=10s\nregulate_budget=0\nlog_level=debug\n%s", levels);
+        CU_ASSERT_EQUAL_FATAL(start_daemon(g.cgroup, conf), 0);
+        int sub = subscribe(g.cgroup);
+        CU_ASSERT_FATAL(sub >= 0);
+        CU_ASSERT_EQUAL_FATAL(next_news(sub, 10000, news, sizeof(news), &unreclaimable), 0);
+
+        int p[2];
+        CU_ASSERT_FATAL(pipe(p) == 0);
+        const char *const cache_argv[] = { getenv("SHRINKER_CLIENT_BIN"), "--socket", daemon_.socket, "--objects", "8",
+                                           "--size", "1048576", "--memcg", NULL };
+        pid_t cache_pid = pressure_gen_spawn(&g, cache_argv, p[1]);
+        close(p[1]);
+        CU_ASSERT_FATAL(cache_pid > 0);
+        struct test_child cache = { .lines.fd = -1 };
+        test_child_adopt(&cache, cache_pid, p[0]);
+        CU_ASSERT_EQUAL_FATAL(test_lines_next(&cache.lines, 10000, line, sizeof(line)), 0); /* ready */
+
+        pid_t grower = spawn_grower(&g, false, -1);
+        CU_ASSERT_FATAL(grower > 0);
+        test_cleanup_pid(grower);
+        bool raised = false, killed = false;
+        while (!killed && next_news(sub, 60000, news, sizeof(news), &unreclaimable) == 0) {
+                raised = raised || strncmp(news, "event ", 6) == 0;
+                killed = streq(news, "memory oom_kill");
+        }
+        CU_ASSERT_FATAL(killed);
+        int status = 0;
+        CU_ASSERT_EQUAL(waitpid(grower, &status, 0), grower);
+        test_cleanup_forget_pid(grower);
+        /* What was sent before the kill may still arrive: half a second to drain it. */
+        unsigned before = 0, after = 0;
+        uint64_t drain = test_now_ms() + 500;
+        while (test_now_ms() < drain && test_lines_next(&cache.lines, (int) (drain - test_now_ms()), line, sizeof(line)) == 0)
+                before += strncmp(line, "scan ", 5) == 0;
+        /* Whatever level the stall around the kill raised is held for the hold time; until the subscriber
+         * hears ok (or 15 s pass), nothing more is asked. */
+        bool ok = false;
+        uint64_t end = test_now_ms() + 15000;
+        while (!ok && test_now_ms() < end) {
+                while (test_lines_next(&cache.lines, 0, line, sizeof(line)) == 0)
+                        after += strncmp(line, "scan ", 5) == 0;
+                if (next_news(sub, 200, news, sizeof(news), &unreclaimable) == 0) {
+                        raised = raised || (strncmp(news, "event ", 6) == 0 && strncmp(news, "event ok", 8) != 0);
+                        ok = raised && strncmp(news, "event ok", 8) == 0;
+                }
+        }
+        while (test_lines_next(&cache.lines, 0, line, sizeof(line)) == 0)
+                after += strncmp(line, "scan ", 5) == 0;
+        fprintf(stderr, "  scans: %u draining after the kill, %u while the level was held (%s)\n", before, after,
+                raised ? "a level was raised" : "no level was raised");
+        CU_ASSERT(raised);
+        CU_ASSERT(ok);
+        CU_ASSERT_EQUAL(after, 0u);
+        test_child_stop(&cache);
+        close(sub);
+        CU_ASSERT_EQUAL(test_daemon_stop(&daemon_), 0);
+        pressure_gen_destroy(&g);
+}
+
+static void test_nothing_asked_after_the_kill(void) {
+        nothing_asked_after_the_kill("");
+}
+
 int main(void) {
         static const struct test_case cases[] = {
                 { "an anonymous grower is warned before its limit, and saved when it frees", test_headroom },
                 { "a headroom threshold as a size left", test_headroom_as_size },
+                { "a level held after an OOM kill asks nobody", test_nothing_asked_after_the_kill },
                 {},
         };
         return test_run("headroom", cases, test_need_root_psi());

@@ -312,6 +312,34 @@ static void test_shutdown_ends_all(void) {
         teardown(e, 2);
 }
 
+/* The reason a level change gives is the figure that made it: a rise the daemon's samples do not show yet
+ * (the kernel's trigger raised it) names the trigger, not "below medium's threshold, held"; a fall that
+ * the hysteresis holds says so. */
+static void test_reason_of_a_rise(void) {
+        setup();
+        f.config.hold_usec = 10000000;
+        struct scope *sys = scope_registry_system(f.reg);
+        if (!test_quiet_pressure_path()) {
+                printf("(no cgroup v2 with PSI: skipped) ");
+                teardown(NULL, 0);
+                return;
+        }
+        uint64_t t = now();
+        scope_feed_level(sys, LEVEL_LOW, t);
+        CU_ASSERT_EQUAL(scope_level(sys), LEVEL_LOW);
+        CU_ASSERT_PTR_NOT_NULL(strstr(scope_reason(sys), "the kernel's trigger fired"));
+        /* Samples over a window with no stall in them (the file is a cgroup nobody runs in). */
+        scope_sample(sys, t + 100000);
+        scope_sample(sys, t + 2600000);
+        CU_ASSERT_EQUAL(scope_level(sys), LEVEL_LOW); /* held */
+        scope_feed_level(sys, LEVEL_MEDIUM, t + 2700000);
+        CU_ASSERT_EQUAL(scope_level(sys), LEVEL_MEDIUM);
+        printf("(%s) ", scope_reason(sys));
+        CU_ASSERT_PTR_NOT_NULL(strstr(scope_reason(sys), "the kernel's trigger fired"));
+        CU_ASSERT_PTR_NULL(strstr(scope_reason(sys), "held until"));
+        teardown(NULL, 0);
+}
+
 int main(void) {
         static const struct test_case cases[] = {
                 { "the current state comes first", test_state_first },
@@ -321,6 +349,7 @@ int main(void) {
                 { "memory events reach every subscriber, or are counted", test_memory_events },
                 { "subscribers share one encoding of an event", test_shared_text },
                 { "shutting down ends every subscription", test_shutdown_ends_all },
+                { "a rise is explained by the figure that raised it", test_reason_of_a_rise },
                 {},
         };
         return test_run("subscription", cases, NULL);
