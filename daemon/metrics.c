@@ -61,6 +61,8 @@ static void header(FILE *f, const char *name, const char *type, const char *help
         fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+static void render_regulated(struct metrics *m, FILE *f);
+
 static void scope_label(FILE *f, const char *name, const struct scope *s) {
         fprintf(f, "%s{scope=\"", name);
         metrics_write_label(f, scope_name(s));
@@ -246,7 +248,34 @@ static void render_shrinkers(struct metrics *m, FILE *f) {
         fprintf(f, "pressured_regulator_asked_bytes_total %" PRIu64 "\n", rs.asked_bytes);
         header(f, "pressured_regulator_freed_bytes_total", "counter", "Bytes the shrinkers claimed to free in those steps.");
         fprintf(f, "pressured_regulator_freed_bytes_total %" PRIu64 "\n", rs.freed_bytes);
+        render_regulated(m, f);
         render_proactive(m, f);
+}
+
+/* Per scope the regulator follows: its stall rate and the growth limit it holds the shrinkers to. */
+static void render_regulated(struct metrics *m, FILE *f) {
+        struct regulation_snapshot r;
+        header(f, "pressured_regulator_stall_rate", "gauge",
+               "The scope's some stall over the regulator's last interval, in seconds per second (its budget is "
+               "pressured_regulator_budget).");
+        SCOPE_REGISTRY_FOREACH(s, m->src.scopes)
+                if (!scope_is_gone(s) && reclaim_regulation(m->src.reclaim, s, &r) >= 0) {
+                        scope_label(f, "pressured_regulator_stall_rate", s);
+                        fprintf(f, " %.6f\n", (double) r.stall / 1e6);
+                }
+        header(f, "pressured_regulator_budget", "gauge", "The scope's stall budget, in seconds of some stall per second.");
+        SCOPE_REGISTRY_FOREACH(s, m->src.scopes)
+                if (!scope_is_gone(s) && reclaim_regulation(m->src.reclaim, s, &r) >= 0) {
+                        scope_label(f, "pressured_regulator_budget", s);
+                        fprintf(f, " %.6f\n", (double) r.budget / 1e6);
+                }
+        header(f, "pressured_regulator_limit_bytes", "gauge",
+               "What the shrinkers in the scope may hold under its budget (the growth limit); absent while none is known.");
+        SCOPE_REGISTRY_FOREACH(s, m->src.scopes)
+                if (!scope_is_gone(s) && reclaim_regulation(m->src.reclaim, s, &r) >= 0 && r.limit > 0) {
+                        scope_label(f, "pressured_regulator_limit_bytes", s);
+                        fprintf(f, " %" PRIu64 "\n", r.limit);
+                }
 }
 
 int metrics_render(struct metrics *m, FILE *f) {

@@ -312,6 +312,54 @@ static int decode_scope(struct json_object *o, struct scope_snapshot *s) {
         return get_level(o, "level", &s->level);
 }
 
+/* ---- Regulation ---- */
+
+struct json_object *protocol_encode_regulation(const struct regulation_snapshot *r) {
+        assert(r);
+
+        struct json_object *o = json_object_new_object();
+        if (r->cgroup)
+                jb_set_string(&o, "cgroup", r->cgroup);
+        jb_set_u64(&o, "budget", r->budget);
+        jb_set_u64(&o, "stall", r->stall);
+        jb_set_string(&o, "state", r->state ? r->state : "first");
+        if (r->limit > 0)
+                jb_set_u64(&o, "limit", r->limit);
+        if (r->edge > 0) {
+                jb_set_u64(&o, "edge", r->edge);
+                jb_set_u64(&o, "edge_found", r->edge_found);
+                jb_set_u64(&o, "return_usec", r->return_usec);
+        }
+        if (r->limit > 0)
+                jb_set_u64(&o, "rising", r->rising);
+        jb_set_u64(&o, "steps", r->steps);
+        jb_set_u64(&o, "asked", r->asked);
+        return o;
+}
+
+int protocol_decode_regulation(struct json_object *o, struct regulation_snapshot *ret) {
+        assert(ret);
+
+        struct regulation_snapshot r = {};
+        uint64_t rising = 0;
+        if (!json_object_is_type(o, json_type_object))
+                return -EINVAL;
+        TRY(get_string(o, "cgroup", false, &r.cgroup));
+        TRY(get_u64(o, "budget", true, &r.budget));
+        TRY(get_u64(o, "stall", true, &r.stall));
+        TRY(get_string(o, "state", true, &r.state));
+        TRY(get_u64(o, "limit", false, &r.limit));
+        TRY(get_u64(o, "edge", false, &r.edge));
+        TRY(get_u64(o, "edge_found", false, &r.edge_found));
+        TRY(get_u64(o, "return_usec", false, &r.return_usec));
+        TRY(get_u64(o, "rising", false, &rising));
+        r.rising = (unsigned) MIN(rising, (uint64_t) UINT_MAX);
+        TRY(get_u64(o, "steps", true, &r.steps));
+        TRY(get_u64(o, "asked", true, &r.asked));
+        *ret = r;
+        return 0;
+}
+
 /* ---- ScopeState, LevelChange ---- */
 
 struct json_object *protocol_encode_scope_state(const struct scope_snapshot *s) {
@@ -322,6 +370,8 @@ struct json_object *protocol_encode_scope_state(const struct scope_snapshot *s) 
         jb_set_string(&o, "level", level_to_string(s->level));
         encode_figures(&o, s);
         jb_set_u64(&o, "since", s->since);
+        if (s->have_regulation)
+                jb_set(&o, "regulation", protocol_encode_regulation(&s->regulation));
         return o;
 }
 
@@ -334,6 +384,12 @@ int protocol_decode_scope_state(struct json_object *o, struct scope_snapshot *re
         TRY(decode_scope(o, &s));
         TRY(decode_figures(o, &s));
         TRY(get_u64(o, "since", true, &s.since));
+        struct json_object *reg = NULL;
+        TRY(get_object(o, "regulation", &reg));
+        if (reg) {
+                s.have_regulation = true;
+                TRY(protocol_decode_regulation(reg, &s.regulation));
+        }
         *ret = s;
         return 0;
 }
@@ -665,6 +721,8 @@ struct json_object *protocol_encode_shrinker_info(const struct shrinker_info_sna
         jb_set_string(&o, "client_measured", i->client_measured_by_cgroup ? "cgroup" : "resident");
         jb_set_int(&o, "client_trust", (int) i->client_trust);
         jb_set_string(&o, "state", i->quarantined ? "quarantined" : "active");
+        if (i->have_regulation)
+                jb_set(&o, "regulation", protocol_encode_regulation(&i->regulation));
         return o;
 }
 
@@ -750,6 +808,16 @@ int protocol_decode_shrinker_info(struct json_object *o, struct shrinker_info_sn
         i.seeks = (unsigned) seeks;
         i.batch = (unsigned) batch;
         i.quarantined = streq(state, "quarantined");
+        struct json_object *reg = NULL;
+        int r = get_object(o, "regulation", &reg);
+        if (r >= 0 && reg) {
+                i.have_regulation = true;
+                r = protocol_decode_regulation(reg, &i.regulation);
+        }
+        if (r < 0) {
+                free(i.nodes);
+                return r;
+        }
         *ret = i;
         return 0;
 }

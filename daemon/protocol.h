@@ -27,6 +27,20 @@ struct node_memory {
 };
 
 /* A ScopeState, or a LevelChange with its `previous`. */
+/* Regulation: the regulator's state for one scope with client shrinkers in it. */
+struct regulation_snapshot {
+        const char *cgroup;    /* NULL: the system */
+        uint64_t budget;       /* µs of `some` stall per second allowed */
+        uint64_t stall;        /* µs/s over the last interval */
+        const char *state;     /* the last look's verdict (regulation_verdict_to_string()) */
+        uint64_t limit;        /* what the shrinkers may hold under the budget; 0: no limit */
+        uint64_t edge;         /* what they held where the stall rose; 0: none known */
+        uint64_t edge_found;   /* CLOCK_REALTIME µs it was found; 0: none */
+        unsigned rising;       /* how fast the limit rises, per mille of itself per second */
+        uint64_t return_usec;  /* how long the limit takes to come back to the edge */
+        uint64_t steps, asked; /* steps in this scope and the bytes they asked */
+};
+
 struct scope_snapshot {
         struct scope_id id;
         enum level level;
@@ -45,6 +59,8 @@ struct scope_snapshot {
         uint64_t headroom_unreclaimable; /* what its group holds that reclaim cannot take (usage minus file pages) */
         const char *headroom_cgroup;     /* the group whose limit it is; NULL for the system */
         const char *reason;              /* why the scope is at its level, for people; NULL or "": none */
+        bool have_regulation;            /* ScopeState only */
+        struct regulation_snapshot regulation;
 };
 
 /* A MemoryEvent: the kernel counted `count` more of `kind` in the scope. */
@@ -123,11 +139,16 @@ struct shrinker_info_snapshot {
         bool client_measured_by_cgroup; /* "client_measured": "cgroup" (alone in its own), or "resident" */
         unsigned client_trust;          /* per mille of its claims credited */
         bool quarantined;
+        bool have_regulation;           /* the regulated scope its client is held in */
+        struct regulation_snapshot regulation;
 };
 
 /* ScopeRef. Decoding names the offending field in *ret_field on -EINVAL. */
 struct json_object *protocol_encode_scope_ref(const struct scope_id *id);
 int protocol_decode_scope_ref(struct json_object *o, struct scope_id *ret, const char **ret_field);
+
+struct json_object *protocol_encode_regulation(const struct regulation_snapshot *r);
+int protocol_decode_regulation(struct json_object *o, struct regulation_snapshot *ret);
 
 struct json_object *protocol_encode_scope_state(const struct scope_snapshot *s);
 int protocol_decode_scope_state(struct json_object *o, struct scope_snapshot *ret);

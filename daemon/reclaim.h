@@ -54,6 +54,8 @@ void reclaim_shrink_detach(struct shrink_round *r);
 
 /* The shrinker as ListShrinkers shows it (round_engine_shrinker_info()); ret->nodes: free() it. */
 int reclaim_shrinker_info(const struct reclaim *rc, const struct shrinker *sh, struct shrinker_info_snapshot *ret);
+/* The regulator's state in scope s; -ENOENT: it does not follow s. */
+int reclaim_regulation(const struct reclaim *rc, const struct scope *s, struct regulation_snapshot *ret);
 /* What the regulator (regulator.h) did so far. */
 void reclaim_regulator_stats(const struct reclaim *rc, struct regulator_stats *ret);
 /* The round engine, for what reclaim does not wrap (round.h's getters). */

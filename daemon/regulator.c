@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "clock.h"
+#include "format.h"
 #include "log.h"
 #include "macro.h"
 #include "regulation.h"
@@ -34,11 +35,14 @@ struct regulated {
         struct regulator *g;
         struct scope *scope;
         struct regulation reg;
+        enum regulation_verdict verdict; /* the last look's */
         struct shrink_round *round; /* the last step's, while it runs */
         uint64_t seen_tick;         /* the tick that last found shrinkers in it */
         /* A run of intervals over the budget, for the two lines the log gets per run. */
         bool in_run;
         uint64_t resident_counted; /* its clients' memory at the growth limit's last count */
+        uint64_t resident_seen;    /* ...and at the last look */
+        uint64_t refill;           /* how much they grew between two looks lately (decaying maximum) */
         uint64_t run_steps, run_asked, run_freed;
         double run_peak;
 };
@@ -98,9 +102,12 @@ static void on_step_done(const struct round_outcome *o, void *userdata) {
  * for bytes (split by weight, at the gentlest priority that covers each share; 0: nothing is known of
  * what they hold yet, and the kernel's gentlest sizing asks a token amount after the count), or, with
  * count_only, their counts. on_done is called when it is over, possibly before this returns. */
-static void regulated_round(struct regulated *st, uint64_t bytes, bool count_only, round_done_fn on_done) {
+static void regulated_round(struct regulated *st, uint64_t bytes, bool count_only, const char *why, round_done_fn on_done) {
         struct scope *s = st->scope;
-        struct shrink_round *r = round_new(st->g->engine, scope_name(s), on_done, st);
+        char label[256];
+        /* The label names the reason in the lines about the round (release.c: "...claimed to free"). */
+        snprintf(label, sizeof(label), "%s (%s)", scope_name(s), why);
+        struct shrink_round *r = round_new(st->g->engine, label, on_done, st);
         if (!r) {
                 log_oom();
                 return;
@@ -120,8 +127,8 @@ static void regulated_round(struct regulated *st, uint64_t bytes, bool count_onl
         });
 }
 
-static void regulated_step(struct regulated *st, uint64_t bytes) {
-        regulated_round(st, bytes, false, on_step_done);
+static void regulated_step(struct regulated *st, uint64_t bytes, const char *why) {
+        regulated_round(st, bytes, false, why, on_step_done);
 }
 
 /* Under the budget, with a growth limit known: counted afresh, shrinkers in scope holding more than the
@@ -135,7 +142,10 @@ static void on_limit_counted(const struct round_outcome *o, void *userdata) {
         uint64_t held = round_engine_held_bytes(st->g->engine, scope_get_type(s), scope_cgroup(s), scope_node_index(s));
         if (limit == 0 || held <= limit)
                 return;
-        uint64_t bytes = MIN(held - limit, held / 4);
+        /* Down to the limit less what they refill before the next look: asked for the difference alone, a
+         * cache refilling at several MiB/s sat 1 to 4 MiB over its limit, and at the edge that was past it. */
+        uint64_t target = limit > st->refill ? limit - st->refill : 0;
+        uint64_t bytes = MIN(held - target, held / 4);
         /* With what the kernel showed of their memory when the count began: what they say they hold and
          * what the group feels can drift apart. */
         log_debug("%s: regulation: holding %llu (resident %llu), over the growth limit of %llu: asking for %llu.",
@@ -143,7 +153,10 @@ static void on_limit_counted(const struct round_outcome *o, void *userdata) {
                   (unsigned long long) limit, (unsigned long long) bytes);
         st->g->stats.steps++;
         st->g->stats.asked_bytes = sat_add(st->g->stats.asked_bytes, bytes);
-        regulated_step(st, bytes);
+        char why[160], f_held[32], f_limit[32];
+        snprintf(why, sizeof(why), "regulation: holding %s, over the growth limit of %s", format_bytes(f_held, sizeof(f_held), held),
+                 format_bytes(f_limit, sizeof(f_limit), limit));
+        regulated_step(st, bytes, why);
 }
 
 /* What the kernel shows of the memory of the clients with shrinkers in the scope: a cheap read each
@@ -169,7 +182,7 @@ static uint64_t scope_clients_resident(const struct regulator *g, const struct s
 #define LIMIT_RECOUNT_BYTES (256u * 1024u)
 
 static void regulated_count(struct regulated *st) {
-        regulated_round(st, 0, true, on_limit_counted);
+        regulated_round(st, 0, true, "regulation: counted for the growth limit", on_limit_counted);
 }
 
 static void regulated_log_run(struct regulated *st, enum regulation_verdict v, double rate, uint64_t budget,
@@ -207,6 +220,7 @@ static void regulated_tick(struct regulated *st, uint64_t now) {
         /* What they hold matters only to a step: the sum walks every client. */
         uint64_t held = over ? round_engine_held_bytes(g->engine, scope_get_type(s), scope_cgroup(s), scope_node_index(s)) : 0;
         enum regulation_verdict v = regulation_decide(&st->reg, &p, over, own, held, &bytes);
+        st->verdict = v;
         if (v != REGULATION_FIRST)
                 log_debug("%s: regulation: stall %.2f ms/s against %.2f, %s, holding %llu, step %llu.", scope_name(s),
                           rate / 1000, (double) p.budget / 1000, regulation_verdict_to_string(v),
@@ -214,6 +228,9 @@ static void regulated_tick(struct regulated *st, uint64_t now) {
         regulated_log_run(st, v, rate, p.budget, held);
         if (v == REGULATION_UNDER && regulation_limit(&st->reg) > 0 && !st->round) {
                 uint64_t resident = scope_clients_resident(g, s);
+                uint64_t grew = st->resident_seen > 0 && resident > st->resident_seen ? resident - st->resident_seen : 0;
+                st->refill = MAX(st->refill - st->refill / 4, grew);
+                st->resident_seen = resident;
                 if (resident > sat_add(st->resident_counted, LIMIT_RECOUNT_BYTES) || resident < st->resident_counted) {
                         st->resident_counted = resident;
                         regulated_count(st);
@@ -228,7 +245,9 @@ static void regulated_tick(struct regulated *st, uint64_t now) {
         st->run_asked = sat_add(st->run_asked, bytes);
         g->stats.steps++;
         g->stats.asked_bytes = sat_add(g->stats.asked_bytes, bytes);
-        regulated_step(st, bytes);
+        char why[160];
+        snprintf(why, sizeof(why), "regulation: stall %.2f ms/s over its budget of %.2f", rate / 1000, (double) p.budget / 1000);
+        regulated_step(st, bytes, why);
 }
 
 /* The scopes with shrinkers in them now: each client's own cgroup and the limited groups above it (the
@@ -342,6 +361,54 @@ struct regulator *regulator_free(struct regulator *g) {
         sd_event_source_disable_unref(g->timer);
         free(g);
         return NULL;
+}
+
+static void regulated_snapshot(const struct regulated *st, struct regulation_snapshot *ret) {
+        const struct regulation *r = &st->reg;
+        struct regulation_params p = regulated_params(st);
+        uint64_t mono = event_now(st->g->event), real = clock_now_usec(CLOCK_REALTIME);
+        *ret = (struct regulation_snapshot){
+                .cgroup = scope_get_type(st->scope) == SCOPE_CGROUP ? scope_cgroup(st->scope) : NULL,
+                .budget = p.budget,
+                .stall = (uint64_t) MAX(r->rate, 0.0),
+                .state = regulation_verdict_to_string(st->verdict),
+                .limit = regulation_limit(r),
+                .edge = r->edge,
+                .edge_found = r->edge > 0 && mono >= r->edge_usec && real >= mono - r->edge_usec ? real - (mono - r->edge_usec) : 0,
+                .rising = regulation_rise_permille(r),
+                .return_usec = regulation_edge_return_usec(r),
+                .steps = r->steps,
+                .asked = r->asked_bytes,
+        };
+}
+
+int regulator_scope_info(const struct regulator *g, const struct scope *s, struct regulation_snapshot *ret) {
+        assert(g && s && ret);
+
+        const struct regulated *st = scope_regulated(g, s);
+        if (!st || !st->reg.have_mark)
+                return -ENOENT;
+        regulated_snapshot(st, ret);
+        return 0;
+}
+
+int regulator_client_info(const struct regulator *g, const struct shrink_client *cl, struct regulation_snapshot *ret) {
+        assert(g && cl && ret);
+
+        /* The scope that holds it back: the tightest limit among those it is watched in; else its own. */
+        const struct regulated *best = NULL;
+        for (size_t i = 0; i < cl->n_watched; i++) {
+                const struct regulated *st = scope_regulated(g, cl->watched[i]);
+                if (!st || !st->reg.have_mark)
+                        continue;
+                uint64_t l = regulation_limit(&st->reg), bl = best ? regulation_limit(&best->reg) : 0;
+                if (!best || (l > 0 && (bl == 0 || l < bl)))
+                        best = st;
+        }
+        if (!best)
+                return -ENOENT;
+        regulated_snapshot(best, ret);
+        return 0;
 }
 
 void regulator_get_stats(const struct regulator *g, struct regulator_stats *ret) {

@@ -13,6 +13,7 @@
 #include <systemd/sd-event.h>
 
 #include "config.h"
+#include "protocol.h"
 #include "round.h"
 #include "scope_registry.h"
 #include "shrinker.h"
@@ -29,3 +30,10 @@ struct regulator_stats {
         uint64_t ticks, steps, asked_bytes, freed_bytes;
 };
 void regulator_get_stats(const struct regulator *g, struct regulator_stats *ret);
+
+/* The regulator's state in scope s (-ENOENT: it does not follow s, or has not looked yet). cgroup and
+ * state point into the scope and static text: valid until the scope changes. */
+int regulator_scope_info(const struct regulator *g, const struct scope *s, struct regulation_snapshot *ret);
+/* The same for the scope that holds client cl back: the tightest growth limit among the scopes it is
+ * watched in, else the first of them. */
+int regulator_client_info(const struct regulator *g, const struct shrink_client *cl, struct regulation_snapshot *ret);

@@ -50,9 +50,10 @@ static int parse_params(struct varlink_connection *c, struct json_object *params
 
 static const struct param no_params[] = { {} };
 
-static struct json_object *scope_state(const struct scope *s) {
+static struct json_object *scope_state(const struct service *svc, const struct scope *s) {
         struct scope_snapshot snap;
         scope_snapshot(s, &snap);
+        snap.have_regulation = reclaim_regulation(svc->reclaim, s, &snap.regulation) >= 0;
         return protocol_encode_scope_state(&snap);
 }
 
@@ -90,13 +91,13 @@ static int method_get_status(struct varlink_connection *c, struct json_object *p
         scope_refresh(reg->system); /* PSI figures as of the call */
         int r = text_put(&t, "{\"system\":");
         if (r >= 0)
-                r = text_put_value(&t, scope_state(reg->system));
+                r = text_put_value(&t, scope_state(svc, reg->system));
         if (r >= 0)
                 r = text_put(&t, ",\"nodes\":[");
         for (size_t i = 0; i < reg->n_nodes && r >= 0; i++) {
                 r = text_put(&t, i > 0 ? "," : "");
                 if (r >= 0)
-                        r = text_put_value(&t, scope_state(reg->nodes[i]));
+                        r = text_put_value(&t, scope_state(svc, reg->nodes[i]));
         }
         if (r >= 0)
                 r = text_put(&t, "],\"cgroups\":[");
@@ -107,7 +108,7 @@ static int method_get_status(struct varlink_connection *c, struct json_object *p
                         continue;
                 r = text_put(&t, first ? "" : ",");
                 if (r >= 0)
-                        r = text_put_value(&t, scope_state(s));
+                        r = text_put_value(&t, scope_state(svc, s));
                 first = false;
         }
         if (r >= 0)

@@ -211,6 +211,12 @@ static void sample(const char *type, struct json_object *o) {
         json_object_put(o);
 }
 
+static struct regulation_snapshot full_regulation(void) {
+        return (struct regulation_snapshot){ .cgroup = "/a", .budget = 1000, .stall = 12, .state = "under", .limit = 100,
+                                             .edge = 110, .edge_found = 5, .rising = 8, .return_usec = 2500000, .steps = 3,
+                                             .asked = 40 };
+}
+
 static struct scope_snapshot full_scope(struct scope_id id) {
         struct scope_snapshot s = {
                 .id = id,
@@ -230,6 +236,8 @@ static struct scope_snapshot full_scope(struct scope_id id) {
                 .headroom_unreclaimable = 50,
                 .headroom_cgroup = "/a",
                 .reason = "why",
+                .have_regulation = true,
+                .regulation = full_regulation(),
         };
         s.psi.has_full = true;
         return s;
@@ -259,7 +267,8 @@ static void test_codec_against_idl(void) {
         struct shrinker_node_figures nodes[] = { { .node = 0, .objects = 1, .bytes = 2, .deferred = 3 } };
         sample("ShrinkerInfo", protocol_encode_shrinker_info(&(struct shrinker_info_snapshot){
                                        .id = 1, .name = "n", .for_pid = 2, .cgroup = "/", .flags = SHRINKER_NUMA_AWARE | SHRINKER_MEMCG_AWARE,
-                                       .n_nodes = 1, .nodes = nodes, .client_trust = 900 }));
+                                       .n_nodes = 1, .nodes = nodes, .client_trust = 900, .have_regulation = true,
+                                       .regulation = full_regulation() }));
 
         /* GetConfiguration's reply is the codec's whole: held to the method's output. */
         struct config c;
@@ -289,7 +298,8 @@ static void test_codec_against_idl(void) {
         static const char *const written[] = { "ScopeState", "LevelChange", "MemoryEvent", "Request", "ShrinkResult",
                                                "Registration", "ShrinkerInfo", "ScopeRef", "Pressure", "Stall",
                                                "NodeMemory", "CgroupMemory", "Headroom", "ShrinkerNode",
-                                               "RegisteredShrinker", "LevelThresholds", "PsiThreshold", "RegulatedCgroup" };
+                                               "RegisteredShrinker", "LevelThresholds", "PsiThreshold", "RegulatedCgroup",
+                                               "Regulation" };
         unsigned missing = 0;
         for (size_t i = 0; i < ELEMENTSOF(written); i++) {
                 const struct idl_struct *s = idl_type(idl, written[i]);
@@ -315,6 +325,13 @@ static void test_codec_round_trip(void) {
         CU_ASSERT_EQUAL(previous, LEVEL_LOW);
         CU_ASSERT_EQUAL(coalesced, 3u);
         CU_ASSERT_EQUAL(back.headroom_limit, 200u);
+        json_object_put(o);
+        o = protocol_encode_scope_state(&s);
+        CU_ASSERT_EQUAL(protocol_decode_scope_state(o, &back), 0);
+        CU_ASSERT_TRUE(back.have_regulation);
+        CU_ASSERT_EQUAL(back.regulation.limit, 100u);
+        CU_ASSERT_EQUAL(back.regulation.rising, 8u);
+        CU_ASSERT_STRING_EQUAL(back.regulation.state, "under");
         json_object_put(o);
 
         /* a mandatory field missing is refused, not read as 0 */

@@ -162,6 +162,23 @@ static int run(const char *cmd) {
         return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* A command's standard output, at most size - 1 bytes of it. Returns its exit status. */
+static int capture(const char *cmd, char *buf, size_t size) {
+        FILE *f = popen(cmd, "re");
+        size_t n = 0;
+        if (!f)
+                return -1;
+        while (n + 1 < size) {
+                size_t k = fread(buf + n, 1, size - 1 - n, f);
+                if (k == 0)
+                        break;
+                n += k;
+        }
+        buf[n] = 0;
+        int st = pclose(f);
+        return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
 /* ---- tests ---- */
 
 /* Real pressure in one cgroup: only MEMCG_AWARE shrinkers in its subtree are asked, naming it. */
@@ -807,6 +824,21 @@ static void test_regulator_steps_below_the_levels(void) {
         CU_ASSERT_EQUAL(rounds, 3u);
         snprintf(needle, sizeof(needle), "%s: stall", g.cgroup);
         CU_ASSERT(test_daemon_log_count(&daemon_, needle) >= 1); /* "...over its budget..." */
+        /* What it does is there to see: in status SCOPE, in shrinkers, and in the log line of each step. */
+        const char *ctl = getenv("PRESSURECTL_BIN");
+        char cmd[1024], out[16384];
+        snprintf(cmd, sizeof(cmd), "%s --socket %s status %s", ctl ? ctl : "./pressurectl", daemon_.socket, g.cgroup);
+        CU_ASSERT_EQUAL(capture(cmd, out, sizeof(out)), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "Regulator:  budget 1.00 ms/s, stall "));
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, " steps asked "));
+        if (!strstr(out, "Regulator:"))
+                printf("\n%s", out);
+        snprintf(cmd, sizeof(cmd), "%s --socket %s shrinkers", ctl ? ctl : "./pressurectl", daemon_.socket);
+        CU_ASSERT_EQUAL(capture(cmd, out, sizeof(out)), 0);
+        snprintf(needle, sizeof(needle), "  %s: budget 1.00 ms/s", g.cgroup);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, needle));
+        snprintf(needle, sizeof(needle), "%s (regulation: ", g.cgroup);
+        CU_ASSERT(log_wait_both(needle, "claimed to free", 1, 10000) >= 1);
         snprintf(needle, sizeof(needle), "%s: memory pressure", g.cgroup);
         CU_ASSERT_EQUAL(test_daemon_log_count(&daemon_, needle), 0); /* the level stayed ok */
 

@@ -87,6 +87,32 @@ static struct json_object *jget(struct json_object *o, const char *key) {
         return o && json_object_object_get_ex(o, key, &v) ? v : NULL;
 }
 
+/* The regulator's state (a Regulation) in words: "budget 1.00 ms/s, stall 0.12 ms/s, under; held at
+ * 11.3M: edge 12.5M found 11:22:41, back in 2.5 s, rising 0.8%/s; 12 steps asked 3.4M". */
+static void regulation_words(struct json_object *reg, char *buf, size_t size) {
+        char a[16], b[16], c[16], when[16] = "?";
+        size_t off = 0;
+        uint64_t limit = (uint64_t) json_object_get_int64(jget(reg, "limit")), edge = (uint64_t) json_object_get_int64(jget(reg, "edge"));
+        off += (size_t) snprintf(buf, size, "budget %.2f ms/s, stall %.2f ms/s, %s",
+                                 (double) json_object_get_int64(jget(reg, "budget")) / 1000,
+                                 (double) json_object_get_int64(jget(reg, "stall")) / 1000,
+                                 json_object_get_string(jget(reg, "state")) ?: "?");
+        if (limit > 0 && off < size) {
+                time_t t = (time_t) (json_object_get_int64(jget(reg, "edge_found")) / 1000000);
+                struct tm tm;
+                if (t > 0 && localtime_r(&t, &tm))
+                        strftime(when, sizeof(when), "%H:%M:%S", &tm);
+                off += (size_t) snprintf(buf + off, size - off, "; held at %s: edge %s found %s, back in %.1f s, rising %.1f%%/s",
+                                         bytes(limit, a, sizeof(a)), bytes(edge, b, sizeof(b)), when,
+                                         (double) json_object_get_int64(jget(reg, "return_usec")) / 1e6,
+                                         (double) json_object_get_int64(jget(reg, "rising")) / 10);
+        } else if (off < size)
+                off += (size_t) snprintf(buf + off, size - off, "; no growth limit");
+        if (off < size)
+                snprintf(buf + off, size - off, "; %" PRId64 " steps asked %s", json_object_get_int64(jget(reg, "steps")),
+                         bytes((uint64_t) json_object_get_int64(jget(reg, "asked")), c, sizeof(c)));
+}
+
 /* ---- errors in words ---- */
 
 /* The daemon's last word on the client (why it is away), for the message when a watch ends. */
@@ -426,6 +452,11 @@ static void print_look(const char *name, struct json_object *st, struct json_obj
                 printf("  Target:     %s to free\n",
                        bytes((uint64_t) json_object_get_int64(jget(st, "reclaim_target")), a, sizeof(a)));
         print_look_thresholds(levels, mem != NULL);
+        if (jget(st, "regulation")) {
+                char words[512];
+                regulation_words(jget(st, "regulation"), words, sizeof(words));
+                printf("  Regulator:  %s\n", words);
+        }
 }
 
 static void print_look_memory(struct json_object *cm, struct json_object *mem, struct json_object *h) {
@@ -475,6 +506,30 @@ static void print_look_thresholds(struct json_object *levels, bool node) {
 static int looks_subscribe(struct pressure_client *c, struct look *looks, char **scopes, size_t n);
 static int looks_wait(struct pressure_client *c, struct look *looks, size_t n);
 static void looks_print(struct look *looks, size_t n, struct json_object *conf);
+static int call(struct pressure_client *c, const char *method, const char *params, struct json_object **ret);
+
+/* A subscription's state has no regulator in it: GetStatus has, for the scopes the regulator follows. */
+static void looks_add_regulation(struct pressure_client *c, struct look *looks, size_t n) {
+        struct json_object *all = NULL;
+        if (call(c, "io.pressured.GetStatus", NULL, &all) < 0)
+                return; /* said; the rest is still worth printing */
+        struct json_object *cgroups = jget(all, "cgroups");
+        for (size_t i = 0; i < n; i++) {
+                struct json_object *ref = jget(looks[i].state, "scope"), *found = NULL;
+                const char *type = json_object_get_string(jget(ref, "type")), *cg = json_object_get_string(jget(ref, "cgroup"));
+                if (type && strcmp(type, "system") == 0)
+                        found = jget(all, "system");
+                for (size_t k = 0; cg && cgroups && !found && k < json_object_array_length(cgroups); k++) {
+                        struct json_object *e = json_object_array_get_idx(cgroups, k);
+                        const char *other = json_object_get_string(jget(jget(e, "scope"), "cgroup"));
+                        if (other && strcmp(other, cg) == 0)
+                                found = e;
+                }
+                if (found && jget(found, "regulation"))
+                        json_object_object_add(looks[i].state, "regulation", json_object_get(jget(found, "regulation")));
+        }
+        json_object_put(all);
+}
 
 static int status_scopes(char **scopes) {
         struct pressure_client *c;
@@ -497,6 +552,8 @@ static int status_scopes(char **scopes) {
                 code = -r;
         if (code == EXIT_OK)
                 code = looks_wait(c, looks, n);
+        if (code == EXIT_OK)
+                looks_add_regulation(c, looks, n);
         if (code == EXIT_OK)
                 looks_print(looks, n, conf);
         for (size_t i = 0; i < n; i++) {
@@ -878,6 +935,25 @@ static int cmd_shrinkers(void) {
                        fl[0] ? fl : "-", objs, json_object_get_int64(jget(sh, "freed")),
                        json_object_get_int64(jget(sh, "timeouts")), claimed, released, trust,
                        json_object_get_string(jget(sh, "state")));
+        }
+        /* The regulator, once per scope that holds a client back. */
+        bool header = false;
+        for (size_t i = 0; list && i < json_object_array_length(list); i++) {
+                struct json_object *reg = jget(json_object_array_get_idx(list, i), "regulation");
+                const char *cg = reg ? json_object_get_string(jget(reg, "cgroup")) ?: "system" : NULL;
+                bool seen = false;
+                for (size_t k = 0; reg && k < i && !seen; k++) {
+                        struct json_object *other = jget(json_object_array_get_idx(list, k), "regulation");
+                        seen = other && strcmp(json_object_get_string(jget(other, "cgroup")) ?: "system", cg) == 0;
+                }
+                if (!reg || seen)
+                        continue;
+                char words[512];
+                regulation_words(reg, words, sizeof(words));
+                if (!header)
+                        printf("\nREGULATOR (where it holds the clients above):\n");
+                header = true;
+                printf("  %s: %s\n", cg, words);
         }
         json_object_put(reply);
         return EXIT_OK;
