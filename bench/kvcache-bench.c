@@ -12,7 +12,9 @@
  *   zipf99: Zipf 0.99, a miss costs 250 us (the first headline);
  *   zipf80: Zipf 0.8, a miss costs 1 ms: flatter and costlier, where dropping everything hurts;
  *   phase:  as zipf99, but halfway through the neighbour's file working set doubles (a second reader
- *           of a second file), so that the cap right for the first half is wrong for the second.
+ *           of a second file), so that the cap right for the first half is wrong for the second;
+ *   burst:  as zipf99, but the neighbour reads only in the middle third of the run, then stops: how
+ *           long the cache takes to regain 90% of the room it had before, and what it evicted meanwhile.
  * Whole-run figures, and steady-state ones from the samples after a warm-up (a third of the run).
  * Writes the cache's size over time to OUT_DIR/kvcache-bench.csv and one plot per workload to
  * OUT_DIR/kvcache-bench-WORKLOAD.svg.
@@ -55,6 +57,7 @@ struct workload {
         unsigned miss_us;
         unsigned ws_mib; /* the neighbour's file working set */
         bool phase;      /* it doubles halfway (a second reader of a second file as large) */
+        bool burst;      /* it reads only in the middle third of the run */
 };
 
 static const struct workload workloads[] = {
@@ -62,6 +65,8 @@ static const struct workload workloads[] = {
         { "zipf80", "Zipf(0.8), miss = 1 ms", "0.8", 1000, WORKING_SET_MIB, false },
         { "phase", "Zipf(0.99), miss = 250 us, the neighbour's working set doubles halfway (24 -> 48 MiB)", "0.99", 250,
           WORKING_SET_MIB / 2, true },
+        { "burst", "Zipf(0.99), miss = 250 us, the neighbour reads only from 1/3 to 2/3 of the run", "0.99", 250,
+          WORKING_SET_MIB, false, true },
 };
 static const struct workload *wl;
 
@@ -79,6 +84,10 @@ struct run {
         unsigned long long st_gets, st_hits;
         uint64_t st_stall_us;
         unsigned long evicted_bytes, drops, peak_bytes;
+        /* burst: the room before the neighbour came, when it stopped, how long to regain 90% of the room
+         * (< 0: not within the run), and what was evicted from its stop to then */
+        unsigned long room_bytes, evicted_at_stop, evicted_regaining;
+        double stop_t, regain_s;
         size_t n_samples;
         double t[MAX_SAMPLES];
         unsigned long bytes[MAX_SAMPLES];
@@ -171,13 +180,15 @@ static int run_policy(struct run *run, double seconds) {
                 return -EIO;
         int sfd = connect_to(kv_sock);
 
-        snprintf(secs, sizeof(secs), "%g", seconds + 60); /* until told to stop */
-        const char *read_argv[] = { zipf, "--read", ws, secs, NULL };
+        char rsecs[32];
+        snprintf(rsecs, sizeof(rsecs), "%g", seconds + 60); /* until told to stop */
+        const char *read_argv[] = { zipf, "--read", ws, rsecs, NULL };
         int rp[2];
         if (pipe2(rp, O_CLOEXEC) < 0)
                 return -errno;
-        pid_t rd = pressure_gen_spawn_quiet(&g, read_argv, rp[1]);
-        close(rp[1]);
+        pid_t rd = wl->burst ? -1 : pressure_gen_spawn_quiet(&g, read_argv, rp[1]);
+        bool burst_over = false;
+        run->regain_s = -1;
 
         snprintf(secs, sizeof(secs), "%g", seconds);
         snprintf(keys, sizeof(keys), "%d", KEYS);
@@ -231,6 +242,20 @@ static int run_policy(struct run *run, double seconds) {
                                 run->st_hits = hits - hits0;
                                 run->st_stall_us = pressure_gen_some_total(&g) - stall_warm;
                         }
+                        if (wl->burst && rd < 0 && !burst_over && t >= seconds / 3) {
+                                run->room_bytes = bytes;
+                                rd = pressure_gen_spawn_quiet(&g, read_argv, rp[1]);
+                        } else if (wl->burst && rd > 0 && !burst_over && t >= 2 * seconds / 3) {
+                                kill(rd, SIGTERM);
+                                waitpid(rd, NULL, 0);
+                                burst_over = true;
+                                run->stop_t = t;
+                                run->evicted_at_stop = (unsigned long) field(line, "evicted_bytes=");
+                        } else if (burst_over && run->regain_s < 0) {
+                                run->evicted_regaining = (unsigned long) field(line, "evicted_bytes=") - run->evicted_at_stop;
+                                if (bytes >= run->room_bytes / 10 * 9)
+                                        run->regain_s = t - run->stop_t;
+                        }
                         if (wl->phase && rd2 < 0 && t >= seconds / 2) {
                                 int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
                                 rd2 = pressure_gen_spawn_quiet(&g, read2_argv, devnull);
@@ -259,8 +284,11 @@ static int run_policy(struct run *run, double seconds) {
                 run->drops = (unsigned long) field(line, "drops=");
         }
 
-        kill(rd, SIGTERM);
-        waitpid(rd, NULL, 0);
+        close(rp[1]);
+        if (rd > 0 && !burst_over) {
+                kill(rd, SIGTERM);
+                waitpid(rd, NULL, 0);
+        }
         if (rd2 > 0) {
                 kill(rd2, SIGTERM);
                 waitpid(rd2, NULL, 0);
@@ -448,6 +476,19 @@ static int run_workload(const char *out_dir, double seconds, const char *only, b
                        must > 0 ? (double) shrinker.evicted_bytes / must : 0);
         } else
                 printf("%s: no fixed cap survived\n", wl->name);
+        for (size_t i = 0; wl->burst && i < n_all; i++) {
+                const struct run *r = all[i];
+                if (!r->survived || r->room_bytes == 0)
+                        continue;
+                if (r->regain_s >= 0)
+                        printf("burst: %s: 90%% of its %.1f MiB of room again %.1f s after the neighbour stopped (goal <= 10), "
+                               "evicting %.1f MiB meanwhile (goal <= its room)\n",
+                               r->name, r->room_bytes / 1048576.0, r->regain_s, r->evicted_regaining / 1048576.0);
+                else
+                        printf("burst: %s: not at 90%% of its %.1f MiB of room within %.1f s of the neighbour stopping "
+                               "(goal 10), evicting %.1f MiB meanwhile\n",
+                               r->name, r->room_bytes / 1048576.0, seconds - r->stop_t, r->evicted_regaining / 1048576.0);
+        }
         struct run *plot[] = { &unbounded, &drop, best ? best : &caps[0], &shrinker };
         write_csv(out_dir, all, n_all, first);
         write_svg(out_dir, plot, 4, seconds);
