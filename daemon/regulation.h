@@ -10,13 +10,14 @@
  *   - settling: right after a step, a rate that is already falling is given an interval to show where it
  *     lands before the next step (the stall answers a step with a delay);
  *   - boost and back-off: steps that do not lower the rate either meet caches that grow back as fast as
- *     they give (then each step is twice the last, up to a quarter of what they hold), or have taken a
- *     quarter of what they held for nothing (the stall is someone else's): then steps are spaced further
- *     and further apart, doubling up to 32 intervals, as Senpai backs off.
+ *     they give (then each step is twice the last, up to a quarter of what they hold), or have taken
+ *     three quarters of what they held for nothing (the stall is someone else's): then steps are spaced
+ *     further and further apart, doubling up to 32 intervals, as Senpai backs off.
  *   - the growth limiter: the stall of a cache growing into a neighbour's working set is a cliff (0 ms/s,
  *     then hundreds), so a regulator that waits for it falls off it again and again. The size at which the
- *     stall rose is the edge, and while the stall stays over the budget the edge follows what the
- *     shrinkers hold down (a phase change moves it lower at once). Under the budget they are held a tenth
+ *     stall rose is the edge; at the rise they are asked at once for what is above a tenth below it (as
+ *     TCP cuts its window at a loss), and while the stall stays over the budget the edge follows what
+ *     they hold down (a phase change moves it lower at once). Under the budget they are held a tenth
  *     below it, and the limit rises from there as TCP CUBIC's window does after a loss: fast at first,
  *     flat at the old edge, faster and faster beyond it, as a function of time, so that a neighbour who
  *     is still there is met at a crawl and one who has gone gives its room back within seconds. Far
