@@ -54,8 +54,8 @@ uint64_t regulation_step_bytes(const struct regulation_params *p, double rate, u
  * past it without a stall the rise speeds up, since the edge has moved. In units of the edge. */
 static double cubic_of_edge(double t, double K) {
         const double margin = REGULATION_EDGE_MARGIN_PERMILLE / 1000.0;
-        double d = t - K;
-        return 1 + margin / (K * K * K) * d * d * d;
+        double d = (t - K) / K;
+        return 1 + margin * d * d * d;
 }
 
 static double return_seconds(unsigned shift) {
@@ -73,8 +73,8 @@ unsigned regulation_rise_permille(const struct regulation *r) {
         if (r->limit == 0 || r->quiet_usec == 0 || r->mark_usec < r->quiet_usec)
                 return 0;
         const double K = return_seconds(r->return_shift), margin = REGULATION_EDGE_MARGIN_PERMILLE / 1000.0;
-        double t = (double) (r->mark_usec - r->quiet_usec) / 1e6, d = t - K;
-        double rise = 1000 * 3 * margin / (K * K * K) * d * d / cubic_of_edge(t, K);
+        double t = (double) (r->mark_usec - r->quiet_usec) / 1e6, d = (t - K) / K;
+        double rise = 1000 * 3 * margin / K * d * d / cubic_of_edge(t, K);
         return rise >= 1e9 ? 1000000000u : (unsigned) rise;
 }
 
@@ -102,7 +102,12 @@ static void regulation_edge_over(struct regulation *r, uint64_t held, bool rise)
                         r->return_shift = MIN(r->return_shift + 1, (unsigned) REGULATION_EDGE_RETURN_SHIFT_MAX);
                 else
                         r->return_shift = MAX(r->return_shift, 3u) - 1;
-                r->rise_held = held;
+                /* A rise far below the last one is the same neighbour's arrival seen again (a burst that
+                 * rises in waves): the size before it is what the room was, and stays the mark. */
+                if (r->rise_held > 0 && held < r->rise_held / 4 * 3)
+                        r->came_down = true;
+                else
+                        r->rise_held = held;
         }
         if (held > 0 && r->backoff == 0 && (rise || r->edge == 0 || held < r->edge)) {
                 r->edge = held;
@@ -121,8 +126,10 @@ static void regulation_edge_quiet(struct regulation *r) {
                 r->limit_base = below_edge(r->edge);
                 /* The edge came down by more than a quarter from where the stall rose: not the neighbour
                  * who stays, but one who came (a burst, a phase change) and may go: the short return. */
-                if (r->edge < r->rise_held / 4 * 3)
+                if (r->came_down || r->edge < r->rise_held / 4 * 3) {
                         r->return_shift = 0;
+                        r->came_down = true;
+                }
         }
         uint64_t f = regulation_rise_factor_ppm(r->mark_usec - r->quiet_usec, r->return_shift);
         if (f >= (uint64_t) REGULATION_EDGE_FORGET_FACTOR * 1000000) {
@@ -130,12 +137,15 @@ static void regulation_edge_quiet(struct regulation *r) {
                 return;
         }
         r->limit = r->limit_base / 1000000 * f + r->limit_base % 1000000 * f / 1000000;
+        if (r->came_down && r->limit >= r->rise_held)
+                r->came_down = false; /* the room is back */
 }
 
 void regulation_forget_edge(struct regulation *r) {
         assert(r);
         r->edge = r->edge_usec = r->quiet_usec = r->limit = r->limit_base = r->rise_held = 0;
         r->return_shift = 0;
+        r->came_down = false;
 }
 
 /* Nothing to do this interval: the streak of steps is over, the brakes are released. */

@@ -57,7 +57,9 @@ struct regulation_params {
  * stall went (the first growth limiter crept up by a thousandth a look: minutes). After a first rise it
  * is 10 s, and each time the stall rises again where it last rose it doubles, up to 40 s: on the
  * headline benchmark each touch of the edge cost about 135 ms of stall, and a neighbour who stays is met
- * every 40 s, not every few seconds. A rise somewhere else halves it, down to 10 s. */
+ * every 40 s, not every few seconds. A rise somewhere else halves it, down to 10 s; a rise far below the
+ * last one (a burst that comes in waves) counts as the edge coming down. (Past the edge at the 2.5 s pace
+ * whatever K was, zipf99's steady stall went from 1.2 to 24.6 ms/s in one run: not kept.) */
 #define REGULATION_EDGE_RETURN_USEC (2500 * 1000ULL)
 #define REGULATION_EDGE_RETURN_SHIFT_MAX 4
 /* An edge the limit has risen sixteenfold past is forgotten: the caches may grow until a stall finds
@@ -97,7 +99,8 @@ struct regulation {
         uint64_t limit;      /* what the shrinkers may hold now (0: no limit) */
         uint64_t limit_base; /* the limit when the quiet spell began */
         unsigned return_shift; /* log2 of the return time's factor: the edge was met again that often */
-        uint64_t rise_held;    /* what the shrinkers held at the last rise */
+        uint64_t rise_held;    /* what the shrinkers held at the last rise (not one far below it) */
+        bool came_down;        /* a rise or an edge far below rise_held since: a burst, not a neighbour who stays */
         bool was_over;
         uint64_t steps, asked_bytes;    /* for the log and ListShrinkers */
 };

@@ -269,6 +269,39 @@ static void test_neighbour_leaves(void) {
         CU_ASSERT(at[0] <= at[1] + at[1] / 100 && at[1] <= at[0] + at[0] / 100);
 }
 
+/* A burst that comes in waves: the stall rises at 40 MiB, the cache is cut to 30, the stall goes, and
+ * rises again lower (the reader still there). When it has gone, 90% of the room of 40 MiB comes back
+ * within 10 s of the stall going, though the neighbour before it had held the limit back for long
+ * (K = 40 s): a rise far below the last is the burst's, and the short return follows (without that,
+ * the second wave's rise was taken for the edge, and the benchmark's burst took over 20 s). */
+static void test_burst_in_waves(void) {
+        struct regulation r;
+        uint64_t total = 0, now = 0, bytes;
+        regulation_init(&r);
+        feed(&r, &total, &now, 0, true, 0, &bytes);
+        /* A neighbour who stayed a long while at 40 MiB: K up to 40 s. */
+        for (int i = 0; i < 6; i++) {
+                feed(&r, &total, &now, 100000, true, 40 * MIB, &bytes);
+                feed(&r, &total, &now, 0, true, 36 * MIB, &bytes);
+        }
+        CU_ASSERT_EQUAL(regulation_edge_return_usec(&r), REGULATION_EDGE_RETURN_USEC << REGULATION_EDGE_RETURN_SHIFT_MAX);
+        /* The burst, in two waves. */
+        for (uint64_t held = 40 * MIB; held >= 30 * MIB; held -= 2 * MIB)
+                feed(&r, &total, &now, 100000, true, held, &bytes);
+        feed(&r, &total, &now, 0, true, 28 * MIB, &bytes);
+        feed(&r, &total, &now, 100000, true, 26 * MIB, &bytes);
+        feed(&r, &total, &now, 100000, true, 24 * MIB, &bytes);
+        uint64_t t = 0, regained = 0;
+        while (t < 30 * SEC && !regained) {
+                feed_dt(&r, &total, &now, SEC / 4, 0, true, 24 * MIB, &bytes);
+                t += SEC / 4;
+                if (regulation_limit(&r) == 0 || regulation_limit(&r) >= 36 * MIB)
+                        regained = t;
+        }
+        printf("(36 MiB allowed after %.2f s) ", (double) regained / SEC);
+        CU_ASSERT(regained > 0 && regained <= 10 * SEC);
+}
+
 /* A neighbour who stays: the stall rises again and again where it rose before, and each time the limit
  * takes twice as long to come back to it, up to 40 s. */
 static void test_neighbour_stays(void) {
@@ -456,6 +489,7 @@ int main(void) {
                 { "a neighbour leaves: the room comes back within 10 s", test_neighbour_leaves },
                 { "the limit's rise over time", test_rise_factor },
                 { "a neighbour who stays is met less and less often", test_neighbour_stays },
+                { "a burst in waves gives its room back", test_burst_in_waves },
                 { "a sawtooth input does not escalate", test_sawtooth_input },
                 { "a cache growing into its limit settles in a band", test_closed_loop },
                 { "a probe's size", test_probe },
