@@ -117,7 +117,7 @@ static void regulation_edge_over(struct regulation *r, uint64_t held, bool rise)
         r->limit = r->edge > 0 ? below_edge(r->edge) : 0;
 }
 
-/* Under the budget: the limit rises from a tenth below the edge, by slow start. */
+/* Under the budget: the limit rises from a tenth below the edge as CUBIC's window does (cubic_of_edge()). */
 static void regulation_edge_quiet(struct regulation *r) {
         if (r->edge == 0)
                 return;
