@@ -791,8 +791,13 @@ static void test_regulator_steps_below_the_levels(void) {
         struct pressure_gen g;
         char line[512], needle[300];
 
-        daemon_restart_with("regulate", "log_level=debug\nheadroom=no\nlow=some 9500ms 10s\nmedium=some 9700ms 10s\n"
-                                        "critical=some 9900ms 10s\nregulate_interval=500ms\nrequest_timeout=5s\n");
+        char metrics_dir[] = "/tmp/pressured-test-metrics-XXXXXX", conf[512];
+        CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(metrics_dir));
+        test_cleanup_tree(metrics_dir);
+        snprintf(conf, sizeof(conf), "log_level=debug\nheadroom=no\nlow=some 9500ms 10s\nmedium=some 9700ms 10s\n"
+                                     "critical=some 9900ms 10s\nregulate_interval=500ms\nrequest_timeout=5s\n"
+                                     "metrics_directory=%s\nnode_interval=1s\n", metrics_dir);
+        daemon_restart_with("regulate", conf);
         group_create(&g);
         static const char *const args[] = { "--memcg", "--objects", "20000", NULL };
         CU_ASSERT_EQUAL_FATAL(client_start(&c, g.v2_dir, false, args), 0);
@@ -839,6 +844,21 @@ static void test_regulator_steps_below_the_levels(void) {
         CU_ASSERT_PTR_NOT_NULL(strstr(out, needle));
         snprintf(needle, sizeof(needle), "%s (regulation: ", g.cgroup);
         CU_ASSERT(log_wait_both(needle, "claimed to free", 1, 10000) >= 1);
+        /* And in the metrics: the scope's budget (the file is rewritten each node_interval). */
+        char prom[600], want[700];
+        snprintf(prom, sizeof(prom), "%s/pressured.prom", metrics_dir);
+        snprintf(want, sizeof(want), "pressured_regulator_budget{scope=\"%s\"} 0.001000", g.cgroup);
+        bool seen = false;
+        for (uint64_t end = test_now_ms() + 10000; !seen && test_now_ms() < end;) {
+                FILE *f = fopen(prom, "re");
+                while (f && !seen && fgets(out, sizeof(out), f))
+                        seen = strncmp(out, want, strlen(want)) == 0;
+                if (f)
+                        fclose(f);
+                if (!seen)
+                        usleep(100 * 1000); /* a file has no event to wait for */
+        }
+        CU_ASSERT(seen);
         snprintf(needle, sizeof(needle), "%s: memory pressure", g.cgroup);
         CU_ASSERT_EQUAL(test_daemon_log_count(&daemon_, needle), 0); /* the level stayed ok */
 
