@@ -354,13 +354,17 @@ int test_send_raw(int fd, const void *data, size_t len) {
 }
 
 int test_recv_msg(int fd, int timeout_ms, char **ret) {
+        /* A message is taken whole or not at all. The timeout bounds the wait for its first byte; once it
+         * has begun, its rest is in flight and is waited for. Giving up in its middle (an emulated VM
+         * takes that long over a few KiB) would lose it and start the next call inside it. Bytes are
+         * peeked, and only those up to the message's NUL are taken: the next message stays in the socket. */
+        const uint64_t rest_ms = 60000;
         size_t alloc = 4096, len = 0;
         char *buf = malloc(alloc);
         uint64_t deadline = test_now_ms() + (uint64_t) timeout_ms;
 
         if (!buf)
                 return -ENOMEM;
-        /* One byte at a time: the next message stays in the socket for the next call. */
         for (;;) {
                 uint64_t now = test_now_ms();
                 if (now >= deadline) {
@@ -369,19 +373,13 @@ int test_recv_msg(int fd, int timeout_ms, char **ret) {
                 }
                 struct pollfd p = { .fd = fd, .events = POLLIN };
                 int k = poll(&p, 1, (int) (deadline - now));
-                if (k == 0)
-                        continue;
-                char c;
-                ssize_t n = recv(fd, &c, 1, 0);
-                if (n == 0) {
-                        free(buf);
-                        return 0;
-                }
-                if (n < 0) {
+                if (k < 0 && errno != EINTR) {
                         int r = -errno;
                         free(buf);
-                        return r == -ECONNRESET ? 0 : r;
+                        return r;
                 }
+                if (k <= 0)
+                        continue;
                 if (len + 1 >= alloc) {
                         char *q = realloc(buf, alloc *= 2);
                         if (!q) {
@@ -390,11 +388,27 @@ int test_recv_msg(int fd, int timeout_ms, char **ret) {
                         }
                         buf = q;
                 }
-                buf[len++] = c;
-                if (c == 0) {
+                ssize_t n = recv(fd, buf + len, alloc - len, MSG_PEEK | MSG_DONTWAIT);
+                if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                        continue;
+                if (n <= 0) {
+                        int r = n < 0 ? -errno : 0;
+                        free(buf);
+                        return r == -ECONNRESET ? 0 : r;
+                }
+                char *z = memchr(buf + len, 0, (size_t) n);
+                size_t take = z ? (size_t) (z - (buf + len)) + 1 : (size_t) n;
+                ssize_t got = recv(fd, buf + len, take, MSG_DONTWAIT);
+                if (got != (ssize_t) take) {
+                        free(buf);
+                        return got < 0 ? -errno : -EIO;
+                }
+                len += take;
+                if (z) {
                         *ret = buf;
                         return 1;
                 }
+                deadline = test_now_ms() + rest_ms;
         }
 }
 
