@@ -257,9 +257,9 @@ pid_t pressure_gen_spawn_quiet(const struct pressure_gen *g, const char *const *
         return pid;
 }
 
-uint64_t pressure_gen_some_total(const struct pressure_gen *g) {
+static uint64_t pressure_gen_total(const struct pressure_gen *g, const char *resource) {
         char path[700], buf[512];
-        snprintf(path, sizeof(path), "%s/memory.pressure", g->v2_dir);
+        snprintf(path, sizeof(path), "%s/%s.pressure", g->v2_dir, resource);
         FILE *f = fopen(path, "re");
         if (!f)
                 return 0;
@@ -268,6 +268,30 @@ uint64_t pressure_gen_some_total(const struct pressure_gen *g) {
         buf[n] = 0;
         const char *t = strstr(buf, "total=");
         return t ? strtoull(t + 6, NULL, 10) : 0;
+}
+
+uint64_t pressure_gen_some_total(const struct pressure_gen *g) {
+        return pressure_gen_total(g, "memory");
+}
+
+uint64_t pressure_gen_io_some_total(const struct pressure_gen *g) {
+        return pressure_gen_total(g, "io");
+}
+
+uint64_t pressure_gen_file_refaults(const struct pressure_gen *g) {
+        char path[700], line[256];
+        snprintf(path, sizeof(path), "%s/memory.stat", g->mem_dir);
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return 0;
+        uint64_t v = 0;
+        while (fgets(line, sizeof(line), f))
+                if (strncmp(line, "workingset_refault_file ", 24) == 0) {
+                        v = strtoull(line + 24, NULL, 10);
+                        break;
+                }
+        fclose(f);
+        return v;
 }
 
 int pressure_gen_working_set(const char *path, unsigned mib) {

@@ -33,6 +33,11 @@ pid_t pressure_gen_spawn(const struct pressure_gen *g, const char *const *argv, 
 pid_t pressure_gen_spawn_quiet(const struct pressure_gen *g, const char *const *argv, int out_fd);
 /* The group's cumulative "some" memory stall in microseconds (memory.pressure total=), 0 if unreadable. */
 uint64_t pressure_gen_some_total(const struct pressure_gen *g);
+/* The same of io.pressure: the group's time waiting on IO. */
+uint64_t pressure_gen_io_some_total(const struct pressure_gen *g);
+/* The group's file pages read again after their eviction (memory.stat workingset_refault_file, v1 or v2), 0
+ * if unreadable. */
+uint64_t pressure_gen_file_refaults(const struct pressure_gen *g);
 /* A file of mib MiB at path, written and then dropped from the page cache, so that whoever reads it
  * next (a process in the group) has it charged to its own cgroup: a file working set. */
 int pressure_gen_working_set(const char *path, unsigned mib);
