@@ -163,21 +163,21 @@ enum regulation_verdict regulation_decide(struct regulation *r, const struct reg
         *ret_bytes = 0;
         if (!r->have_mark || r->first)
                 return REGULATION_FIRST;
-        if (!over) {
-                regulation_rest(r);
-                r->was_over = false;
+        if (!over || !own) {
+                /* Under the budget, or someone else's stall (which says nothing of the caches' edge): a
+                 * quiet look. The stall is over once it has stayed away as long as no limit could
+                 * come back; until then the streak and its brakes stand. */
+                if (!r->was_over || r->mark_usec - r->over_usec >= REGULATION_SAME_STALL_USEC) {
+                        regulation_rest(r);
+                        r->was_over = false;
+                } else
+                        r->stepped_rate = -1;
                 regulation_edge_quiet(r);
-                return REGULATION_UNDER;
-        }
-        if (!own) {
-                /* Someone else's stall says nothing of the caches' edge; their quiet spell goes on. */
-                regulation_rest(r);
-                r->was_over = false;
-                regulation_edge_quiet(r);
-                return REGULATION_NOT_OWN;
+                return over ? REGULATION_NOT_OWN : REGULATION_UNDER;
         }
         bool rise = !r->was_over;
         r->was_over = true;
+        r->over_usec = r->mark_usec;
         if (rise)
                 regulation_edge_over(r, held, true);
         else

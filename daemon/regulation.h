@@ -62,6 +62,12 @@ struct regulation_params {
  * whatever K was, zipf99's steady stall went from 1.2 to 24.6 ms/s in one run: not kept.) */
 #define REGULATION_EDGE_RETURN_USEC (2500 * 1000ULL)
 #define REGULATION_EDGE_RETURN_SHIFT_MAX 4
+/* A stall that comes back sooner than this after the last look over the budget is the same stall: over
+ * looks of a few hundred milliseconds a group's stall comes in bursts (400, 0, 1000, 0 ms/s while a
+ * writer ran beside a cache in the suite's test), and each "rise" after a quiet look doubled K, so that a
+ * writer of 4 s left the cache to come back over 118 s. The shortest return is the natural bound: no
+ * limit can have come back to the edge sooner. */
+#define REGULATION_SAME_STALL_USEC REGULATION_EDGE_RETURN_USEC
 /* An edge the limit has risen sixteenfold past is forgotten: the caches may grow until a stall finds
  * the next one. */
 #define REGULATION_EDGE_FORGET_FACTOR 16
@@ -101,7 +107,8 @@ struct regulation {
         unsigned return_shift; /* log2 of the return time's factor: the edge was met again that often */
         uint64_t rise_held;    /* what the shrinkers held at the last rise (not one far below it) */
         bool came_down;        /* a rise or an edge far below rise_held since: a burst, not a neighbour who stays */
-        bool was_over;
+        bool was_over;                  /* in a stall: over, or under for less than REGULATION_SAME_STALL_USEC */
+        uint64_t over_usec;             /* the last look over the budget */
         uint64_t steps, asked_bytes;    /* for the log and ListShrinkers */
 };
 

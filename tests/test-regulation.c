@@ -125,8 +125,12 @@ static void test_backoff(void) {
          * are judged futile (a cliff does not fall before then), and little after: 4.3 MiB left when
          * this was written. */
         CU_ASSERT(held > 64 * MIB / 20);
-        /* Under the budget once: the brakes are released. */
+        /* Under the budget for a look: still the same stall, the brakes hold. Under it for as long as
+         * the shortest return: the stall is over, and the brakes are released. */
         CU_ASSERT_EQUAL(feed(&r, &total, &now, 100, true, held, &bytes), REGULATION_UNDER);
+        CU_ASSERT_EQUAL(r.backoff, (unsigned) REGULATION_BACKOFF_MAX);
+        for (uint64_t quiet = SEC; quiet < REGULATION_SAME_STALL_USEC; quiet += SEC)
+                CU_ASSERT_EQUAL(feed(&r, &total, &now, 100, true, held, &bytes), REGULATION_UNDER);
         CU_ASSERT_EQUAL(r.backoff, 0u);
         CU_ASSERT_EQUAL(feed(&r, &total, &now, 30000, true, held, &bytes), REGULATION_STEP);
 }
@@ -282,7 +286,8 @@ static void test_burst_in_waves(void) {
         /* A neighbour who stayed a long while at 40 MiB: K up to 40 s. */
         for (int i = 0; i < 6; i++) {
                 feed(&r, &total, &now, 100000, true, 40 * MIB, &bytes);
-                feed(&r, &total, &now, 0, true, 36 * MIB, &bytes);
+                for (int q = 0; q < 3; q++)
+                        feed(&r, &total, &now, 0, true, 36 * MIB, &bytes);
         }
         CU_ASSERT_EQUAL(regulation_edge_return_usec(&r), REGULATION_EDGE_RETURN_USEC << REGULATION_EDGE_RETURN_SHIFT_MAX);
         /* The burst, in two waves. */
@@ -312,7 +317,8 @@ static void test_neighbour_stays(void) {
         uint64_t returns[6];
         for (int i = 0; i < 6; i++) {
                 CU_ASSERT_EQUAL(feed(&r, &total, &now, 100000, true, 40 * MIB, &bytes), REGULATION_STEP);
-                CU_ASSERT_EQUAL(feed(&r, &total, &now, 0, true, 36 * MIB, &bytes), REGULATION_UNDER);
+                for (int q = 0; q < 3; q++) /* a quiet spell longer than the shortest return */
+                        CU_ASSERT_EQUAL(feed(&r, &total, &now, 0, true, 36 * MIB, &bytes), REGULATION_UNDER);
                 returns[i] = regulation_edge_return_usec(&r);
         }
         CU_ASSERT_EQUAL(returns[0], REGULATION_EDGE_RETURN_USEC << 2);
@@ -321,7 +327,8 @@ static void test_neighbour_stays(void) {
         CU_ASSERT_EQUAL(returns[5], REGULATION_EDGE_RETURN_USEC << REGULATION_EDGE_RETURN_SHIFT_MAX);
         /* A rise somewhere else: the return is halved. */
         CU_ASSERT_EQUAL(feed(&r, &total, &now, 100000, true, 30 * MIB, &bytes), REGULATION_STEP);
-        CU_ASSERT_EQUAL(feed(&r, &total, &now, 0, true, 27 * MIB, &bytes), REGULATION_UNDER);
+        for (int q = 0; q < 3; q++)
+                CU_ASSERT_EQUAL(feed(&r, &total, &now, 0, true, 27 * MIB, &bytes), REGULATION_UNDER);
         CU_ASSERT_EQUAL(regulation_edge_return_usec(&r), REGULATION_EDGE_RETURN_USEC << (REGULATION_EDGE_RETURN_SHIFT_MAX - 1));
 }
 
@@ -338,15 +345,16 @@ static void test_rise_factor(void) {
         }
 }
 
-/* A sawtooth input (over, under, over...) steps only when over, and the steps do not grow. */
+/* A sawtooth input (a look over, then quiet for longer than the shortest return, again and again) steps
+ * only when over, and the steps do not grow: each is a stall of its own. */
 static void test_sawtooth_input(void) {
         struct regulation r;
         uint64_t total = 0, now = 0, bytes, first = 0;
         regulation_init(&r);
         feed(&r, &total, &now, 0, true, 0, &bytes);
         for (int i = 0; i < 40; i++) {
-                enum regulation_verdict v = feed(&r, &total, &now, i % 2 ? 0 : 10000, true, 64 * MIB, &bytes);
-                if (i % 2) {
+                enum regulation_verdict v = feed(&r, &total, &now, i % 4 ? 0 : 10000, true, 64 * MIB, &bytes);
+                if (i % 4) {
                         CU_ASSERT_EQUAL(v, REGULATION_UNDER);
                         continue;
                 }
@@ -355,6 +363,50 @@ static void test_sawtooth_input(void) {
                         first = bytes;
                 CU_ASSERT_EQUAL(bytes, first);
         }
+}
+
+/* A stall in bursts is one stall (recorded in the suite's test: a writer beside a cache of 8 MiB that grows
+ * back 1.6 MiB/s, looked at every 135 ms, read 400, 0, 1000, 0 ms/s). While it lasts the return time
+ * does not escalate: each "rise" after a quiet look doubled it, and the cache came back 118 s after a
+ * writer of 4 s stopped. Once the writer stops, 90% of the room is allowed again within 10 s: whether
+ * the stall was the writer's own (it stays whatever the cache gives: the steps stop being futile once
+ * three quarters are gone and the edge is forgotten) or went once the cache was below 4.5 MiB (the edge
+ * came down: a burst's short return). */
+static void bursty_stall(double stall_below, bool want_edge) {
+        struct regulation r;
+        uint64_t total = 0, now = 0, bytes;
+        const uint64_t look = 135 * 1000, room = 8 * MIB;
+        double cache = (double) room;
+        regulation_init(&r);
+        feed_dt(&r, &total, &now, look, 0, true, 0, &bytes);
+        unsigned max_shift = 0;
+        for (int i = 0; i < 30; i++) { /* 4 s of the writer */
+                double rate = i % 2 == 0 && cache > stall_below ? 700000 : 0;
+                enum regulation_verdict v = feed_dt(&r, &total, &now, look, rate, true, (uint64_t) cache, &bytes);
+                if (v == REGULATION_STEP)
+                        cache -= (double) bytes;
+                else if (regulation_limit(&r) > 0 && cache > (double) regulation_limit(&r))
+                        cache = (double) regulation_limit(&r);
+                cache = MIN(cache + 1.6 * MIB * (double) look / SEC, (double) room);
+                max_shift = MAX(max_shift, r.return_shift);
+        }
+        CU_ASSERT(max_shift <= 2);
+        CU_ASSERT(cache < (double) room * 0.75);
+        CU_ASSERT_EQUAL(r.edge > 0, want_edge);
+        uint64_t t = 0, regained = 0;
+        while (t < 200 * SEC && !regained) {
+                feed_dt(&r, &total, &now, look, 0, true, (uint64_t) cache, &bytes);
+                t += look;
+                if (regulation_limit(&r) == 0 || regulation_limit(&r) >= room / 10 * 9)
+                        regained = t;
+        }
+        printf("(cut to %.1f of 8 MiB; 90%% allowed again %.2f s after the stall) ", cache / MIB, (double) regained / SEC);
+        CU_ASSERT(regained > 0 && regained <= 10 * SEC);
+}
+
+static void test_bursty_stall_is_one_stall(void) {
+        bursty_stall(0, false);
+        bursty_stall(4.5 * MIB, true);
 }
 
 /* A cache that grows 1 MiB per interval into a limit beyond which every MiB costs the group 4 ms/s of
@@ -491,6 +543,7 @@ int main(void) {
                 { "a neighbour who stays is met less and less often", test_neighbour_stays },
                 { "a burst in waves gives its room back", test_burst_in_waves },
                 { "a sawtooth input does not escalate", test_sawtooth_input },
+                { "a stall in bursts is one stall", test_bursty_stall_is_one_stall },
                 { "a cache growing into its limit settles in a band", test_closed_loop },
                 { "a probe's size", test_probe },
                 { "probes back off over the budget and when the kernel falls short", test_probe_backoff },
