@@ -15,12 +15,15 @@
  *        all it was asked to, and frees nothing.
  * --grow MS: one more object every MS milliseconds, for ever: a cache that grows until its shrinker is
  *        asked, or the OOM killer comes (with --shrinkers 0 nobody can ask).
+ * --max N: with --grow, a cache in use whose room is N objects: it grows back towards N after each scan,
+ *        and prints "full <n>" each time it gets there again.
  */
 
 #include <errno.h>
 #include <getopt.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,12 +142,13 @@ int main(int argc, char *argv[]) {
                 { "pin", no_argument, NULL, 'p' },
                 { "no-release", no_argument, NULL, 'r' },
                 { "grow", required_argument, NULL, 'g' },
+                { "max", required_argument, NULL, 'M' },
                 /* as an adapter: the shrinkers free memory of this other process */
                 { "serve-for", required_argument, NULL, 'F' },
                 {},
         };
         const char *socket_path = NULL;
-        size_t objects = 10000, k = 1;
+        size_t objects = 10000, k = 1, max_objects = SIZE_MAX;
         unsigned flags = 0;
         int use_thread = 0, pin = 0, no_release = 0, grow_ms = -1, serve_for = 0, c;
 
@@ -166,6 +170,7 @@ int main(int argc, char *argv[]) {
                 case 'p': pin = 1; break;
                 case 'r': no_release = 1; break;
                 case 'g': grow_ms = atoi(optarg); break;
+                case 'M': max_objects = strtoul(optarg, NULL, 10); break;
                 case 'F': serve_for = atoi(optarg); break;
                 default: return 2;
                 }
@@ -228,7 +233,10 @@ int main(int argc, char *argv[]) {
                         return 1;
                 (void) pressure_client_dispatch(client);
                 if (now_ms() >= next_grow) {
-                        (void) cache_add();
+                        if (cache.n < max_objects && cache_add() == 0 && cache.n == max_objects) {
+                                printf("full %zu\n", cache.n);
+                                fflush(stdout);
+                        }
                         next_grow += (uint64_t) grow_ms;
                 }
         }
