@@ -14,6 +14,7 @@
 #include "fileio.h"
 #include "format.h"
 #include "kmsg.h"
+#include "level_reason.h"
 #include "clock.h"
 #include "log.h"
 #include "macro.h"
@@ -288,10 +289,10 @@ void scope_read_memory(struct scope *s) {
 
 /* ---- level changes ---- */
 
-/* Why the scope is at level l, with the figure and the threshold the decision used. */
+/* Why the scope is at level l: the figures the decision used, worded by level_reason.c. */
 static void scope_explain(const struct scope *s, enum level l, char *buf, size_t size) {
         const struct config *c = s->env->config;
-        char a[FORMAT_BYTES_MAX], b[FORMAT_BYTES_MAX], w[FORMAT_USEC_MAX], st[FORMAT_USEC_MAX];
+        struct level_reason r = { .level = l };
 
         if (l == LEVEL_OK) {
                 buf[0] = 0;
@@ -310,42 +311,30 @@ static void scope_explain(const struct scope *s, enum level l, char *buf, size_t
                         [LEVEL_MEDIUM] = { "low", f.low_pages, c->node.medium_factor },
                         [LEVEL_CRITICAL] = { "min", f.min_pages, c->node.critical_factor },
                 };
-                snprintf(buf, size, "free %s, at or below %s's %.2f x the %s watermark (%s)",
-                         format_bytes(a, sizeof(a), f.free_pages * page), level_to_string(l), mark[l].factor,
-                         mark[l].name, format_bytes(b, sizeof(b), (uint64_t) ((double) mark[l].pages * mark[l].factor) * page));
-                return;
+                r.kind = LEVEL_REASON_WATERMARK;
+                r.mark = mark[l].name;
+                r.factor = mark[l].factor;
+                r.free_bytes = f.free_pages * page;
+                r.threshold_bytes = (uint64_t) ((double) mark[l].pages * mark[l].factor) * page;
+        } else if (s->source == LEVEL_SOURCE_HEADROOM && s->headroom.limit != UINT64_MAX) {
+                r.kind = LEVEL_REASON_HEADROOM;
+                r.room = s->headroom.fraction < 1 ? 1 - s->headroom.fraction : 0;
+                r.left = s->headroom.left;
+                r.limit = s->headroom.limit;
+                r.binding = s->headroom_binding;
+                r.at_left = c->headroom_at.left[l];
+                r.at_fraction = c->headroom_at.f[l];
+        } else {
+                const struct psi_trigger *t = &c->psi.t[l];
+                double fraction = 0;
+                bool have = !s->first_look && level_samples_fraction(&s->samples, t->kind, t->window_usec, &fraction) >= 0;
+                r.psi = t->kind;
+                r.stall_usec = t->stall_usec;
+                r.window_usec = t->window_usec;
+                r.fraction = s->first_look ? s->psi.line[t->kind].avg10 / 100 : fraction;
+                r.kind = level_reason_psi_kind(s->first_look, have, l > s->previous, fraction, t->stall_usec, t->window_usec);
         }
-        if (s->source == LEVEL_SOURCE_HEADROOM && s->headroom.limit != UINT64_MAX) {
-                double room = s->headroom.fraction < 1 ? 1 - s->headroom.fraction : 0;
-                char at[FORMAT_BYTES_MAX + 8];
-                if (c->headroom_at.left[l] > 0)
-                        format_bytes(at, sizeof(at), c->headroom_at.left[l]);
-                else
-                        snprintf(at, sizeof(at), "%.0f%%", 100 * (1 - c->headroom_at.f[l]));
-                snprintf(buf, size, "headroom %.1f%% (%s left under the %s limit%s%s), at or below %s's %s", 100 * room,
-                         format_bytes(a, sizeof(a), s->headroom.left), format_bytes(b, sizeof(b), s->headroom.limit),
-                         s->headroom_binding ? " of " : "", s->headroom_binding ? s->headroom_binding : "",
-                         level_to_string(l), at);
-                return;
-        }
-        const struct psi_trigger *t = &c->psi.t[l];
-        double fraction, limit = (double) t->stall_usec / (double) t->window_usec;
-        format_usec(w, sizeof(w), t->window_usec);
-        format_usec(st, sizeof(st), t->stall_usec);
-        if (s->first_look)
-                snprintf(buf, size, "%s stall %.1f%% over the last 10s (the kernel's average, a first look), at or "
-                         "above %s's %.1f%% (%s per %s)", psi_kind_to_string(t->kind), s->psi.line[t->kind].avg10,
-                         level_to_string(l), 100 * limit, st, w);
-        else if (level_samples_fraction(&s->samples, t->kind, t->window_usec, &fraction) < 0 ||
-                 (l > s->previous && fraction < limit))
-                /* A rise the daemon's own samples do not show (they lag the kernel's window): the trigger
-                 * raised it, and only its figure explains it. */
-                snprintf(buf, size, "the kernel's trigger fired: %s stall of %s within %s (%s's threshold)",
-                         psi_kind_to_string(t->kind), st, w, level_to_string(l));
-        else
-                snprintf(buf, size, "%s stall %.1f%% over %s, %s %s's %.1f%% (%s per %s)%s", psi_kind_to_string(t->kind),
-                         100 * fraction, w, fraction >= limit ? "at or above" : "below", level_to_string(l),
-                         100 * limit, st, w, fraction >= limit ? "" : ", held until it stays below for the hold time");
+        level_reason_format(&r, buf, size);
 }
 
 /* psi_raw: the level the scope's own measure shows now (PSI, or a node's watermarks); headroom's is

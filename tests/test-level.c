@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "level.h"
+#include "level_reason.h"
 #include "test-util.h"
 
 #define S 1000000ULL /* one second in microseconds */
@@ -218,6 +219,65 @@ static void test_from_averages(void) {
         CU_ASSERT_EQUAL(level_from_averages(&st, &t), LEVEL_MEDIUM);
 }
 
+/* Every kind of rise is explained by the figure that raised it, in the words the log, subscribers and
+ * pressurectl show. */
+static void test_reason_kinds(void) {
+        const uint64_t s2 = 2000000;
+        /* PSI: which figure explains a level. */
+        CU_ASSERT_EQUAL(level_reason_psi_kind(true, false, true, 0, s2 / 10, s2), LEVEL_REASON_FIRST_LOOK);
+        CU_ASSERT_EQUAL(level_reason_psi_kind(false, false, true, 0, s2 / 10, s2), LEVEL_REASON_TRIGGER);
+        /* a rise the samples show */
+        CU_ASSERT_EQUAL(level_reason_psi_kind(false, true, true, 0.2, s2 / 10, s2), LEVEL_REASON_SAMPLES);
+        /* a rise the samples do not show (the trigger fired, they lag its window): the trigger explains
+         * it, never "below low's 10%, held until..." (what a subscriber was told after an OOM kill) */
+        CU_ASSERT_EQUAL(level_reason_psi_kind(false, true, true, 0.005, s2 / 10, s2), LEVEL_REASON_TRIGGER);
+        /* a level held (a fall to it, or a look without a change) with the samples below: held */
+        CU_ASSERT_EQUAL(level_reason_psi_kind(false, true, false, 0.005, s2 / 10, s2), LEVEL_REASON_SAMPLES);
+
+        char buf[256];
+        struct level_reason r = { .kind = LEVEL_REASON_SAMPLES, .level = LEVEL_LOW, .psi = PSI_SOME, .fraction = 0.125,
+                                  .stall_usec = s2 / 10, .window_usec = s2 };
+        level_reason_format(&r, buf, sizeof(buf));
+        CU_ASSERT_STRING_EQUAL(buf, "some stall 12.5% over 2s, at or above low's 10.0% (200ms per 2s)");
+        r.fraction = 0.05;
+        level_reason_format(&r, buf, sizeof(buf));
+        CU_ASSERT_STRING_EQUAL(buf, "some stall 5.0% over 2s, below low's 10.0% (200ms per 2s), held until it stays below "
+                                    "for the hold time");
+        r.kind = LEVEL_REASON_TRIGGER;
+        r.level = LEVEL_MEDIUM;
+        r.psi = PSI_FULL;
+        level_reason_format(&r, buf, sizeof(buf));
+        CU_ASSERT_STRING_EQUAL(buf, "the kernel's trigger fired: full stall of 200ms within 2s (medium's threshold)");
+        r.kind = LEVEL_REASON_FIRST_LOOK;
+        r.fraction = 0.31;
+        level_reason_format(&r, buf, sizeof(buf));
+        CU_ASSERT_STRING_EQUAL(buf, "full stall 31.0% over the last 10s (the kernel's average, a first look), at or above "
+                                    "medium's 10.0% (200ms per 2s)");
+
+        struct level_reason h = { .kind = LEVEL_REASON_HEADROOM, .level = LEVEL_CRITICAL, .room = 0.016, .left = 1 << 20,
+                                  .limit = 64 << 20, .at_fraction = 0.97 };
+        level_reason_format(&h, buf, sizeof(buf));
+        CU_ASSERT_STRING_EQUAL(buf, "headroom 1.6% (1.0M left under the 64.0M limit), at or below critical's 3%");
+        h.binding = "/parent";
+        h.at_left = 2 << 20;
+        level_reason_format(&h, buf, sizeof(buf));
+        CU_ASSERT_STRING_EQUAL(buf, "headroom 1.6% (1.0M left under the 64.0M limit of /parent), at or below critical's 2.0M");
+
+        struct level_reason w = { .kind = LEVEL_REASON_WATERMARK, .level = LEVEL_LOW, .mark = "high", .factor = 1.5,
+                                  .free_bytes = 100 << 20, .threshold_bytes = 120 << 20 };
+        level_reason_format(&w, buf, sizeof(buf));
+        CU_ASSERT_STRING_EQUAL(buf, "free 100.0M, at or below low's 1.50 x the high watermark (120.0M)");
+
+        /* At ok there is nothing to explain. */
+        w.level = LEVEL_OK;
+        level_reason_format(&w, buf, sizeof(buf));
+        CU_ASSERT_STRING_EQUAL(buf, "");
+        /* A short buffer is cut, and terminated. */
+        r.level = LEVEL_LOW;
+        level_reason_format(&r, buf, 8);
+        CU_ASSERT_EQUAL(strlen(buf), 7u);
+}
+
 int main(void) {
         static const struct test_case cases[] = {
                 { "level names", test_names },
@@ -232,6 +292,7 @@ int main(void) {
                 { "hysteresis with no hold time", test_hysteresis_zero_hold },
                 { "node level from watermarks", test_node_level },
                 { "reclaim target", test_reclaim_target },
+                { "each kind of rise has its reason", test_reason_kinds },
                 {},
         };
         return test_run("level", cases, NULL);
