@@ -5,7 +5,8 @@
  * that on its word. Around a round it reads what the kernel shows of each client asked to scan (its
  * cgroup's usage while it is alone in a cgroup of its own, its resident memory otherwise: see
  * shrink_client_resident()), when the round first asks it and again a moment after the round
- * (once the client has had time to give freed memory back: libpressure trims its heap after scans),
+ * (once the client has had time to give freed memory back: libpressure trims its heap after scans;
+ * once more, later, if some client shows less than half its claim then: a busy machine runs it late),
  * and reports claimed and released bytes side by side: in the journal, and per client in ListShrinkers.
  * A client that keeps allocating while it is shrunk shows less released than it freed: the figure is
  * what the kernel saw, not a verdict. */
