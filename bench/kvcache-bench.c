@@ -146,12 +146,8 @@ static int stats(int fd, char *line, size_t size) {
 static double proc_cpu_s(pid_t pid) {
         char path[64], buf[1024];
         snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
-        FILE *f = fopen(path, "re");
-        if (!f)
+        if (test_read_text(path, buf, sizeof(buf)) < 0)
                 return 0;
-        size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-        fclose(f);
-        buf[n] = 0;
         const char *p = strrchr(buf, ')');
         unsigned long long ut = 0, st = 0;
         /* after the name: state, then ten fields before utime and stime */

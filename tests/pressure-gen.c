@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "pressure-gen.h"
+#include "test-util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -257,17 +258,18 @@ pid_t pressure_gen_spawn_quiet(const struct pressure_gen *g, const char *const *
         return pid;
 }
 
-static uint64_t pressure_gen_total(const struct pressure_gen *g, const char *resource) {
-        char path[700], buf[512];
-        snprintf(path, sizeof(path), "%s/%s.pressure", g->v2_dir, resource);
-        FILE *f = fopen(path, "re");
-        if (!f)
+uint64_t pressure_gen_psi_total(const char *path) {
+        char buf[512];
+        if (test_read_text(path, buf, sizeof(buf)) < 0)
                 return 0;
-        size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-        fclose(f);
-        buf[n] = 0;
         const char *t = strstr(buf, "total=");
         return t ? strtoull(t + 6, NULL, 10) : 0;
+}
+
+static uint64_t pressure_gen_total(const struct pressure_gen *g, const char *resource) {
+        char path[700];
+        snprintf(path, sizeof(path), "%s/%s.pressure", g->v2_dir, resource);
+        return pressure_gen_psi_total(path);
 }
 
 uint64_t pressure_gen_some_total(const struct pressure_gen *g) {

@@ -33,6 +33,8 @@ pid_t pressure_gen_spawn(const struct pressure_gen *g, const char *const *argv, 
 pid_t pressure_gen_spawn_quiet(const struct pressure_gen *g, const char *const *argv, int out_fd);
 /* The group's cumulative "some" memory stall in microseconds (memory.pressure total=), 0 if unreadable. */
 uint64_t pressure_gen_some_total(const struct pressure_gen *g);
+/* The cumulative `some` stall of a PSI file (the first total=, µs), 0 if unreadable. */
+uint64_t pressure_gen_psi_total(const char *path);
 /* The same of io.pressure: the group's time waiting on IO. */
 uint64_t pressure_gen_io_some_total(const struct pressure_gen *g);
 /* The group's file pages read again after their eviction (memory.stat workingset_refault_file, v1 or v2), 0

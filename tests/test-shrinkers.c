@@ -601,15 +601,21 @@ static void daemon_restart_with(const char *name, const char *conf) {
         CU_ASSERT_EQUAL_FATAL(test_daemon_restart(&daemon_, dargs), 0);
 }
 
-/* A 16 MiB group with the generator's writer (not started yet), removed at exit whatever happens. */
-static void group_create(struct pressure_gen *g) {
+/* A generator's group with the limit (its writer not started yet), removed at exit with its file also
+ * when the test fails. */
+static void group_create_limited(struct pressure_gen *g, uint64_t limit) {
         char cwd[400];
         CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(cwd, sizeof(cwd)));
-        CU_ASSERT_EQUAL_FATAL(pressure_gen_create(g, cwd, 16ULL << 20), 0);
+        CU_ASSERT_EQUAL_FATAL(pressure_gen_create(g, cwd, limit), 0);
         test_cleanup_path(g->v2_dir, true);
         if (g->mem_dir[0])
                 test_cleanup_path(g->mem_dir, true);
         test_cleanup_path(g->file, false);
+}
+
+/* The same, of 16 MiB. */
+static void group_create(struct pressure_gen *g) {
+        group_create_limited(g, 16ULL << 20);
 }
 
 /* A stopped client delays nobody: under real pressure in one cgroup, with a deadline of 20 s, a client
@@ -891,17 +897,12 @@ static void test_regulator_steps_below_the_levels(void) {
 static void test_regulator_gives_room_back(void) {
         struct test_child c = { .lines.fd = -1 };
         struct pressure_gen g;
-        char line[512], cwd[400];
+        char line[512];
         enum { ROOM = 128 }; /* objects of 64 KiB */
 
         daemon_restart_with("regain", "log_level=debug\nheadroom=no\nlow=some 9500ms 10s\nmedium=some 9700ms 10s\n"
                                       "critical=some 9900ms 10s\nregulate_interval=500ms\nrequest_timeout=5s\n");
-        CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(cwd, sizeof(cwd)));
-        CU_ASSERT_EQUAL_FATAL(pressure_gen_create(&g, cwd, 32ULL << 20), 0);
-        test_cleanup_path(g.v2_dir, true);
-        if (g.mem_dir[0])
-                test_cleanup_path(g.mem_dir, true);
-        test_cleanup_path(g.file, false);
+        group_create_limited(&g, 32ULL << 20);
         static const char *const args[] = { "--memcg", "--objects", "128", "--size", "65536", "--grow", "40", "--max", "128", NULL };
         CU_ASSERT_EQUAL_FATAL(client_start_in(&c, &g, args), 0);
         CU_ASSERT_EQUAL_FATAL(client_wait(&c, "ready", 10000, line, sizeof(line)), 0);
@@ -978,7 +979,7 @@ static double group_some_avg10(const struct pressure_gen *g) {
 static void test_full_ancestor_asks_nothing(void) {
         struct test_child c = { .lines.fd = -1 };
         struct pressure_gen p, a, b;
-        char line[512], cwd[400], needle[300];
+        char line[512], needle[300];
 
 #ifdef __SANITIZE_ADDRESS__
         /* AddressSanitizer's redzones and quarantine make b's 55 MiB cache outgrow /P's 64 MiB: the plain
@@ -988,12 +989,7 @@ static void test_full_ancestor_asks_nothing(void) {
 #endif
         daemon_restart_with("ancestor", "log_level=debug\nheadroom=no\nlow=some 9500ms 10s\nmedium=some 9700ms 10s\n"
                                         "critical=some 9900ms 10s\nregulate_interval=500ms\nrequest_timeout=5s\n");
-        CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(cwd, sizeof(cwd)));
-        CU_ASSERT_EQUAL_FATAL(pressure_gen_create(&p, cwd, 64ULL << 20), 0);
-        test_cleanup_path(p.v2_dir, true);
-        if (p.mem_dir[0])
-                test_cleanup_path(p.mem_dir, true);
-        test_cleanup_path(p.file, false);
+        group_create_limited(&p, 64ULL << 20);
         CU_ASSERT_EQUAL_FATAL(pressure_gen_create_child(&p, "a", 4ULL << 20, &a), 0);
         test_cleanup_path(a.v2_dir, true);
         if (a.mem_dir[0] && !streq(a.mem_dir, a.v2_dir))

@@ -115,15 +115,7 @@ static uint64_t host_global_reclaim(void) {
 
 /* The machine's cumulative `some` memory stall (/proc/pressure/memory total=), in microseconds. */
 static uint64_t host_some_total(void) {
-        char buf[512];
-        FILE *f = fopen("/proc/pressure/memory", "re");
-        if (!f)
-                return 0;
-        size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-        fclose(f);
-        buf[n] = 0;
-        const char *t = strstr(buf, "total=");
-        return t ? strtoull(t + 6, NULL, 10) : 0;
+        return pressure_gen_psi_total("/proc/pressure/memory");
 }
 
 /* Stall of the machine that the group's does not account for since the marks (the machine's `some` is

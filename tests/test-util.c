@@ -338,6 +338,16 @@ int test_connect(const char *path) {
         return fd;
 }
 
+int test_read_text(const char *path, char *buf, size_t size) {
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return -errno;
+        size_t n = fread(buf, 1, size - 1, f);
+        fclose(f);
+        buf[n] = 0;
+        return (int) n;
+}
+
 int test_send_raw(int fd, const void *data, size_t len) {
         const char *p = data;
         while (len > 0) {

@@ -96,6 +96,8 @@ int test_subscribe_scopes(const char *socket, const char *scopes);
 int test_connect(const char *path);
 /* Send bytes exactly as given. */
 int test_send_raw(int fd, const void *data, size_t len);
+/* A small text file's start into buf, terminated: its length, or a negative errno. */
+int test_read_text(const char *path, char *buf, size_t size);
 /* Receive one NUL-terminated message within timeout_ms into a malloc()ed string. Returns 1, 0 on
  * orderly close, -ETIMEDOUT, or a negative errno. */
 int test_recv_msg(int fd, int timeout_ms, char **ret);
