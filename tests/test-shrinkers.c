@@ -895,6 +895,12 @@ static void test_regulator_steps_below_the_levels(void) {
  * the writer stops, the growth limit lets it back to its whole room ("full" from the client). Awaited, not
  * timed: the time it took and what it was asked to free meanwhile are printed (bench/ measures them). */
 static void test_regulator_gives_room_back(void) {
+#if defined(__SANITIZE_ADDRESS__)
+        /* Its allocator keeps what is freed in quarantine: a cache that frees and refills grows its
+         * memory until the group's limit OOM-kills it (seen in CI: 23 to 36 MiB resident in 32). */
+        printf("skipped under AddressSanitizer ");
+        return;
+#endif
         struct test_child c = { .lines.fd = -1 };
         struct pressure_gen g;
         char line[512];
