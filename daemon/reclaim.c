@@ -181,12 +181,20 @@ static bool episode_cause_gone(struct reclaim_episode *e) {
         return scope_far_below_limits(s);
 }
 
-/* Paused as after a goal met in a quiet spell: only growth is taken from here. */
-static void episode_rest(struct reclaim_episode *e) {
+/* A level raised by the stall of a scope the regulator answers: its steps are the one owner of what the
+ * caches in it still owe (regulator.h). The level still reaches subscribers; a headroom or a node level
+ * is not the regulator's, and keeps its rounds. */
+static bool episode_regulated(const struct reclaim_episode *e) {
+        return scope_source(e->scope) == LEVEL_SOURCE_PRESSURE && e->rc->regulator &&
+               regulator_owns(e->rc->regulator, e->scope);
+}
+
+/* Paused as after a goal met in a quiet spell: only growth is taken from here. Looked at again each round
+ * interval (the level's source may change). */
+static void episode_rest(struct reclaim_episode *e, const char *why) {
         struct reclaim *rc = e->rc;
         if (!e->paused || !e->quiet)
-                log_debug("%s: what raised the level is gone (held by its hysteresis): no reclaim rounds for it.",
-                          scope_name(e->scope));
+                log_debug("%s: %s: no reclaim rounds for the level.", scope_name(e->scope), why);
         e->paused = e->quiet = true;
         (void) sd_event_source_set_time(e->timer, event_now(rc->event) + rc->config->round_interval_usec);
         (void) sd_event_source_set_enabled(e->timer, SD_EVENT_ONESHOT);
@@ -199,8 +207,13 @@ static int on_episode_timer(sd_event_source *src, uint64_t usec, void *userdata)
         (void) usec;
         if (e->round || !scope_wants_reclaim(rc, e->scope))
                 return 0;
+        if (episode_regulated(e)) {
+                e->anchor_bytes = 0;
+                episode_rest(e, "its stall is the regulator's to answer");
+                return 0;
+        }
         if (episode_cause_gone(e)) {
-                episode_rest(e);
+                episode_rest(e, "what raised the level is gone (held by its hysteresis)");
                 return 0;
         }
         if (e->paused) {
@@ -383,8 +396,10 @@ static void scope_changed(struct reclaim *rc, struct scope *s) {
         }
         if (e->round)
                 return;
-        if (episode_cause_gone(e))
-                episode_rest(e);
+        if (episode_regulated(e))
+                episode_rest(e, "its stall is the regulator's to answer");
+        else if (episode_cause_gone(e))
+                episode_rest(e, "what raised the level is gone (held by its hysteresis)");
         else
                 episode_start_round(e);
 }
@@ -453,7 +468,7 @@ static void ask_newcomer(struct reclaim *rc, const struct shrink_client *cl, con
                 struct reclaim_episode *e = scope_episode(rc, s);
                 if (!e)
                         scope_changed(rc, s);
-                else if (e->rounds > 0)
+                else if (e->rounds > 0 && !episode_regulated(e))
                         side_round(rc, s, e, cl, only);
         }
 }

@@ -23,19 +23,40 @@ void regulation_init(struct regulation *r) {
         *r = (struct regulation){ .stepped_rate = -1, .streak_rate = -1 };
 }
 
+/* The rate since the newest reading at least window_usec old (the oldest one if none is). */
+static double window_rate(struct regulation *r, uint64_t window_usec, uint64_t total_usec, uint64_t now_usec) {
+        const unsigned n = ELEMENTSOF(r->marks);
+        uint64_t t = now_usec, tot = total_usec;
+        for (unsigned i = 1; i <= r->n_marks; i++) {
+                unsigned k = (r->next_mark + n - i) % n;
+                t = r->marks[k].usec;
+                tot = r->marks[k].total;
+                if (now_usec - t >= window_usec)
+                        break;
+        }
+        return now_usec > t && total_usec >= tot ? (double) (total_usec - tot) * 1e6 / (double) (now_usec - t) : 0;
+}
+
 bool regulation_measure(struct regulation *r, const struct regulation_params *p, uint64_t total_usec,
                         uint64_t now_usec, double *ret_rate) {
         assert(r && p && ret_rate);
         bool first = !r->have_mark || now_usec <= r->mark_usec || total_usec < r->mark_total;
         r->first = first;
+        if (first)
+                r->n_marks = r->next_mark = 0; /* a counter that went back: the window starts again */
         double rate = first ? 0 : (double) (total_usec - r->mark_total) * 1e6 / (double) (now_usec - r->mark_usec);
+        r->window_rate = first ? 0 : p->window_usec > 0 ? window_rate(r, p->window_usec, total_usec, now_usec) : rate;
+        r->marks[r->next_mark].usec = now_usec;
+        r->marks[r->next_mark].total = total_usec;
+        r->next_mark = (r->next_mark + 1) % ELEMENTSOF(r->marks);
+        r->n_marks = MIN(r->n_marks + 1, (unsigned) ELEMENTSOF(r->marks));
         r->have_mark = true;
         r->prev_usec = first ? now_usec : r->mark_usec;
         r->mark_total = total_usec;
         r->mark_usec = now_usec;
         r->rate = rate;
         *ret_rate = rate;
-        return !first && p->budget > 0 && rate > (double) p->budget;
+        return !first && p->budget > 0 && rate > (double) p->budget && r->window_rate > (double) p->budget;
 }
 
 uint64_t regulation_step_bytes(const struct regulation_params *p, double rate, uint64_t held) {
@@ -88,11 +109,15 @@ static uint64_t below_edge(uint64_t edge) {
         return edge > UINT64_MAX / 1000 ? edge / 1000 * keep : edge * keep / 1000;
 }
 
-/* The stall is over the budget and the caches' own, with held bytes in them. The edge is where it rose;
- * and while it stays over with no step still settling, the cliff is at or below what they hold now (a
- * phase change: the neighbour's working set grew), so the edge follows them down. */
-static void regulation_edge_over(struct regulation *r, uint64_t held, bool rise) {
-        if (rise && held > 0 && r->backoff == 0) {
+static uint64_t above_limit(uint64_t limit) {
+        const uint64_t keep = 1000 - REGULATION_EDGE_MARGIN_PERMILLE;
+        return limit > UINT64_MAX / 1000 ? limit / keep * 1000 : limit * 1000 / keep;
+}
+
+/* The stall rose over the budget, the caches' own, with held bytes in them: the edge is where it rose,
+ * and the limit a margin below it. */
+static void regulation_edge_rise(struct regulation *r, uint64_t held) {
+        if (held > 0 && r->backoff == 0) {
                 /* Risen again where it last rose (within the margin): a neighbour who stays. The limit
                  * takes twice as long to come back next time (up to 40 s), as Senpai backs off; a rise
                  * somewhere else halves it. */
@@ -109,12 +134,32 @@ static void regulation_edge_over(struct regulation *r, uint64_t held, bool rise)
                 else
                         r->rise_held = held;
         }
-        if (held > 0 && r->backoff == 0 && (rise || r->edge == 0 || held < r->edge)) {
+        if (held > 0 && r->backoff == 0) {
                 r->edge = held;
                 r->edge_usec = r->mark_usec;
         }
         r->quiet_usec = 0;
         r->limit = r->edge > 0 ? below_edge(r->edge) : 0;
+}
+
+/* The stall stays over the budget with no step still settling: the cliff is below the limit (a phase
+ * change: the neighbour's working set grew; or the stall of the overshoot lasts). The limit comes down by
+ * the step, from itself or from what they hold if that is less, and the edge with it, a margin above. The
+ * caches are held to it while the stall lasts, as under it: steps of 5% of what they hold, asked of a cache
+ * that refilled 2 MiB between two looks, kept it at 44 to 47 MiB for 4 s while the group stalled 40 to
+ * 380 ms/s. */
+static void regulation_edge_follow(struct regulation *r, uint64_t held, uint64_t step) {
+        r->quiet_usec = 0;
+        if (held == 0 || r->backoff > 0)
+                return;
+        if (r->edge == 0) {
+                regulation_edge_rise(r, held); /* it rose before any count: the first one is the edge */
+                return;
+        }
+        uint64_t base = r->limit > 0 ? MIN(r->limit, held) : held;
+        r->limit = base > step ? base - step : 0;
+        r->edge = MIN(r->edge, above_limit(r->limit));
+        r->edge_usec = r->mark_usec;
 }
 
 /* Under the budget: the limit rises from a tenth below the edge as CUBIC's window does (cubic_of_edge()). */
@@ -179,12 +224,21 @@ enum regulation_verdict regulation_decide(struct regulation *r, const struct reg
         r->was_over = true;
         r->over_usec = r->mark_usec;
         if (rise)
-                regulation_edge_over(r, held, true);
+                regulation_edge_rise(r, held);
         else
                 r->quiet_usec = 0;
-        /* The last step is still showing: a rate a quarter below the one that made it is on its way down. */
+        /* The last step is still showing: a rate a quarter below the one that made it is on its way down.
+         * Or the limit was cut less than a window ago: the kernel answers a cut with a lag (the neighbour
+         * reads back what the overshoot pushed out), and a limit cut again at each look of that lag ended
+         * a fifth below the edge. Meanwhile the caches are held to the limit. */
+        uint64_t to_limit = r->limit > 0 && held > r->limit ? MIN(held - r->limit, held / 1000 * REGULATION_STEP_HARD_MAX_PERMILLE) : 0;
         if (r->stepped_rate >= 0 && r->rate < r->stepped_rate * REGULATION_SETTLING_PERMILLE / 1000) {
                 r->stepped_rate = -1;
+                *ret_bytes = to_limit;
+                return REGULATION_SETTLING;
+        }
+        if (!rise && r->limit > 0 && r->mark_usec - r->edge_usec < REGULATION_CUT_SPACING_USEC) {
+                *ret_bytes = to_limit;
                 return REGULATION_SETTLING;
         }
         if (r->skip > 0) {
@@ -210,15 +264,15 @@ enum regulation_verdict regulation_decide(struct regulation *r, const struct reg
                 r->backoff = MIN(r->backoff + 1, (unsigned) REGULATION_BACKOFF_MAX);
         } else if (r->streak >= REGULATION_BOOST_AFTER)
                 r->boost = MIN(r->boost + 1, (unsigned) REGULATION_BOOST_MAX);
-        if (!rise)
-                regulation_edge_over(r, held, false);
         r->skip = (1u << r->backoff) - 1;
         r->streak++;
         r->stepped_rate = r->rate;
-        uint64_t bytes = regulation_step_bytes(p, r->rate, held) << r->boost;
-        /* Fallen off the edge: down below it at once, as TCP halves its window at a loss, not by a few
-         * percent a look while the cache refills past it (each touch of the edge cost 135 ms of stall). */
-        if (rise && r->limit > 0 && held > r->limit)
+        uint64_t bytes = MIN(regulation_step_bytes(p, r->rate, held) << r->boost, held / 1000 * REGULATION_STEP_HARD_MAX_PERMILLE);
+        if (!rise)
+                regulation_edge_follow(r, held, bytes);
+        /* Over the limit: down to it at once, as TCP halves its window at a loss, not by a few percent a
+         * look while the cache refills past it (each touch of the edge cost 135 ms of stall). */
+        if (r->limit > 0 && held > r->limit)
                 bytes = MAX(bytes, held - r->limit);
         *ret_bytes = MIN(bytes, held / 1000 * REGULATION_STEP_HARD_MAX_PERMILLE);
         r->steps++;

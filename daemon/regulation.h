@@ -32,6 +32,7 @@ struct regulation_params {
         unsigned step_min_permille;  /* the smallest step, of what the shrinkers hold */
         unsigned step_max_permille;  /* the largest */
         unsigned step_gain_permille; /* the step at twice the budget; it grows linearly with the excess */
+        uint64_t window_usec;        /* over only when the rate over at least this long is too (0: the look's) */
 };
 
 /* The control law's constants, with their units. Rates are per second of the clock, not per look: the
@@ -68,6 +69,14 @@ struct regulation_params {
  * writer of 4 s left the cache to come back over 118 s. The shortest return is the natural bound: no
  * limit can have come back to the edge sooner. */
 #define REGULATION_SAME_STALL_USEC REGULATION_EDGE_RETURN_USEC
+/* A look is over the budget only when the stall of the last second is over it too: at 1 ms/s, a look of
+ * 250 ms is over with a quarter of a millisecond of stall, one read from disk, and each such blip was
+ * taken for the edge (a cache held at 25 MiB for the rest of a run after a blip of 1.75 ms/s at 27 MiB).
+ * A real cliff (tens to hundreds of ms/s) is over the budget within the first look either way. */
+#define REGULATION_WINDOW_USEC (1000 * 1000ULL)
+#define REGULATION_MARKS 8 /* looks remembered for it: 2 s at the fastest rate */
+/* While the stall stays over the budget, the limit is cut at most this often (the kernel's lag). */
+#define REGULATION_CUT_SPACING_USEC REGULATION_WINDOW_USEC
 /* An edge the limit has risen sixteenfold past is forgotten: the caches may grow until a stall finds
  * the next one. */
 #define REGULATION_EDGE_FORGET_FACTOR 16
@@ -76,7 +85,8 @@ enum regulation_verdict {
         REGULATION_FIRST,       /* the first reading (or the counter went back): nothing to compare yet */
         REGULATION_UNDER,       /* at or under the budget: nothing asked */
         REGULATION_NOT_OWN,     /* over, but the stall is not for memory this scope's caches hold */
-        REGULATION_SETTLING,    /* over, falling since the last step: wait an interval */
+        REGULATION_SETTLING,    /* over, falling since the last step or the limit cut lately: wait, held to
+                                 * the limit meanwhile (*ret_bytes, often 0) */
         REGULATION_BACKING_OFF, /* over, and steps did not help lately: not this interval */
         REGULATION_STEP,        /* ask for *ret_bytes (0: nothing is known of what they hold: count first) */
         _REGULATION_VERDICT_MAX,
@@ -90,6 +100,11 @@ struct regulation {
         uint64_t mark_total, mark_usec; /* the last reading */
         uint64_t prev_usec;             /* the one before it: where the interval just measured began */
         double rate;                    /* the stall over the last interval, µs per second */
+        double window_rate;             /* ...and over the window (params.window_usec) */
+        struct {
+                uint64_t usec, total;
+        } marks[REGULATION_MARKS];      /* the last readings, for the window */
+        unsigned n_marks, next_mark;
         double stepped_rate;            /* the rate that made the last step (< 0: the last interval did not step) */
         unsigned streak;                /* steps since the rate last fell by a tenth */
         double streak_rate;             /* the rate when that streak began */

@@ -26,7 +26,7 @@ struct regulator {
         int slot; /* on each scope: its struct regulated */
         sd_event_source *timer;
         uint64_t tick;
-        bool hot; /* some scope has a growth limit: its caches regrow within an interval, look 4x as often */
+        bool hot; /* some cgroup scope, or a growth limit: caches fill or regrow within an interval, look 4x as often */
         struct regulator_stats stats;
 };
 
@@ -86,6 +86,7 @@ static struct regulation_params regulated_params(const struct regulated *st) {
                 .step_min_permille = MIN(STEP_MIN_PERMILLE, c->regulate_step_max_permille),
                 .step_max_permille = c->regulate_step_max_permille,
                 .step_gain_permille = STEP_GAIN_PERMILLE,
+                .window_usec = REGULATION_WINDOW_USEC,
         };
 }
 
@@ -215,8 +216,11 @@ static void regulated_tick(struct regulated *st, uint64_t now) {
         if (p.budget == 0 || scope_is_gone(s) || !scope_read_some_total(s, &total))
                 return;
         bool over = regulation_measure(&st->reg, &p, total, now, &rate);
-        /* Whose stall it is costs more reads: only asked when there is something to decide. */
+        /* Whose stall it is costs more reads: only asked when there is something to decide. Otherwise
+         * the limits' counts are kept fresh, so that the first look over the budget can tell. */
         bool own = over && scope_stall_is_own(s, now);
+        if (!over)
+                scope_note_limits(s, now);
         /* What they hold matters only to a step: the sum walks every client. */
         uint64_t held = over ? round_engine_held_bytes(g->engine, scope_get_type(s), scope_cgroup(s), scope_node_index(s)) : 0;
         enum regulation_verdict v = regulation_decide(&st->reg, &p, over, own, held, &bytes);
@@ -226,21 +230,29 @@ static void regulated_tick(struct regulated *st, uint64_t now) {
                           rate / 1000, (double) p.budget / 1000, regulation_verdict_to_string(v),
                           (unsigned long long) held, (unsigned long long) bytes);
         regulated_log_run(st, v, rate, p.budget, held);
-        if (v == REGULATION_UNDER && regulation_limit(&st->reg) > 0 && !st->round) {
+        if (regulation_limit(&st->reg) > 0) {
+                /* How fast they refill, for what to ask: the last look's growth, its maximum decaying. */
                 uint64_t resident = scope_clients_resident(g, s);
                 uint64_t grew = st->resident_seen > 0 && resident > st->resident_seen ? resident - st->resident_seen : 0;
                 st->refill = MAX(st->refill - st->refill / 4, grew);
                 st->resident_seen = resident;
+        }
+        if (v == REGULATION_UNDER && regulation_limit(&st->reg) > 0 && !st->round) {
+                uint64_t resident = st->resident_seen;
                 if (resident > sat_add(st->resident_counted, LIMIT_RECOUNT_BYTES) || resident < st->resident_counted) {
                         st->resident_counted = resident;
                         regulated_count(st);
                 }
                 return;
         }
-        if (v != REGULATION_STEP)
+        if (v != REGULATION_STEP && !(v == REGULATION_SETTLING && bytes > 0))
                 return;
         if (st->round)
                 return; /* the last step is still out (its budget ends it soon) */
+        /* Held to a limit: down to it less what they refill before the next look, as under the budget. */
+        uint64_t limit = regulation_limit(&st->reg);
+        if (limit > 0 && held > limit && bytes >= held - limit)
+                bytes = MIN(held - (limit > st->refill ? limit - st->refill : 0), held / 4);
         st->run_steps++;
         st->run_asked = sat_add(st->run_asked, bytes);
         g->stats.steps++;
@@ -301,7 +313,9 @@ static int on_tick(sd_event_source *src, uint64_t usec, void *userdata) {
                         continue;
                 }
                 regulated_tick(st, now);
-                g->hot = g->hot || regulation_limit(&st->reg) > 0;
+                /* A cache growing into a group's limit fills it at several MiB/s: a look a second let it
+                 * 10 MiB past the edge before the first step. */
+                g->hot = g->hot || regulation_limit(&st->reg) > 0 || scope_get_type(s) == SCOPE_CGROUP;
         }
         regulator_arm(g);
         return 0;
@@ -380,6 +394,13 @@ static void regulated_snapshot(const struct regulated *st, struct regulation_sna
                 .steps = r->steps,
                 .asked = r->asked_bytes,
         };
+}
+
+bool regulator_owns(const struct regulator *g, const struct scope *s) {
+        assert(g && s);
+
+        const struct regulated *st = scope_regulated(g, s);
+        return st && scope_get_type(s) != SCOPE_NODE && regulated_params(st).budget > 0;
 }
 
 int regulator_scope_info(const struct regulator *g, const struct scope *s, struct regulation_snapshot *ret) {

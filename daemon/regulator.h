@@ -9,6 +9,7 @@
  * Levels, their episodes and subscribers are untouched: they stay the alarm. With no client shrinker,
  * its timer is off. */
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
@@ -24,6 +25,11 @@ int regulator_new(sd_event *event, const struct config *config, struct scope_reg
                   struct shrink_registry *shrinkers, struct round_engine *engine, struct regulator **ret);
 /* Before the round engine and the registries. */
 struct regulator *regulator_free(struct regulator *g);
+
+/* Whether the regulator answers scope s's stall: it follows s (client shrinkers are in it) with a budget.
+ * Then a level raised by that stall asks no rounds of its own (reclaim.c): one owner of what is still
+ * wanted, where the level's episode and the regulator's steps both asked, on top of each other. */
+bool regulator_owns(const struct regulator *g, const struct scope *s);
 
 /* What the regulator did, over the daemon's life: intervals with a step, and the bytes they asked. */
 struct regulator_stats {

@@ -524,6 +524,13 @@ bool scope_stall_is_own(struct scope *s, uint64_t now) {
         return scope_gate_psi(s, LEVEL_LOW, now) != LEVEL_OK;
 }
 
+void scope_note_limits(struct scope *s, uint64_t now) {
+        assert(s);
+
+        if (s->type == SCOPE_CGROUP && !s->gone)
+                (void) scope_limit_binds(s, now);
+}
+
 void scope_refresh_target(struct scope *s) {
         assert(s);
 

@@ -120,6 +120,9 @@ bool scope_read_some_total(struct scope *s, uint64_t *ret);
 /* Whether the scope's stall is for memory that is short where it is (the machine's, or a limit on its way
  * to the root), as the level decides it: otherwise it is someone else's to answer (docs/levels.md). */
 bool scope_stall_is_own(struct scope *s, uint64_t now_usec);
+/* Reads the limits' event counts on the way up, so that the next stall is judged against counts from
+ * just before it (the regulator, on each quiet look): a first count can only tell by usage. */
+void scope_note_limits(struct scope *s, uint64_t now_usec);
 /* Read the memory figures now and compute the reclaim target from them (for a decision that must not
  * use the last sample's). */
 void scope_refresh_target(struct scope *s);
