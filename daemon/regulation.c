@@ -70,13 +70,23 @@ uint64_t regulation_step_bytes(const struct regulation_params *p, double rate, u
         return (uint64_t) ((double) held * permille / 1000);
 }
 
-/* CUBIC's window as a function of time: W(t) = E (1 + c (t - K)^3), with W(0) a margin below the edge E
- * and W(K) = E. Concave below the edge, flat at it, convex beyond: the old edge is met at a crawl, and
- * past it without a stall the rise speeds up, since the edge has moved. In units of the edge. */
+/* CUBIC's window as a function of time, in units of the edge E, from a margin m below it at t = 0: a
+ * concave rise to a plateau halfway up at the return time K, flat there, back at the edge at 2K, and
+ * convex past it, faster and faster, since the edge has moved. TCP's plateau is at the loss point itself;
+ * a cache's plateau there met the edge with every refill between two looks (a touch every 4 to 8 s at
+ * zipf99, 12.5 ms/s of stall), so it is half the margin below, and the edge is met again only past 2K.
+ * With d = (t - K) / K: 1 - m/2 + m/2 d^3 up to the edge, 1 + m (d^3 - 1) beyond. */
 static double cubic_of_edge(double t, double K) {
-        const double margin = REGULATION_EDGE_MARGIN_PERMILLE / 1000.0;
+        const double m = REGULATION_EDGE_MARGIN_PERMILLE / 1000.0;
+        double d = (t - K) / K, d3 = d * d * d;
+        return d <= 1 ? 1 - m / 2 + m / 2 * d3 : 1 + m * (d3 - 1);
+}
+
+/* Its slope, in units of the edge per second. */
+static double cubic_slope(double t, double K) {
+        const double m = REGULATION_EDGE_MARGIN_PERMILLE / 1000.0;
         double d = (t - K) / K;
-        return 1 + margin * d * d * d;
+        return (d <= 1 ? m / 2 : m) * 3 * d * d / K;
 }
 
 static double return_seconds(unsigned shift) {
@@ -93,9 +103,9 @@ unsigned regulation_rise_permille(const struct regulation *r) {
         assert(r);
         if (r->limit == 0 || r->quiet_usec == 0 || r->mark_usec < r->quiet_usec)
                 return 0;
-        const double K = return_seconds(r->return_shift), margin = REGULATION_EDGE_MARGIN_PERMILLE / 1000.0;
-        double t = (double) (r->mark_usec - r->quiet_usec) / 1e6, d = (t - K) / K;
-        double rise = 1000 * 3 * margin / K * d * d / cubic_of_edge(t, K);
+        const double K = return_seconds(r->return_shift);
+        double t = (double) (r->mark_usec - r->quiet_usec) / 1e6;
+        double rise = 1000 * cubic_slope(t, K) / cubic_of_edge(t, K);
         return rise >= 1e9 ? 1000000000u : (unsigned) rise;
 }
 
@@ -117,6 +127,7 @@ static uint64_t above_limit(uint64_t limit) {
 /* The stall rose over the budget, the caches' own, with held bytes in them: the edge is where it rose,
  * and the limit a margin below it. */
 static void regulation_edge_rise(struct regulation *r, uint64_t held) {
+        r->rise_usec = r->mark_usec;
         if (held > 0 && r->backoff == 0) {
                 /* Risen again where it last rose (within the margin): a neighbour who stays. The limit
                  * takes twice as long to come back next time (up to 40 s), as Senpai backs off; a rise
@@ -228,16 +239,16 @@ enum regulation_verdict regulation_decide(struct regulation *r, const struct reg
         else
                 r->quiet_usec = 0;
         /* The last step is still showing: a rate a quarter below the one that made it is on its way down.
-         * Or the limit was cut less than a window ago: the kernel answers a cut with a lag (the neighbour
-         * reads back what the overshoot pushed out), and a limit cut again at each look of that lag ended
-         * a fifth below the edge. Meanwhile the caches are held to the limit. */
+         * Or the stall rose less than a second ago: the kernel answers the cut at a rise with a lag (the
+         * neighbour reads back what the overshoot pushed out), and a limit cut again at each look of that
+         * lag ended a fifth below the edge. Meanwhile the caches are held to the limit. */
         uint64_t to_limit = r->limit > 0 && held > r->limit ? MIN(held - r->limit, held / 1000 * REGULATION_STEP_HARD_MAX_PERMILLE) : 0;
         if (r->stepped_rate >= 0 && r->rate < r->stepped_rate * REGULATION_SETTLING_PERMILLE / 1000) {
                 r->stepped_rate = -1;
                 *ret_bytes = to_limit;
                 return REGULATION_SETTLING;
         }
-        if (!rise && r->limit > 0 && r->mark_usec - r->edge_usec < REGULATION_CUT_SPACING_USEC) {
+        if (!rise && r->limit > 0 && r->mark_usec - r->rise_usec < REGULATION_RISE_LAG_USEC) {
                 *ret_bytes = to_limit;
                 return REGULATION_SETTLING;
         }

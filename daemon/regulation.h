@@ -5,8 +5,8 @@
  * whether to ask the shrinkers in it for a step, and how large. The stall budget is a rate (µs of stall
  * per second); a step is a fraction of what the shrinkers hold, proportional to how far the rate is over
  * the budget, between a floor and a cap (as CacheLib gives back at most 5% of its band per step). Under
- * the budget nothing is asked, and caches grow back on their own. Two brakes keep it from oscillating or
- * emptying a cache for nothing:
+ * the budget nothing is asked beyond the growth limit (below), and caches grow back on their own. Two
+ * brakes keep it from oscillating or emptying a cache for nothing:
  *   - settling: right after a step, a rate that is already falling is given an interval to show where it
  *     lands before the next step (the stall answers a step with a delay);
  *   - boost and back-off: steps that do not lower the rate either meet caches that grow back as fast as
@@ -16,12 +16,12 @@
  *   - the growth limiter: the stall of a cache growing into a neighbour's working set is a cliff (0 ms/s,
  *     then hundreds), so a regulator that waits for it falls off it again and again. The size at which the
  *     stall rose is the edge; at the rise they are asked at once for what is above a tenth below it (as
- *     TCP cuts its window at a loss), and while the stall stays over the budget the edge follows what
- *     they hold down (a phase change moves it lower at once). Under the budget they are held a tenth
- *     below it, and the limit rises from there as TCP CUBIC's window does after a loss: fast at first,
- *     flat at the old edge, faster and faster beyond it, as a function of time, so that a neighbour who
- *     is still there is met at a crawl and one who has gone gives its room back within seconds. Far
- *     enough above it, the edge says nothing any more and is forgotten.
+ *     TCP cuts its window at a loss), and held there while the stall lasts; if it outlasts the kernel's
+ *     lag, the limit comes down by a step each look (a phase change moves the edge lower). Under the
+ *     budget the limit rises from there as TCP CUBIC's window does after a loss, as a function of time,
+ *     to a plateau short of the edge, and faster and faster past the edge, so that a neighbour who is
+ *     still there is met rarely and one who has gone gives its room back within seconds. Far enough
+ *     above it, the edge says nothing any more and is forgotten.
  * regulator.c reads the kernel's figures and runs the rounds; this file only decides. */
 
 #include <stdbool.h>
@@ -51,14 +51,15 @@ struct regulation_params {
 /* Under the budget the shrinkers are held this far below the edge: the stall's edge is noisy, and a
  * cache held right at it touches the cliff with every burst of its load. */
 #define REGULATION_EDGE_MARGIN_PERMILLE 100
-/* Under the budget the limit is back at the edge this long after the stall went (CUBIC's K): it rises
- * quickly from the margin, slows to nothing at the edge, and speeds up past it. After an edge that came
+/* Under the budget the limit is on a plateau halfway between the margin and the edge this long after the
+ * stall went (CUBIC's K), and back at the edge after twice as long: it rises quickly from the margin,
+ * slows to nothing on the plateau, and speeds up past the edge (cubic_of_edge()). After an edge that came
  * down by more than a quarter while the stall stayed (a burst, a phase change: a neighbour who came and
- * may go), K is 2.5 s: a cache cut to a quarter of its room may fill 90% of it again 9.7 s after the
- * stall went (the first growth limiter crept up by a thousandth a look: minutes). After a first rise it
+ * may go), K is 2.5 s: a cache cut to a quarter of its room may fill 90% of it again within 10 s of the
+ * stall going (the first growth limiter crept up by a thousandth a look: minutes). After a first rise it
  * is 10 s, and each time the stall rises again where it last rose it doubles, up to 40 s: on the
  * headline benchmark each touch of the edge cost about 135 ms of stall, and a neighbour who stays is met
- * every 40 s, not every few seconds. A rise somewhere else halves it, down to 10 s; a rise far below the
+ * every 80 s, not every few seconds. A rise somewhere else halves it, down to 10 s; a rise far below the
  * last one (a burst that comes in waves) counts as the edge coming down. (Past the edge at the 2.5 s pace
  * whatever K was, zipf99's steady stall went from 1.2 to 24.6 ms/s in one run: not kept.) */
 #define REGULATION_EDGE_RETURN_USEC (2500 * 1000ULL)
@@ -75,8 +76,11 @@ struct regulation_params {
  * A real cliff (tens to hundreds of ms/s) is over the budget within the first look either way. */
 #define REGULATION_WINDOW_USEC (1000 * 1000ULL)
 #define REGULATION_MARKS 8 /* looks remembered for it: 2 s at the fastest rate */
-/* While the stall stays over the budget, the limit is cut at most this often (the kernel's lag). */
-#define REGULATION_CUT_SPACING_USEC REGULATION_WINDOW_USEC
+/* After the cut at a rise, the limit is not cut again for this long while the stall stays (the kernel's
+ * lag: a stall that stayed 1.2 s after the cut at zipf99's first rise). Past it, each look over cuts it
+ * by a step: a phase change that needs the cache at two thirds of it is there within two seconds
+ * (cut at most once a second, the phase's descent took 4 s at 100 ms/s of stall). */
+#define REGULATION_RISE_LAG_USEC REGULATION_WINDOW_USEC
 /* An edge the limit has risen sixteenfold past is forgotten: the caches may grow until a stall finds
  * the next one. */
 #define REGULATION_EDGE_FORGET_FACTOR 16
@@ -116,6 +120,7 @@ struct regulation {
          * and less while it stays over (0: none known). */
         uint64_t edge;
         uint64_t edge_usec;  /* when it was last set */
+        uint64_t rise_usec;  /* when the stall last rose over the budget */
         uint64_t quiet_usec; /* when the quiet spell began (0: the stall is over the budget) */
         uint64_t limit;      /* what the shrinkers may hold now (0: no limit) */
         uint64_t limit_base; /* the limit when the quiet spell began */

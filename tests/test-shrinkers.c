@@ -950,6 +950,57 @@ static void test_regulator_gives_room_back(void) {
         pressure_gen_destroy(&g);
 }
 
+/* One owner of what is still wanted: the suite's writer raises its group's level, with a client's cache
+ * beside it. Where the regulator follows the group, the level reaches subscribers but its episode starts
+ * no reclaim rounds, and the regulator's steps are what the cache is asked; with the regulator off for
+ * the group (the control), the episode asks. */
+static void level_beside_regulator(bool regulated) {
+        struct test_child c = { .lines.fd = -1 };
+        struct pressure_gen g;
+        char line[512], needle[300];
+
+        daemon_restart_with(regulated ? "owner" : "owner-off",
+                            regulated ? "log_level=debug\nheadroom=no\nhold=2s\nrequest_timeout=5s\n"
+                                      : "log_level=debug\nheadroom=no\nhold=2s\nrequest_timeout=5s\nregulate_budget=0\n");
+        group_create(&g);
+        static const char *const args[] = { "--memcg", "--objects", "20000", NULL };
+        CU_ASSERT_EQUAL_FATAL(client_start(&c, g.v2_dir, false, args), 0);
+        CU_ASSERT_EQUAL_FATAL(client_wait(&c, "ready", 10000, line, sizeof(line)), 0);
+        if (regulated) {
+                /* The regulator follows the group once it has looked at it (its first look only marks). */
+                snprintf(needle, sizeof(needle), "%s: regulation: stall ", g.cgroup);
+                CU_ASSERT_FATAL(log_wait_both(needle, NULL, 1, 20000) >= 1);
+        }
+        CU_ASSERT_EQUAL_FATAL(pressure_gen_start(&g), 0);
+        test_cleanup_pid(g.pid);
+
+        snprintf(needle, sizeof(needle), "%s: memory pressure ok -> ", g.cgroup);
+        CU_ASSERT_FATAL(log_wait_both(needle, NULL, 1, 60000) >= 1);
+        char rounds[300];
+        snprintf(rounds, sizeof(rounds), "%s: reclaim round ", g.cgroup);
+        if (regulated) {
+                snprintf(needle, sizeof(needle), "%s: its stall is the regulator's to answer", g.cgroup);
+                CU_ASSERT(log_wait_both(needle, NULL, 1, 30000) >= 1);
+                snprintf(needle, sizeof(needle), "%s (regulation: ", g.cgroup);
+                CU_ASSERT(log_wait_both(needle, "claimed to free", 1, 30000) >= 1);
+                /* ...and a few more looks of the regulator while the level stands. */
+                snprintf(needle, sizeof(needle), "%s: regulation: stall ", g.cgroup);
+                int n = test_daemon_log_count(&daemon_, needle);
+                CU_ASSERT(log_wait_both(needle, NULL, n + 8, 30000) >= n + 8);
+                CU_ASSERT_EQUAL(test_daemon_log_count(&daemon_, rounds), 0);
+        } else
+                CU_ASSERT(log_wait_both(rounds, NULL, 1, 30000) >= 1);
+        test_cleanup_forget_pid(g.pid);
+        pressure_gen_stop(&g);
+        test_child_stop(&c);
+        pressure_gen_destroy(&g);
+}
+
+static void test_level_beside_regulator(void) {
+        level_beside_regulator(false);
+        level_beside_regulator(true);
+}
+
 /* A group's memory usage (v1 memory.usage_in_bytes on hybrid systems, v2 memory.current). */
 static uint64_t group_usage(const struct pressure_gen *g) {
         char path[700];
@@ -1251,6 +1302,7 @@ int main(void) {
                 { "the regulator steps below the levels", test_regulator_steps_below_the_levels },
                 { "the regulator gives the room back when the stall stops", test_regulator_gives_room_back },
                 { "a full ancestor asks nothing for a child's own stall", test_full_ancestor_asks_nothing },
+                { "a level the regulator answers asks no rounds of its own", test_level_beside_regulator },
                 { "an adapter serves for another process", test_serve_for_another_process },
                 { "serving for another process is checked while it lasts", test_serve_for_checked_while_it_lasts },
                 { "hostile clients cannot pause an honest one", test_hostile_clients },
