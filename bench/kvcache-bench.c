@@ -57,8 +57,8 @@
 #define MAX_REPEAT 9
 #define BURST_WARM_S 8     /* the burst: its neighbour comes after this warm-up, */
 #define BURST_READ_S 20    /* reads this long, */
-#define BURST_AFTER_S 12   /* and the run goes on this long after it stopped */
-#define ALONE_S 5          /* the neighbour alone in the group, for its rate */
+#define BURST_AFTER_S 10   /* and the run goes on this long after it stopped: the regain goal's 10 s */
+#define ALONE_S 3          /* the neighbour alone in the group, for its rate */
 #define STALL_BUDGET_MS 2.0 /* steady stall per second within which a cap may be the oracle */
 
 /* The caps around the edge: below it, at it, just over it (the neighbour's 48 MiB and the load's
@@ -81,10 +81,10 @@ struct workload {
 
 static const struct workload workloads[] = {
         /* zipf80 fills the cache at a quarter of zipf99's pace (a miss costs 1 ms): a longer warm-up */
-        { "zipf99", "Zipf(0.99), miss = 250 us", "0.99", 250, WORKING_SET_MIB, false, false, 24 },
-        { "zipf80", "Zipf(0.8), miss = 1 ms", "0.8", 1000, WORKING_SET_MIB, false, false, 30 },
+        { "zipf99", "Zipf(0.99), miss = 250 us", "0.99", 250, WORKING_SET_MIB, false, false, 22 },
+        { "zipf80", "Zipf(0.8), miss = 1 ms", "0.8", 1000, WORKING_SET_MIB, false, false, 26 },
         { "phase", "Zipf(0.99), miss = 250 us, the neighbour's working set doubles halfway (24 -> 48 MiB)", "0.99", 250,
-          WORKING_SET_MIB / 2, true, false, 24 },
+          WORKING_SET_MIB / 2, true, false, 22 },
         { "burst", "Zipf(0.99), miss = 250 us, the neighbour reads for 20 s after 8 s, then stops", "0.99", 250,
           WORKING_SET_MIB, false, true, BURST_WARM_S + BURST_READ_S + BURST_AFTER_S },
 };
