@@ -140,7 +140,7 @@ static void regulation_edge_rise(struct regulation *r, uint64_t held) {
                         r->return_shift = MAX(r->return_shift, 3u) - 1;
                 /* A rise far below the last one is the same neighbour's arrival seen again (a burst that
                  * rises in waves): the size before it is what the room was, and stays the mark. */
-                if (r->rise_held > 0 && held < r->rise_held / 4 * 3)
+                if (r->rise_held > 0 && held < r->rise_held / 1000 * REGULATION_CAME_DOWN_PERMILLE)
                         r->came_down = true;
                 else
                         r->rise_held = held;
@@ -182,7 +182,7 @@ static void regulation_edge_quiet(struct regulation *r) {
                 r->limit_base = below_edge(r->edge);
                 /* The edge came down by more than a quarter from where the stall rose: not the neighbour
                  * who stays, but one who came (a burst, a phase change) and may go: the short return. */
-                if (r->came_down || r->edge < r->rise_held / 4 * 3) {
+                if (r->came_down || r->edge < r->rise_held / 1000 * REGULATION_CAME_DOWN_PERMILLE) {
                         r->return_shift = 0;
                         r->came_down = true;
                 }

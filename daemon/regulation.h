@@ -37,6 +37,11 @@ struct regulation_params {
 
 /* The control law's constants, with their units. Rates are per second of the clock, not per look: the
  * regulator looks four times as often at a scope with a limit, and the law must not care. */
+#define REGULATION_STEP_GAIN_PERMILLE 10 /* the step at twice the budget: 1% of what they hold, linear in the excess */
+#define REGULATION_STEP_MIN_PERMILLE 5   /* the smallest step: 0.5% (the largest is regulate_step_max, 5%) */
+/* An edge (or a rise) below this share of where the stall last rose came down: a neighbour who came
+ * (a burst, a phase change) and may go, not one who stays. */
+#define REGULATION_CAME_DOWN_PERMILLE 750
 #define REGULATION_BACKOFF_MAX 5     /* spacing of futile steps, at most 2^5 = 32 intervals */
 #define REGULATION_BOOST_MAX 3       /* steps up to 2^3 times the proportional one... */
 #define REGULATION_STEP_HARD_MAX_PERMILLE 250 /* ...and never more than a quarter of what is held */

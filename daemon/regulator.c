@@ -12,10 +12,10 @@
 #include "macro.h"
 #include "regulation.h"
 
-/* The step at twice the budget, and the smallest one: 1% and 0.5% of what the shrinkers hold. The
- * largest is regulate_step_max (5% by default, CacheLib's bound). */
-#define STEP_GAIN_PERMILLE 10u
-#define STEP_MIN_PERMILLE 5u
+/* How much more often a cgroup scope, or one with a growth limit, is looked at than regulate_interval. */
+#define HOT_LOOKS_PER_INTERVAL 4
+/* What they refilled between two looks is remembered as a maximum that loses a quarter a look. */
+#define REFILL_DECAY_PERMILLE 250
 
 struct regulator {
         sd_event *event;
@@ -83,9 +83,9 @@ static struct regulation_params regulated_params(const struct regulated *st) {
         const struct config *c = st->g->config;
         return (struct regulation_params){
                 .budget = config_regulate_budget(c, scope_cgroup(st->scope)),
-                .step_min_permille = MIN(STEP_MIN_PERMILLE, c->regulate_step_max_permille),
+                .step_min_permille = MIN((unsigned) REGULATION_STEP_MIN_PERMILLE, c->regulate_step_max_permille),
                 .step_max_permille = c->regulate_step_max_permille,
-                .step_gain_permille = STEP_GAIN_PERMILLE,
+                .step_gain_permille = REGULATION_STEP_GAIN_PERMILLE,
                 .window_usec = REGULATION_WINDOW_USEC,
         };
 }
@@ -146,7 +146,7 @@ static void on_limit_counted(const struct round_outcome *o, void *userdata) {
         /* Down to the limit less what they refill before the next look: asked for the difference alone, a
          * cache refilling at several MiB/s sat 1 to 4 MiB over its limit, and at the edge that was past it. */
         uint64_t target = limit > st->refill ? limit - st->refill : 0;
-        uint64_t bytes = MIN(held - target, held / 4);
+        uint64_t bytes = MIN(held - target, held / 1000 * REGULATION_STEP_HARD_MAX_PERMILLE);
         /* With what the kernel showed of their memory when the count began: what they say they hold and
          * what the group feels can drift apart. */
         log_debug("%s: regulation: holding %llu (resident %llu), over the growth limit of %llu: asking for %llu.",
@@ -234,7 +234,7 @@ static void regulated_tick(struct regulated *st, uint64_t now) {
                 /* How fast they refill, for what to ask: the last look's growth, its maximum decaying. */
                 uint64_t resident = scope_clients_resident(g, s);
                 uint64_t grew = st->resident_seen > 0 && resident > st->resident_seen ? resident - st->resident_seen : 0;
-                st->refill = MAX(st->refill - st->refill / 4, grew);
+                st->refill = MAX(st->refill - st->refill / 1000 * REFILL_DECAY_PERMILLE, grew);
                 st->resident_seen = resident;
         }
         if (v == REGULATION_UNDER && regulation_limit(&st->reg) > 0 && !st->round) {
@@ -252,7 +252,7 @@ static void regulated_tick(struct regulated *st, uint64_t now) {
         /* Held to a limit: down to it less what they refill before the next look, as under the budget. */
         uint64_t limit = regulation_limit(&st->reg);
         if (limit > 0 && held > limit && bytes >= held - limit)
-                bytes = MIN(held - (limit > st->refill ? limit - st->refill : 0), held / 4);
+                bytes = MIN(held - (limit > st->refill ? limit - st->refill : 0), held / 1000 * REGULATION_STEP_HARD_MAX_PERMILLE);
         st->run_steps++;
         st->run_asked = sat_add(st->run_asked, bytes);
         g->stats.steps++;
@@ -289,7 +289,7 @@ static void regulator_arm(struct regulator *g) {
         }
         /* Regulation turned off: a look once a minute, for a reload that turns it on again. */
         bool off = g->config->regulate_budget_usec == 0 && g->config->n_regulate_cgroups == 0;
-        uint64_t period = off ? 60 * USEC_PER_SEC : g->config->regulate_interval_usec / (g->hot ? 4 : 1);
+        uint64_t period = off ? 60 * USEC_PER_SEC : g->config->regulate_interval_usec / (g->hot ? HOT_LOOKS_PER_INTERVAL : 1);
         (void) sd_event_source_set_time(g->timer, event_now(g->event) + period);
         (void) sd_event_source_set_enabled(g->timer, SD_EVENT_ONESHOT);
 }
