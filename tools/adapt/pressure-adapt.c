@@ -474,8 +474,13 @@ int main(int argc, char *argv[]) {
         sigemptyset(&mask);
         sigaddset(&mask, SIGTERM);
         sigaddset(&mask, SIGINT);
-        sigprocmask(SIG_BLOCK, &mask, NULL);
+        /* The signals become readable on a descriptor; without one they must stay deliverable, or only
+         * SIGKILL would stop the adapter and the server's cap would never be restored. */
         int sig_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+        if (sig_fd < 0 || sigprocmask(SIG_BLOCK, &mask, NULL) < 0) {
+                fprintf(stderr, "pressure-adapt: cannot take SIGTERM and SIGINT on a descriptor: %s\n", strerror(errno));
+                return 1;
+        }
         signal(SIGPIPE, SIG_IGN);
 
         int r = a.ops->reach(&a);
@@ -523,7 +528,11 @@ int main(int argc, char *argv[]) {
         /* One loop: pressured's requests, the signals, and a tick for the regrowth and reconnecting. */
         int tick = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
         struct itimerspec its = { .it_interval = { .tv_sec = 1 }, .it_value = { .tv_sec = 1 } };
-        timerfd_settime(tick, 0, &its, NULL);
+        if (tick < 0 || timerfd_settime(tick, 0, &its, NULL) < 0) {
+                /* Without the tick neither regrowth nor reconnecting would ever happen. */
+                fprintf(stderr, "pressure-adapt: cannot arm its timer: %s\n", strerror(errno));
+                return 1;
+        }
         unsigned backoff = 1, wait = 0;
         int status = 0;
         for (;;) {
