@@ -73,9 +73,8 @@ uint64_t regulation_step_bytes(const struct regulation_params *p, double rate, u
 /* CUBIC's window as a function of time, in units of the edge E, from a margin m below it at t = 0: a
  * concave rise to a plateau halfway up at the return time K, flat there, back at the edge at 2K, and
  * convex past it, faster and faster, since the edge has moved. TCP's plateau is at the loss point itself;
- * a cache's plateau there met the edge with every refill between two looks (a touch every 4 to 8 s at
- * zipf99, 12.5 ms/s of stall), so it is half the margin below, and the edge is met again only past 2K.
- * With d = (t - K) / K: 1 - m/2 + m/2 d^3 up to the edge, 1 + m (d^3 - 1) beyond. */
+ * a cache's plateau there meets the edge with every refill between two looks. With d = (t - K) / K:
+ * 1 - m/2 + m/2 d^3 up to the edge, 1 + m (d^3 - 1) beyond. */
 static double cubic_of_edge(double t, double K) {
         const double m = REGULATION_EDGE_MARGIN_PERMILLE / 1000.0;
         double d = (t - K) / K, d3 = d * d * d;
@@ -156,9 +155,8 @@ static void regulation_edge_rise(struct regulation *r, uint64_t held) {
 /* The stall stays over the budget with no step still settling: the cliff is below the limit (a phase
  * change: the neighbour's working set grew; or the stall of the overshoot lasts). The limit comes down by
  * the step, from itself or from what they hold if that is less, and the edge with it, a margin above. The
- * caches are held to it while the stall lasts, as under it: steps of 5% of what they hold, asked of a cache
- * that refilled 2 MiB between two looks, kept it at 44 to 47 MiB for 4 s while the group stalled 40 to
- * 380 ms/s. */
+ * caches are held to it while the stall lasts, as under it: steps alone, asked of a cache that refills
+ * between two looks, do not bring it down. */
 static void regulation_edge_follow(struct regulation *r, uint64_t held, uint64_t step) {
         r->quiet_usec = 0;
         if (held == 0 || r->backoff > 0)

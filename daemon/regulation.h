@@ -35,58 +35,58 @@ struct regulation_params {
         uint64_t window_usec;        /* over only when the rate over at least this long is too (0: the look's) */
 };
 
-/* The control law's constants, with their units. Rates are per second of the clock, not per look: the
- * regulator looks four times as often at a scope with a limit, and the law must not care. */
-#define REGULATION_STEP_GAIN_PERMILLE 10 /* the step at twice the budget: 1% of what they hold, linear in the excess */
-#define REGULATION_STEP_MIN_PERMILLE 5   /* the smallest step: 0.5% (the largest is regulate_step_max, 5%) */
-/* An edge (or a rise) below this share of where the stall last rose came down: a neighbour who came
- * (a burst, a phase change) and may go, not one who stays. */
-#define REGULATION_CAME_DOWN_PERMILLE 750
-#define REGULATION_BACKOFF_MAX 5     /* spacing of futile steps, at most 2^5 = 32 intervals */
-#define REGULATION_BOOST_MAX 3       /* steps up to 2^3 times the proportional one... */
-#define REGULATION_STEP_HARD_MAX_PERMILLE 250 /* ...and never more than a quarter of what is held */
-#define REGULATION_SETTLING_PERMILLE 750      /* a rate below 3/4 of the one that stepped is on its way down */
-#define REGULATION_FELL_PERMILLE 900          /* a streak ends when the rate fell below 9/10 of its start */
-/* ...or is futile once what is held fell below a quarter of its start: the stall of a limit that binds
- * is a cliff, and does not fall until the caches are below a neighbour's grown working set (a phase
- * change that doubled it asked 70% of the cache; at "a quarter given" the steps backed off to one in 32
- * intervals, and the stall stayed at 9.6 to 229 ms/s). */
+/* The control law's constants, each with its unit and why. Times are of the clock, not counts of looks:
+ * the regulator looks four times as often at a cgroup scope, and the law must not care. The runs that
+ * chose them are in docs/performance-history.md. */
+
+/* Steps, in thousandths of what the shrinkers in scope hold. */
+#define REGULATION_STEP_GAIN_PERMILLE 10      /* at twice the budget; linear in the excess */
+#define REGULATION_STEP_MIN_PERMILLE 5        /* the smallest (the largest is regulate_step_max, 5%) */
+#define REGULATION_STEP_HARD_MAX_PERMILLE 250 /* never more at once, boosted or cut to a limit */
+
+/* Brakes. */
+#define REGULATION_SETTLING_PERMILLE 750 /* a rate below this share of the one that stepped is falling: wait */
+#define REGULATION_FELL_PERMILLE 900     /* a streak of steps ends when the rate fell below this share */
+#define REGULATION_BOOST_AFTER 2         /* steps in a streak before each is twice the last... */
+#define REGULATION_BOOST_MAX 3           /* ...up to 2^3 times the proportional one */
+/* A streak that took all but this share of what they held without lowering the rate is futile (the
+ * stall is someone else's): the spacing of its steps doubles, up to 2^REGULATION_BACKOFF_MAX looks. Not
+ * sooner: a limit's stall is a cliff that does not fall until the caches are below the neighbour's
+ * working set, which after a phase change can take 70% of them. */
 #define REGULATION_FUTILE_PERMILLE 250
-#define REGULATION_BOOST_AFTER 2              /* steps in a streak before its steps double */
-/* Under the budget the shrinkers are held this far below the edge: the stall's edge is noisy, and a
- * cache held right at it touches the cliff with every burst of its load. */
-#define REGULATION_EDGE_MARGIN_PERMILLE 100
-/* Under the budget the limit is on a plateau halfway between the margin and the edge this long after the
- * stall went (CUBIC's K), and back at the edge after twice as long: it rises quickly from the margin,
- * slows to nothing on the plateau, and speeds up past the edge (cubic_of_edge()). After an edge that came
- * down by more than a quarter while the stall stayed (a burst, a phase change: a neighbour who came and
- * may go), K is 2.5 s: a cache cut to a quarter of its room may fill 90% of it again within 10 s of the
- * stall going (the first growth limiter crept up by a thousandth a look: minutes). After a first rise it
- * is 10 s, and each time the stall rises again where it last rose it doubles, up to 40 s: on the
- * headline benchmark each touch of the edge cost about 135 ms of stall, and a neighbour who stays is met
- * every 80 s, not every few seconds. A rise somewhere else halves it, down to 10 s; a rise far below the
- * last one (a burst that comes in waves) counts as the edge coming down. (Past the edge at the 2.5 s pace
- * whatever K was, zipf99's steady stall went from 1.2 to 24.6 ms/s in one run: not kept.) */
-#define REGULATION_EDGE_RETURN_USEC (2500 * 1000ULL)
-#define REGULATION_EDGE_RETURN_SHIFT_MAX 4
-/* A stall that comes back sooner than this after the last look over the budget is the same stall: over
- * looks of a few hundred milliseconds a group's stall comes in bursts (400, 0, 1000, 0 ms/s while a
- * writer ran beside a cache in the suite's test), and each "rise" after a quiet look doubled K, so that a
- * writer of 4 s left the cache to come back over 118 s. The shortest return is the natural bound: no
- * limit can have come back to the edge sooner. */
-#define REGULATION_SAME_STALL_USEC REGULATION_EDGE_RETURN_USEC
-/* A look is over the budget only when the stall of the last second is over it too: at 1 ms/s, a look of
- * 250 ms is over with a quarter of a millisecond of stall, one read from disk, and each such blip was
- * taken for the edge (a cache held at 25 MiB for the rest of a run after a blip of 1.75 ms/s at 27 MiB).
- * A real cliff (tens to hundreds of ms/s) is over the budget within the first look either way. */
+#define REGULATION_BACKOFF_MAX 5
+
+/* What counts as over. A look is over the budget only when the stall of the last second is over it too:
+ * at 1 ms/s a look of 250 ms is over with one read from disk, and such a blip is no edge. A cliff (tens
+ * to hundreds of ms/s) is over within its first look either way. */
 #define REGULATION_WINDOW_USEC (1000 * 1000ULL)
-#define REGULATION_MARKS 8 /* looks remembered for it: 2 s at the fastest rate */
-/* After the cut at a rise, the limit is not cut again for this long while the stall stays (the kernel's
- * lag: a stall that stayed 1.2 s after the cut at zipf99's first rise). Past it, each look over cuts it
- * by a step: a phase change that needs the cache at two thirds of it is there within two seconds
- * (cut at most once a second, the phase's descent took 4 s at 100 ms/s of stall). */
+#define REGULATION_MARKS 8 /* readings remembered for the window: 2 s at the fastest looks */
+/* A stall back within this of the last look over is the same stall (a group's stall comes in bursts over
+ * looks of a few hundred ms): no rise, and its brakes stand. The shortest return is the natural bound:
+ * no limit can be back at the edge sooner. */
+#define REGULATION_SAME_STALL_USEC REGULATION_EDGE_RETURN_USEC
+
+/* The growth limit. */
+/* Held this far below the edge, in thousandths of it: the edge is noisy, and a cache held right at it
+ * touches it with every burst of its load. */
+#define REGULATION_EDGE_MARGIN_PERMILLE 100
+/* After the cut at a rise, not cut again for this long while the stall stays: the kernel answers the cut
+ * with a lag (the neighbour reads back what the overshoot pushed out). Past it, each look over cuts the
+ * limit by a step, so that a phase change is followed down within seconds. */
 #define REGULATION_RISE_LAG_USEC REGULATION_WINDOW_USEC
-/* An edge the limit has risen sixteenfold past is forgotten: the caches may grow until a stall finds
+/* The return (CUBIC's K): on the plateau halfway between the margin and the edge after K, at the edge
+ * after 2K, faster and faster past it (cubic_of_edge()). K is this after an edge that came down (a
+ * burst or a phase change: a neighbour who came and may go), so that a cache cut to a quarter of its
+ * room may have 90% of it again within 10 s of the stall going. */
+#define REGULATION_EDGE_RETURN_USEC (2500 * 1000ULL)
+/* After a first rise K is 4 times that; each rise again where the last one was doubles it, up to 2^4
+ * times (40 s: a neighbour who stays is met every 80 s, each touch costing 50 to 200 ms of stall); a
+ * rise elsewhere halves it, down to 10 s. */
+#define REGULATION_EDGE_RETURN_SHIFT_MAX 4
+/* An edge or a rise below this share of where the stall last rose came down: a neighbour who came and
+ * may go, not one who stays (the short return). */
+#define REGULATION_CAME_DOWN_PERMILLE 750
+/* An edge the limit has risen this many times past is forgotten: the caches may grow until a stall finds
  * the next one. */
 #define REGULATION_EDGE_FORGET_FACTOR 16
 

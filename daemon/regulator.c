@@ -313,8 +313,8 @@ static int on_tick(sd_event_source *src, uint64_t usec, void *userdata) {
                         continue;
                 }
                 regulated_tick(st, now);
-                /* A cache growing into a group's limit fills it at several MiB/s: a look a second let it
-                 * 10 MiB past the edge before the first step. */
+                /* A cache growing into a group's limit fills it at several MiB/s: a look a second lets it
+                 * far past the edge before the first step. */
                 g->hot = g->hot || regulation_limit(&st->reg) > 0 || scope_get_type(s) == SCOPE_CGROUP;
         }
         regulator_arm(g);
