@@ -200,12 +200,53 @@ static void episode_rest(struct reclaim_episode *e, const char *why) {
         (void) sd_event_source_set_enabled(e->timer, SD_EVENT_ONESHOT);
 }
 
+/* The goal was released and the scope looked at again. While it is quiet, or the goal did not help, no
+ * new one: only its growth since is taken (returns false: nothing more this time). Otherwise the next
+ * goal (returns true). */
+static bool episode_resume(struct reclaim_episode *e) {
+        struct reclaim *rc = e->rc;
+        /* Reclaiming on while only the hysteresis holds the level would empty the caches for nothing. */
+        double stall;
+        bool quiet = episode_quiet(e, &stall);
+        /* Still stalled, but no less than when the goal began: what was released did not help (the stall
+         * comes from elsewhere, a file working set that does not fit, say): like a quiet spell. */
+        bool futile = !quiet && !e->quiet && stall >= 0 && e->goal_stall >= 0 && stall >= e->goal_stall * 0.9;
+        if (quiet || futile) {
+                e->quiet = quiet;
+                /* Except for what the scope grew since: a cache that grows on while the level is held
+                 * brings the stall back, or, with little left to reclaim beside it, the OOM killer before
+                 * any stall. What it holds beyond where it was when this began is the goal then: that
+                 * holds it there. */
+                scope_refresh_target(e->scope);
+                uint64_t anon = scope_anon_bytes(e->scope);
+                if (e->anchor_bytes == 0)
+                        e->anchor_bytes = anon;
+                if (anon > sat_add(e->anchor_bytes, GROWTH_MIN_BYTES)) {
+                        e->paused = false;
+                        episode_set_goal(e, anon - e->anchor_bytes);
+                        episode_start_round(e);
+                        return false;
+                }
+                (void) sd_event_source_set_time(e->timer, event_now(rc->event) + rc->config->round_interval_usec);
+                (void) sd_event_source_set_enabled(e->timer, SD_EVENT_ONESHOT);
+                return false;
+        }
+        /* Still stalled, less than before: the goal helped and was short, and the next one is twice as
+         * large, up to eight times the target. After a quiet spell the stall is new: the plain target. */
+        e->shortfalls = e->quiet ? 0 : MIN(e->shortfalls + 1, 3u);
+        e->quiet = false;
+        e->paused = false;
+        e->anchor_bytes = 0;
+        e->goal_stall = stall;
+        episode_set_goal(e, episode_goal(e));
+        return true;
+}
+
 static int on_episode_timer(sd_event_source *src, uint64_t usec, void *userdata) {
         struct reclaim_episode *e = userdata;
-        struct reclaim *rc = e->rc;
         (void) src;
         (void) usec;
-        if (e->round || !scope_wants_reclaim(rc, e->scope))
+        if (e->round || !scope_wants_reclaim(e->rc, e->scope))
                 return 0;
         if (episode_regulated(e)) {
                 e->anchor_bytes = 0;
@@ -216,47 +257,8 @@ static int on_episode_timer(sd_event_source *src, uint64_t usec, void *userdata)
                 episode_rest(e, "what raised the level is gone (held by its hysteresis)");
                 return 0;
         }
-        if (e->paused) {
-                /* The goal was released. While the scope is quiet, no new one: reclaiming on while only
-                 * the hysteresis holds the level would empty the caches for nothing. Look again every
-                 * round interval. */
-                double stall;
-                bool quiet = episode_quiet(e, &stall);
-                /* Still stalled, but no less than when the goal began: what was released did not help
-                 * (the stall comes from elsewhere, a file working set that does not fit, say). Taking
-                 * more would empty the caches for nothing: like a quiet spell, only growth is taken. */
-                bool futile = !quiet && !e->quiet && stall >= 0 && e->goal_stall >= 0 && stall >= e->goal_stall * 0.9;
-                if (quiet || futile) {
-                        e->quiet = quiet;
-                        /* Except for what the scope grew since: a cache that grows on while the level is
-                         * held brings the stall back, or, with little left to reclaim beside it, the OOM
-                         * killer before any stall. What it holds beyond where it was when this began is
-                         * the goal then: that holds it there. (Its growth between two readings, net of
-                         * what was released in between, let it creep up by half its rate.) */
-                        scope_refresh_target(e->scope);
-                        uint64_t anon = scope_anon_bytes(e->scope);
-                        if (e->anchor_bytes == 0)
-                                e->anchor_bytes = anon;
-                        if (anon > sat_add(e->anchor_bytes, GROWTH_MIN_BYTES)) {
-                                e->paused = false;
-                                episode_set_goal(e, anon - e->anchor_bytes);
-                                episode_start_round(e);
-                                return 0;
-                        }
-                        (void) sd_event_source_set_time(e->timer, event_now(rc->event) + rc->config->round_interval_usec);
-                        (void) sd_event_source_set_enabled(e->timer, SD_EVENT_ONESHOT);
-                        return 0;
-                }
-                /* Still stalled, less than before: the goal helped and was short, and the next one is
-                 * twice as large, up to eight times the target. After a quiet spell the stall is new:
-                 * the plain target again. */
-                e->shortfalls = e->quiet ? 0 : MIN(e->shortfalls + 1, 3u);
-                e->quiet = false;
-                e->paused = false;
-                e->anchor_bytes = 0;
-                e->goal_stall = stall;
-                episode_set_goal(e, episode_goal(e));
-        }
+        if (e->paused && !episode_resume(e))
+                return 0;
         if (e->target == 0 || e->freed_bytes < e->target)
                 episode_start_round(e);
         return 0;

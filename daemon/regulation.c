@@ -211,22 +211,50 @@ static void regulation_rest(struct regulation *r) {
         r->skip = 0;
 }
 
+/* Under the budget, or someone else's stall (which says nothing of the caches' edge): a quiet look. The
+ * stall is over once it has stayed away as long as no limit could come back; until then the streak and
+ * its brakes stand. */
+static void regulation_quiet(struct regulation *r) {
+        if (!r->was_over || r->mark_usec - r->over_usec >= REGULATION_SAME_STALL_USEC) {
+                regulation_rest(r);
+                r->was_over = false;
+        } else
+                r->stepped_rate = -1;
+        regulation_edge_quiet(r);
+}
+
+/* One more step in the streak. A streak of steps that has not lowered the rate by a tenth is one of two
+ * things. Either the caches grow back as fast as they give (what they hold did not fall): the steps are
+ * too small, and each further one is twice as large, up to a quarter of what they hold. Or three quarters
+ * of what they held are gone and the stall stays: it is not theirs to answer (the edge learnt from it is
+ * forgotten), and each further step doubles the spacing of the next. */
+static void regulation_streak(struct regulation *r, uint64_t held) {
+        bool fell = r->streak_rate >= 0 && r->rate < r->streak_rate * REGULATION_FELL_PERMILLE / 1000;
+        if (r->streak_rate < 0 || fell) {
+                r->streak = 0;
+                r->streak_rate = r->rate;
+                r->streak_held = held;
+                r->backoff = r->boost = 0;
+        } else if (held < r->streak_held / 1000 * REGULATION_FUTILE_PERMILLE) {
+                r->boost = 0;
+                regulation_forget_edge(r);
+                r->backoff = MIN(r->backoff + 1, (unsigned) REGULATION_BACKOFF_MAX);
+        } else if (r->streak >= REGULATION_BOOST_AFTER)
+                r->boost = MIN(r->boost + 1, (unsigned) REGULATION_BOOST_MAX);
+        r->skip = (1u << r->backoff) - 1;
+        r->streak++;
+        r->stepped_rate = r->rate;
+}
+
 enum regulation_verdict regulation_decide(struct regulation *r, const struct regulation_params *p, bool over,
                                           bool own, uint64_t held, uint64_t *ret_bytes) {
         assert(r && p && ret_bytes);
+        const uint64_t hard_max = held / 1000 * REGULATION_STEP_HARD_MAX_PERMILLE;
         *ret_bytes = 0;
         if (!r->have_mark || r->first)
                 return REGULATION_FIRST;
         if (!over || !own) {
-                /* Under the budget, or someone else's stall (which says nothing of the caches' edge): a
-                 * quiet look. The stall is over once it has stayed away as long as no limit could
-                 * come back; until then the streak and its brakes stand. */
-                if (!r->was_over || r->mark_usec - r->over_usec >= REGULATION_SAME_STALL_USEC) {
-                        regulation_rest(r);
-                        r->was_over = false;
-                } else
-                        r->stepped_rate = -1;
-                regulation_edge_quiet(r);
+                regulation_quiet(r);
                 return over ? REGULATION_NOT_OWN : REGULATION_UNDER;
         }
         bool rise = !r->was_over;
@@ -238,9 +266,8 @@ enum regulation_verdict regulation_decide(struct regulation *r, const struct reg
                 r->quiet_usec = 0;
         /* The last step is still showing: a rate a quarter below the one that made it is on its way down.
          * Or the stall rose less than a second ago: the kernel answers the cut at a rise with a lag (the
-         * neighbour reads back what the overshoot pushed out), and a limit cut again at each look of that
-         * lag ended a fifth below the edge. Meanwhile the caches are held to the limit. */
-        uint64_t to_limit = r->limit > 0 && held > r->limit ? MIN(held - r->limit, held / 1000 * REGULATION_STEP_HARD_MAX_PERMILLE) : 0;
+         * neighbour reads back what the overshoot pushed out). Meanwhile the caches are held to the limit. */
+        uint64_t to_limit = r->limit > 0 && held > r->limit ? MIN(held - r->limit, hard_max) : 0;
         if (r->stepped_rate >= 0 && r->rate < r->stepped_rate * REGULATION_SETTLING_PERMILLE / 1000) {
                 r->stepped_rate = -1;
                 *ret_bytes = to_limit;
@@ -255,35 +282,15 @@ enum regulation_verdict regulation_decide(struct regulation *r, const struct reg
                 r->stepped_rate = -1;
                 return REGULATION_BACKING_OFF;
         }
-        /* A streak of steps that has not lowered the rate by a tenth is one of two things. Either the
-         * caches grow back as fast as they give (what they hold did not fall): the steps are too small,
-         * and each further one is twice as large, up to a quarter of what they hold. Or three quarters of
-         * what they held are gone and the stall stays: it is not theirs to answer, and each further step doubles
-         * the spacing of the next, up to 32 intervals. */
-        bool fell = r->streak_rate >= 0 && r->rate < r->streak_rate * REGULATION_FELL_PERMILLE / 1000;
-        if (r->streak_rate < 0 || fell) {
-                r->streak = 0;
-                r->streak_rate = r->rate;
-                r->streak_held = held;
-                r->backoff = r->boost = 0;
-        } else if (held < r->streak_held / 1000 * REGULATION_FUTILE_PERMILLE) {
-                /* ...and the edge learnt from this stall is no edge of theirs: forget it. */
-                r->boost = 0;
-                regulation_forget_edge(r);
-                r->backoff = MIN(r->backoff + 1, (unsigned) REGULATION_BACKOFF_MAX);
-        } else if (r->streak >= REGULATION_BOOST_AFTER)
-                r->boost = MIN(r->boost + 1, (unsigned) REGULATION_BOOST_MAX);
-        r->skip = (1u << r->backoff) - 1;
-        r->streak++;
-        r->stepped_rate = r->rate;
-        uint64_t bytes = MIN(regulation_step_bytes(p, r->rate, held) << r->boost, held / 1000 * REGULATION_STEP_HARD_MAX_PERMILLE);
+        regulation_streak(r, held);
+        uint64_t bytes = MIN(regulation_step_bytes(p, r->rate, held) << r->boost, hard_max);
         if (!rise)
                 regulation_edge_follow(r, held, bytes);
         /* Over the limit: down to it at once, as TCP halves its window at a loss, not by a few percent a
-         * look while the cache refills past it (each touch of the edge cost 135 ms of stall). */
+         * look while the cache refills past it. */
         if (r->limit > 0 && held > r->limit)
                 bytes = MAX(bytes, held - r->limit);
-        *ret_bytes = MIN(bytes, held / 1000 * REGULATION_STEP_HARD_MAX_PERMILLE);
+        *ret_bytes = MIN(bytes, hard_max);
         r->steps++;
         r->asked_bytes += *ret_bytes;
         return REGULATION_STEP;
