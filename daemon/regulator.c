@@ -16,6 +16,10 @@
 #define HOT_LOOKS_PER_INTERVAL 4
 /* What they refilled between two looks is remembered as a maximum that loses a quarter a look. */
 #define REFILL_DECAY_PERMILLE 250
+/* A quiet scope's limit events are counted afresh at least this often (every look while it stalls at
+ * all), so that its first look over the budget compares with a count from within the recent window the
+ * gate judges by (10 s at least). */
+#define LIMITS_NOTE_USEC (5 * USEC_PER_SEC)
 
 struct regulator {
         sd_event *event;
@@ -26,7 +30,7 @@ struct regulator {
         int slot; /* on each scope: its struct regulated */
         sd_event_source *timer;
         uint64_t tick;
-        bool hot; /* some cgroup scope, or a growth limit: caches fill or regrow within an interval, look 4x as often */
+        bool hot; /* a cgroup scope that stalls, or a growth limit: caches fill or regrow within an interval, look 4x as often */
         struct regulator_stats stats;
 };
 
@@ -40,6 +44,7 @@ struct regulated {
         uint64_t seen_tick;         /* the tick that last found shrinkers in it */
         /* A run of intervals over the budget, for the two lines the log gets per run. */
         bool in_run;
+        uint64_t limits_noted_usec; /* when its limit events were last counted on a quiet look */
         uint64_t resident_counted; /* its clients' memory at the growth limit's last count */
         uint64_t resident_seen;    /* ...and at the last look */
         uint64_t refill;           /* how much they grew between two looks lately (decaying maximum) */
@@ -219,8 +224,10 @@ static void regulated_tick(struct regulated *st, uint64_t now) {
         /* Whose stall it is costs more reads: only asked when there is something to decide. Otherwise
          * the limits' counts are kept fresh, so that the first look over the budget can tell. */
         bool own = over && scope_stall_is_own(s, now);
-        if (!over)
+        if (!over && (rate > 0 || now - st->limits_noted_usec >= LIMITS_NOTE_USEC)) {
                 scope_note_limits(s, now);
+                st->limits_noted_usec = now;
+        }
         /* What they hold matters only to a step: the sum walks every client. */
         uint64_t held = over ? round_engine_held_bytes(g->engine, scope_get_type(s), scope_cgroup(s), scope_node_index(s)) : 0;
         enum regulation_verdict v = regulation_decide(&st->reg, &p, over, own, held, &bytes);
@@ -314,8 +321,11 @@ static int on_tick(sd_event_source *src, uint64_t usec, void *userdata) {
                 }
                 regulated_tick(st, now);
                 /* A cache growing into a group's limit fills it at several MiB/s: a look a second lets it
-                 * far past the edge before the first step. */
-                g->hot = g->hot || regulation_limit(&st->reg) > 0 || scope_get_type(s) == SCOPE_CGROUP;
+                 * far past the edge before the first step. A group that stalls at all (reclaim at its
+                 * limit shows as a little stall before the cliff) is looked at as often as one with a
+                 * limit; a quiet one once an interval, so that idle groups cost no more wake-ups. */
+                g->hot = g->hot || regulation_limit(&st->reg) > 0 ||
+                         (scope_get_type(s) == SCOPE_CGROUP && (st->reg.rate > 0 || st->reg.was_over));
         }
         regulator_arm(g);
         return 0;

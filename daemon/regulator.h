@@ -2,7 +2,7 @@
 #pragma once
 
 /* The regulator: below the levels, what client shrinkers feel first. Every regulate_interval (a quarter
- * of it for cgroup scopes and scopes with a growth limit), for each scope that has client shrinkers in it
+ * of it while a cgroup scope stalls at all or a scope has a growth limit), for each scope that has client shrinkers in it
  * (a client's own cgroup and the limited groups above it, and the system), it reads the scope's
  * cumulative `some` stall with one pread; while the stall rate is over the scope's budget, the shrinkers
  * in it are asked for a step (regulation.c sizes it), through the round engine like any round. Under the
