@@ -20,6 +20,9 @@
  * all), so that its first look over the budget compares with a count from within the recent window the
  * gate judges by (10 s at least). */
 #define LIMITS_NOTE_USEC (5 * USEC_PER_SEC)
+/* Clients in a group that grew this much between two looks are a cache filling it: looked at as often
+ * as a scope with a limit (there is often no stall at all before the cliff). */
+#define GROWING_BYTES (1024u * 1024u)
 
 struct regulator {
         sd_event *event;
@@ -30,7 +33,7 @@ struct regulator {
         int slot; /* on each scope: its struct regulated */
         sd_event_source *timer;
         uint64_t tick;
-        bool hot; /* a cgroup scope that stalls, or a growth limit: caches fill or regrow within an interval, look 4x as often */
+        bool hot; /* a group that grows or stalls, or a growth limit: caches fill or regrow within an interval, look 4x as often */
         struct regulator_stats stats;
 };
 
@@ -45,6 +48,7 @@ struct regulated {
         /* A run of intervals over the budget, for the two lines the log gets per run. */
         bool in_run;
         uint64_t limits_noted_usec; /* when its limit events were last counted on a quiet look */
+        bool growing;               /* its clients grew by GROWING_BYTES or more since the last look */
         uint64_t resident_counted; /* its clients' memory at the growth limit's last count */
         uint64_t resident_seen;    /* ...and at the last look */
         uint64_t refill;           /* how much they grew between two looks lately (decaying maximum) */
@@ -237,11 +241,13 @@ static void regulated_tick(struct regulated *st, uint64_t now) {
                           rate / 1000, (double) p.budget / 1000, regulation_verdict_to_string(v),
                           (unsigned long long) held, (unsigned long long) bytes);
         regulated_log_run(st, v, rate, p.budget, held);
-        if (regulation_limit(&st->reg) > 0) {
-                /* How fast they refill, for what to ask: the last look's growth, its maximum decaying. */
+        if (regulation_limit(&st->reg) > 0 || scope_get_type(s) == SCOPE_CGROUP) {
+                /* How fast they grow: for what to ask under a limit (the last look's growth, its maximum
+                 * decaying), and, in a group, whether to look more often (a cache growing into a limit). */
                 uint64_t resident = scope_clients_resident(g, s);
                 uint64_t grew = st->resident_seen > 0 && resident > st->resident_seen ? resident - st->resident_seen : 0;
                 st->refill = MAX(st->refill - st->refill / 1000 * REFILL_DECAY_PERMILLE, grew);
+                st->growing = grew >= GROWING_BYTES;
                 st->resident_seen = resident;
         }
         if (v == REGULATION_UNDER && regulation_limit(&st->reg) > 0 && !st->round) {
@@ -321,11 +327,11 @@ static int on_tick(sd_event_source *src, uint64_t usec, void *userdata) {
                 }
                 regulated_tick(st, now);
                 /* A cache growing into a group's limit fills it at several MiB/s: a look a second lets it
-                 * far past the edge before the first step. A group that stalls at all (reclaim at its
-                 * limit shows as a little stall before the cliff) is looked at as often as one with a
-                 * limit; a quiet one once an interval, so that idle groups cost no more wake-ups. */
+                 * far past the edge before the first step. A group whose caches grow, or that stalls at
+                 * all, is looked at as often as one with a limit; a quiet one once an interval, so that
+                 * idle groups cost no more wake-ups. */
                 g->hot = g->hot || regulation_limit(&st->reg) > 0 ||
-                         (scope_get_type(s) == SCOPE_CGROUP && (st->reg.rate > 0 || st->reg.was_over));
+                         (scope_get_type(s) == SCOPE_CGROUP && (st->growing || st->reg.rate > 0 || st->reg.was_over));
         }
         regulator_arm(g);
         return 0;

@@ -2,14 +2,14 @@
 #pragma once
 
 /* The regulator: below the levels, what client shrinkers feel first. Every regulate_interval (a quarter
- * of it while a cgroup scope stalls at all or a scope has a growth limit), for each scope that has client shrinkers in it
- * (a client's own cgroup and the limited groups above it, and the system), it reads the scope's
- * cumulative `some` stall with one pread; while the stall rate is over the scope's budget, the shrinkers
- * in it are asked for a step (regulation.c sizes it), through the round engine like any round. Under the
- * budget they are held to the growth limit, and grow back on their own as it rises. Levels and
- * subscribers are untouched: they stay the alarm; but a level raised by the stall of a scope the
- * regulator follows asks no rounds of its own (regulator_owns()). With no client shrinker, its timer is
- * off. */
+ * of it while a cgroup scope's caches grow or it stalls at all, or a scope has a growth limit), for each
+ * scope that has client shrinkers in it (a client's own cgroup and the limited groups above it, and the
+ * system), it reads the scope's cumulative `some` stall with one pread; while the stall rate is over the
+ * scope's budget, the shrinkers in it are asked for a step (regulation.c sizes it), through the round
+ * engine like any round. Under the budget they are held to the growth limit, and grow back on their own
+ * as it rises. Levels and subscribers are untouched: they stay the alarm; but a level raised by the stall
+ * of a scope the regulator follows asks no rounds of its own (regulator_owns()). With no client
+ * shrinker, its timer is off. */
 
 #include <stdbool.h>
 #include <stdint.h>
