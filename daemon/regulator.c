@@ -12,7 +12,7 @@
 #include "macro.h"
 #include "regulation.h"
 
-/* How much more often a cgroup scope, or one with a growth limit, is looked at than regulate_interval. */
+/* How much more often scopes are looked at than regulate_interval while one is hot (below). */
 #define HOT_LOOKS_PER_INTERVAL 4
 /* What they refilled between two looks is remembered as a maximum that loses a quarter a look. */
 #define REFILL_DECAY_PERMILLE 250
