@@ -20,8 +20,11 @@
  * all), so that its first look over the budget compares with a count from within the recent window the
  * gate judges by (10 s at least). */
 #define LIMITS_NOTE_USEC (5 * USEC_PER_SEC)
-/* Clients in a group that grew this much between two looks are a cache filling it: looked at as often
- * as a scope with a limit (there is often no stall at all before the cliff). */
+/* ...and a group with no limit on its way up is looked at for one this often: only a limited group's
+ * caches are followed as they grow, and an idle machine's hundred groups cost nothing more. */
+#define UNLIMITED_NOTE_USEC (30 * USEC_PER_SEC)
+/* Clients in a limited group that grew this much between two looks are a cache filling it: looked at as
+ * often as a scope with a growth limit (there is often no stall at all before the cliff). */
 #define GROWING_BYTES (1024u * 1024u)
 
 struct regulator {
@@ -33,7 +36,7 @@ struct regulator {
         int slot; /* on each scope: its struct regulated */
         sd_event_source *timer;
         uint64_t tick;
-        bool hot; /* a group that grows or stalls, or a growth limit: caches fill or regrow within an interval, look 4x as often */
+        bool hot; /* a limited group that grows, a stall, or a growth limit: caches fill or regrow fast, look 4x as often */
         struct regulator_stats stats;
 };
 
@@ -48,6 +51,7 @@ struct regulated {
         /* A run of intervals over the budget, for the two lines the log gets per run. */
         bool in_run;
         uint64_t limits_noted_usec; /* when its limit events were last counted on a quiet look */
+        bool limited;               /* a memory limit is on its cgroup's way up (as last noted) */
         bool growing;               /* its clients grew by GROWING_BYTES or more since the last look */
         uint64_t resident_counted; /* its clients' memory at the growth limit's last count */
         uint64_t resident_seen;    /* ...and at the last look */
@@ -228,8 +232,8 @@ static void regulated_tick(struct regulated *st, uint64_t now) {
         /* Whose stall it is costs more reads: only asked when there is something to decide. Otherwise
          * the limits' counts are kept fresh, so that the first look over the budget can tell. */
         bool own = over && scope_stall_is_own(s, now);
-        if (!over && (rate > 0 || now - st->limits_noted_usec >= LIMITS_NOTE_USEC)) {
-                scope_note_limits(s, now);
+        if (!over && (rate > 0 || now - st->limits_noted_usec >= (st->limited ? LIMITS_NOTE_USEC : UNLIMITED_NOTE_USEC))) {
+                st->limited = scope_note_limits(s, now);
                 st->limits_noted_usec = now;
         }
         /* What they hold matters only to a step: the sum walks every client. */
@@ -241,7 +245,7 @@ static void regulated_tick(struct regulated *st, uint64_t now) {
                           rate / 1000, (double) p.budget / 1000, regulation_verdict_to_string(v),
                           (unsigned long long) held, (unsigned long long) bytes);
         regulated_log_run(st, v, rate, p.budget, held);
-        if (regulation_limit(&st->reg) > 0 || scope_get_type(s) == SCOPE_CGROUP) {
+        if (regulation_limit(&st->reg) > 0 || (scope_get_type(s) == SCOPE_CGROUP && st->limited)) {
                 /* How fast they grow: for what to ask under a limit (the last look's growth, its maximum
                  * decaying), and, in a group, whether to look more often (a cache growing into a limit). */
                 uint64_t resident = scope_clients_resident(g, s);
@@ -327,11 +331,11 @@ static int on_tick(sd_event_source *src, uint64_t usec, void *userdata) {
                 }
                 regulated_tick(st, now);
                 /* A cache growing into a group's limit fills it at several MiB/s: a look a second lets it
-                 * far past the edge before the first step. A group whose caches grow, or that stalls at
-                 * all, is looked at as often as one with a limit; a quiet one once an interval, so that
-                 * idle groups cost no more wake-ups. */
+                 * far past the edge before the first step. A limited group whose caches grow, or that is
+                 * in a stall, is looked at as often as one with a growth limit; a quiet one once an
+                 * interval, so that idle groups cost no more wake-ups. */
                 g->hot = g->hot || regulation_limit(&st->reg) > 0 ||
-                         (scope_get_type(s) == SCOPE_CGROUP && (st->growing || st->reg.rate > 0 || st->reg.was_over));
+                         (scope_get_type(s) == SCOPE_CGROUP && (st->growing || st->reg.was_over));
         }
         regulator_arm(g);
         return 0;

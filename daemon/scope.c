@@ -403,12 +403,14 @@ static bool scope_machine_short(struct scope *s, uint64_t now) {
  * is not (page cache fills a group to 95% of its limit and stays, while a child thrashes inside a limit
  * of its own). A first look judges a stall over the last 10 s with no count from before: there, usage
  * (or the peak the kernel recorded) within a tenth of the limit counts. */
-static bool scope_limit_binds(struct scope *s, uint64_t now) {
+static bool scope_limit_binds_n(struct scope *s, uint64_t now, size_t *ret_n) {
         struct headroom_group groups[HEADROOM_GROUPS_MAX];
         char *paths[HEADROOM_GROUPS_MAX] = {};
         size_t n = 0;
+        *ret_n = 0;
         if (!s->env->layout || cgroup_headroom_groups(s->env->layout, s->cgroup, groups, paths, ELEMENTSOF(groups), &n) < 0)
                 return true; /* cannot tell: the stall is all there is */
+        *ret_n = n;
         uint64_t events = 0;
         bool have = n > 0, near = false;
         for (size_t i = 0; i < n; i++) {
@@ -430,6 +432,11 @@ static bool scope_limit_binds(struct scope *s, uint64_t now) {
         if (first)
                 return s->first_look && near; /* a first look judges 10 s it has no count of */
         return s->limit_events_usec > 0 && now - s->limit_events_usec <= shortage_recent_usec(config_of(s));
+}
+
+static bool scope_limit_binds(struct scope *s, uint64_t now) {
+        size_t n;
+        return scope_limit_binds_n(s, now, &n);
 }
 
 bool scope_far_below_limits(struct scope *s) {
@@ -524,11 +531,13 @@ bool scope_stall_is_own(struct scope *s, uint64_t now) {
         return scope_gate_psi(s, LEVEL_LOW, now) != LEVEL_OK;
 }
 
-void scope_note_limits(struct scope *s, uint64_t now) {
+bool scope_note_limits(struct scope *s, uint64_t now) {
         assert(s);
 
+        size_t n = 0;
         if (s->type == SCOPE_CGROUP && !s->gone)
-                (void) scope_limit_binds(s, now);
+                (void) scope_limit_binds_n(s, now, &n);
+        return n > 0;
 }
 
 void scope_refresh_target(struct scope *s) {

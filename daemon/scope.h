@@ -121,8 +121,9 @@ bool scope_read_some_total(struct scope *s, uint64_t *ret);
  * to the root), as the level decides it: otherwise it is someone else's to answer (docs/levels.md). */
 bool scope_stall_is_own(struct scope *s, uint64_t now_usec);
 /* Reads the limits' event counts on the way up, so that the next stall is judged against counts from
- * just before it (the regulator, on each quiet look): a first count can only tell by usage. */
-void scope_note_limits(struct scope *s, uint64_t now_usec);
+ * just before it (the regulator, on quiet looks): a first count can only tell by usage. Returns whether
+ * a memory limit is on the cgroup's way up at all. */
+bool scope_note_limits(struct scope *s, uint64_t now_usec);
 /* Read the memory figures now and compute the reclaim target from them (for a decision that must not
  * use the last sample's). */
 void scope_refresh_target(struct scope *s);
