@@ -97,29 +97,44 @@ static void close_all(int *fds, unsigned n) {
                         close(fds[i]);
 }
 
+/* A listening socket, an event loop and a listener on it that keeps what it accepts. */
+struct fixture {
+        char path[108];
+        int lfd;
+        sd_event *ev;
+        struct accepted a;
+        struct listener *l;
+};
+
+static void fixture_start(struct fixture *f) {
+        *f = (struct fixture){};
+        f->lfd = listen_socket(f->path, sizeof(f->path));
+        CU_ASSERT_FATAL(f->lfd >= 0);
+        CU_ASSERT_EQUAL_FATAL(sd_event_new(&f->ev), 0);
+        CU_ASSERT_EQUAL_FATAL(listener_new(f->ev, f->lfd, "test socket", on_accept, &f->a, &f->l), 0);
+}
+
+static void fixture_stop(struct fixture *f) {
+        listener_free(f->l);
+        sd_event_unref(f->ev);
+        close_all(f->a.fds, f->a.n);
+        close(f->lfd);
+}
+
 /* 100 waiting connections: the first wake-up takes 64, the next the other 36. */
 static void test_accepts_per_wakeup(void) {
-        char path[108];
-        int lfd = listen_socket(path, sizeof(path));
-        CU_ASSERT_FATAL(lfd >= 0);
-        sd_event *ev = NULL;
-        CU_ASSERT_EQUAL_FATAL(sd_event_new(&ev), 0);
-        struct accepted a = {};
-        struct listener *l = NULL;
-        CU_ASSERT_EQUAL_FATAL(listener_new(ev, lfd, "test socket", on_accept, &a, &l), 0);
+        struct fixture f;
+        fixture_start(&f);
         int clients[100];
         for (unsigned i = 0; i < 100; i++)
-                clients[i] = connect_to(path);
+                clients[i] = connect_to(f.path);
         CU_ASSERT(clients[99] >= 0);
-        CU_ASSERT(sd_event_run(ev, 1000000) > 0);
-        CU_ASSERT_EQUAL(a.n, 64u);
-        CU_ASSERT(sd_event_run(ev, 1000000) > 0);
-        CU_ASSERT_EQUAL(a.n, 100u);
-        listener_free(l);
-        sd_event_unref(ev);
+        CU_ASSERT(sd_event_run(f.ev, 1000000) > 0);
+        CU_ASSERT_EQUAL(f.a.n, 64u);
+        CU_ASSERT(sd_event_run(f.ev, 1000000) > 0);
+        CU_ASSERT_EQUAL(f.a.n, 100u);
         close_all(clients, 100);
-        close_all(a.fds, a.n);
-        close(lfd);
+        fixture_stop(&f);
 }
 
 static int on_nothing(sd_event_source *src, uint64_t usec, void *userdata) {
@@ -132,20 +147,14 @@ static int on_nothing(sd_event_source *src, uint64_t usec, void *userdata) {
 /* With no descriptor left, accept() fails: the listener stops listening for 50 ms, then 100 (not a loop
  * that spins on a readable socket), and takes the waiting connection once descriptors are back. */
 static void test_backs_off_without_descriptors(void) {
-        char path[108];
-        int lfd = listen_socket(path, sizeof(path));
-        CU_ASSERT_FATAL(lfd >= 0);
-        sd_event *ev = NULL;
-        CU_ASSERT_EQUAL_FATAL(sd_event_new(&ev), 0);
-        struct accepted a = {};
-        struct listener *l = NULL;
-        CU_ASSERT_EQUAL_FATAL(listener_new(ev, lfd, "test socket", on_accept, &a, &l), 0);
+        struct fixture f;
+        fixture_start(&f);
         /* sd-event makes its timerfd for the clock with the first timer and keeps it: made here, before
          * the descriptors run out, as the daemon's own timers have made it long before. */
         sd_event_source *dummy = NULL;
-        CU_ASSERT_EQUAL_FATAL(sd_event_add_time(ev, &dummy, CLOCK_MONOTONIC, UINT64_MAX, 0, on_nothing, NULL), 0);
+        CU_ASSERT_EQUAL_FATAL(sd_event_add_time(f.ev, &dummy, CLOCK_MONOTONIC, UINT64_MAX, 0, on_nothing, NULL), 0);
         sd_event_source_disable_unref(dummy);
-        int client = connect_to(path);
+        int client = connect_to(f.path);
         CU_ASSERT_FATAL(client >= 0);
 
         struct rlimit old;
@@ -160,33 +169,30 @@ static void test_backs_off_without_descriptors(void) {
         for (int fd; n_fill < 64 && (fd = fcntl(src, F_DUPFD_CLOEXEC, 0)) >= 0;)
                 fill[n_fill++] = fd;
         CU_ASSERT_EQUAL(errno, EMFILE);
-        int r = sd_event_run(ev, 1000000);
+        int r = sd_event_run(f.ev, 1000000);
         CU_ASSERT(r > 0);
-        CU_ASSERT_EQUAL(a.n, 0u);
-        CU_ASSERT_EQUAL(l->backoff_usec, 50000u);
-        CU_ASSERT_PTR_NOT_NULL(l->retry);
+        CU_ASSERT_EQUAL(f.a.n, 0u);
+        CU_ASSERT_EQUAL(f.l->backoff_usec, 50000u);
+        CU_ASSERT_PTR_NOT_NULL(f.l->retry);
         int enabled = SD_EVENT_ON;
-        CU_ASSERT_EQUAL(sd_event_source_get_enabled(l->source, &enabled), 0);
+        CU_ASSERT_EQUAL(sd_event_source_get_enabled(f.l->source, &enabled), 0);
         CU_ASSERT_EQUAL(enabled, SD_EVENT_OFF);
         /* Still none when it looks again: twice as long. */
         for (int fd; n_fill < 64 && (fd = fcntl(src, F_DUPFD_CLOEXEC, 0)) >= 0;)
                 fill[n_fill++] = fd;
-        while (a.n == 0 && l->backoff_usec == 50000u && sd_event_run(ev, 1000000) > 0)
+        while (f.a.n == 0 && f.l->backoff_usec == 50000u && sd_event_run(f.ev, 1000000) > 0)
                 ;
-        CU_ASSERT_EQUAL(l->backoff_usec, 100000u);
+        CU_ASSERT_EQUAL(f.l->backoff_usec, 100000u);
         /* Descriptors back: the waiting connection is taken. */
         close_all(fill, n_fill);
         CU_ASSERT_EQUAL(setrlimit(RLIMIT_NOFILE, &old), 0);
-        for (int i = 0; i < 10 && a.n == 0; i++)
-                (void) sd_event_run(ev, 1000000);
-        CU_ASSERT_EQUAL(a.n, 1u);
-        CU_ASSERT_EQUAL(l->backoff_usec, 0u);
-        listener_free(l);
-        sd_event_unref(ev);
+        for (int i = 0; i < 10 && f.a.n == 0; i++)
+                (void) sd_event_run(f.ev, 1000000);
+        CU_ASSERT_EQUAL(f.a.n, 1u);
+        CU_ASSERT_EQUAL(f.l->backoff_usec, 0u);
         close(client);
         close(src);
-        close_all(a.fds, a.n);
-        close(lfd);
+        fixture_stop(&f);
 }
 
 int main(void) {
