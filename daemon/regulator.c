@@ -253,7 +253,8 @@ static void regulated_tick(struct regulated *st, uint64_t now) {
                 st->refill = MAX(st->refill - st->refill / 1000 * REFILL_DECAY_PERMILLE, grew);
                 st->growing = grew >= GROWING_BYTES;
                 st->resident_seen = resident;
-        }
+        } else
+                st->growing = false; /* no limit on its way up any more */
         if (v == REGULATION_UNDER && regulation_limit(&st->reg) > 0 && !st->round) {
                 uint64_t resident = st->resident_seen;
                 if (resident > sat_add(st->resident_counted, LIMIT_RECOUNT_BYTES) || resident < st->resident_counted) {
