@@ -61,9 +61,9 @@ static unsigned long long field(const char *line, const char *key) {
 }
 
 static int redis_info(const char *sock, const char *section, const char *key, unsigned long long *ret) {
-        struct resp_conn c;
+        struct conn c;
         struct resp_reply r;
-        int k = resp_connect(sock, 700, &c);
+        int k = conn_open(sock, 700, &c);
         if (k < 0)
                 return k;
         k = resp_command(&c, &r, (const char *const[]){ "INFO", section, NULL });
@@ -71,14 +71,14 @@ static int redis_info(const char *sock, const char *section, const char *key, un
                 k = r.type == RESP_BULK && r.str ? resp_info_u64(r.str, key, ret) : -EPROTO;
                 resp_reply_done(&r);
         }
-        resp_close(&c);
+        conn_close(&c);
         return k;
 }
 
 static int redis_maxmemory(const char *sock, unsigned long long *ret) {
-        struct resp_conn c;
+        struct conn c;
         struct resp_reply r;
-        int k = resp_connect(sock, 700, &c);
+        int k = conn_open(sock, 700, &c);
         if (k < 0)
                 return k;
         k = resp_command(&c, &r, (const char *const[]){ "CONFIG", "GET", "maxmemory", NULL });
@@ -88,7 +88,7 @@ static int redis_maxmemory(const char *sock, unsigned long long *ret) {
                         *ret = strtoull(r.elements[1].str, NULL, 10);
                 resp_reply_done(&r);
         }
-        resp_close(&c);
+        conn_close(&c);
         return k;
 }
 

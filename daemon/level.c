@@ -209,12 +209,6 @@ bool level_update(struct level_state *s, enum level raw, uint64_t now_usec, uint
         return true;
 }
 
-bool level_state_settled(const struct level_state *s) {
-        assert(s);
-
-        return s->level == LEVEL_OK;
-}
-
 uint64_t level_reclaim_target(enum level l, uint64_t size_bytes, uint64_t excess_bytes, uint64_t demand_bytes) {
         static const unsigned percent[_LEVEL_MAX] = { 0, 1, 3, 5 };
 

@@ -102,9 +102,6 @@ struct level_state {
 /* Feed the raw level measured at now_usec. Returns true when state->level changed. */
 bool level_update(struct level_state *s, enum level raw, uint64_t now_usec, uint64_t hold_usec);
 
-/* Whether the state can still change without a new raw level above ok (a fall is pending). */
-bool level_state_settled(const struct level_state *s);
-
 /* The reclaim target: an estimate of the bytes to free to bring a scope back under its threshold.
  * size_bytes is what the scope can hold (a cgroup's limit, a node's or the system's total memory);
  * excess_bytes how far it is past the point where reclaim starts (usage above the limit, free memory

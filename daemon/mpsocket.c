@@ -264,6 +264,3 @@ void mpsocket_adopt(struct mpsocket *mp, int fd) {
         client_new(mp, fd, false);
 }
 
-size_t mpsocket_n_clients(const struct mpsocket *mp) {
-        return mp ? mp->n_clients : 0;
-}

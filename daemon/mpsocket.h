@@ -31,4 +31,3 @@ int mpsocket_new(sd_event *event, const struct config *config, struct scope_regi
 struct mpsocket *mpsocket_free(struct mpsocket *mp);
 /* A connection of an earlier run, given back by the service manager: served again as it was. */
 void mpsocket_adopt(struct mpsocket *mp, int fd);
-size_t mpsocket_n_clients(const struct mpsocket *mp);

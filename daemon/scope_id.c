@@ -23,31 +23,6 @@ int scope_type_from_string(const char *s) {
         return -EINVAL;
 }
 
-int scope_id_to_string(const struct scope_id *id, char **ret) {
-        char *s = NULL;
-
-        switch (id->type) {
-        case SCOPE_SYSTEM:
-                s = strdup("system");
-                break;
-        case SCOPE_NODE:
-                if (asprintf(&s, "node:%d", id->node) < 0)
-                        s = NULL;
-                break;
-        case SCOPE_CGROUP:
-                if (!id->cgroup)
-                        return -EINVAL;
-                s = strdup(id->cgroup);
-                break;
-        default:
-                return -EINVAL;
-        }
-        if (!s)
-                return -ENOMEM;
-        *ret = s;
-        return 0;
-}
-
 int scope_id_from_string(const char *s, struct scope_id *ret) {
         assert(ret);
 

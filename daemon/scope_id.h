@@ -20,7 +20,6 @@ struct scope_id {
 const char *scope_type_to_string(enum scope_type t);
 int scope_type_from_string(const char *s);
 
-/* "system", "node:N" or the cgroup path: how scopes are named in logs and on the command line. */
-int scope_id_to_string(const struct scope_id *id, char **ret);
-/* The reverse: "system", "node:N", or an absolute path. ret->cgroup points into s. -EINVAL otherwise. */
+/* A scope named as on the command line: "system", "node:N", or an absolute path. ret->cgroup points into s.
+ * -EINVAL otherwise. */
 int scope_id_from_string(const char *s, struct scope_id *ret);

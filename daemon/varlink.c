@@ -75,7 +75,6 @@ static bool connection_wants_input(const struct varlink_connection *c) {
         return c->state == CONNECTION_IDLE && frame_writer_queued(&c->out) < OUTPUT_HIGH_WATER;
 }
 
-
 /* ---- output ---- */
 
 void connection_kill(struct varlink_connection *c) {
@@ -171,26 +170,6 @@ void connection_call_end(struct varlink_connection *c) {
         if (!connection_dead(c) && !c->reading)
                 (void) sd_event_source_set_enabled(c->defer_source, SD_EVENT_ONESHOT);
         connection_set_events(c, !c->reading);
-}
-
-
-int varlink_check_fields(struct varlink_connection *c, struct json_object *params, const char *const *known) {
-        assert(c);
-
-        json_object_object_foreach(params, key, val) {
-                (void) val;
-                bool ok = false;
-                for (const char *const *k = known; *k; k++)
-                        if (streq(*k, key)) {
-                                ok = true;
-                                break;
-                        }
-                if (!ok) {
-                        varlink_error_invalid_parameter(c, key);
-                        return -EINVAL;
-                }
-        }
-        return 0;
 }
 
 const struct varlink_interface *varlink_server_find_interface(const struct varlink_server *s, const char *name) {
@@ -784,8 +763,3 @@ const struct ucred *varlink_connection_peer(const struct varlink_connection *c) 
         return &c->peer;
 }
 
-void *varlink_connection_server_userdata(const struct varlink_connection *c) {
-        assert(c);
-
-        return c->server->userdata;
-}

@@ -129,8 +129,3 @@ int varlink_connection_peer_groups(const struct varlink_connection *c, gid_t **r
  * it), or a negative errno where the kernel has none: unlike the pid, it can never name another
  * process. */
 int varlink_connection_peer_pidfd(const struct varlink_connection *c);
-void *varlink_connection_server_userdata(const struct varlink_connection *c);
-
-/* Reject parameters that the method does not know: replies InvalidParameter naming the first one and
- * returns -EINVAL. `known` is NULL-terminated. */
-int varlink_check_fields(struct varlink_connection *c, struct json_object *params, const char *const *known);

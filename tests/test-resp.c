@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "resp.h"
+#include "text.h"
 #include "test-util.h"
 
 static int parse(const char *text, struct resp_reply *r, size_t *used) {

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "resp.h"
+#include "text.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "resp.h"
+#include "conn.h"
 
 struct pressure_shrinker;
 
@@ -29,10 +29,13 @@ struct server_ops {
         /* Set its cap to bytes: what it may hold from now on. */
         int (*set_cap)(struct adapter *a, uint64_t bytes);
         /* After a lower cap: make the server hand the bytes back to the kernel (Redis's MEMORY PURGE,
-         * memcached's page moves), within the request's time. */
-        void (*give_back)(struct adapter *a, uint64_t bytes);
+         * memcached's page moves), by deadline (CLOCK_MONOTONIC microseconds: the request's, less the
+         * time its answer needs). */
+        void (*give_back)(struct adapter *a, uint64_t bytes, uint64_t deadline);
         /* Is it still there (once a second)? */
         int (*ping)(struct adapter *a);
+        /* Frees a->server (may be NULL: nothing of its own). */
+        void (*done)(struct adapter *a);
 };
 
 extern const struct server_ops redis_ops, memcached_ops;
@@ -45,7 +48,8 @@ struct adapter {
         uint64_t quiet_usec;
         int verbose;
 
-        struct resp_conn conn;
+        struct conn conn;
+        void *server; /* the kind's own state (its reply buffer, say): written by its ops alone */
         bool connected;
         pid_t server_pid;
         uint64_t original; /* the server's own cap before us (Redis: 0 for none) */

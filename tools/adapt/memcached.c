@@ -15,20 +15,30 @@
 #include <unistd.h>
 
 #include "adapter.h"
+#include "text.h"
 #include "time-util.h"
 
 #define MC_PAGE (1024u * 1024u) /* memcached's slab page */
 #define MC_MIN_LIMIT (8u * MC_PAGE) /* cache_memlimit refuses less (MEMLIMIT_TOO_SMALL) */
 #define MC_REPLY_MAX 65536      /* "stats slabs" of every class fits */
-#define MC_GIVE_BACK_USEC 500000ull /* page moves per scan call: within the request's second */
+#define MC_GIVE_BACK_USEC 500000ull /* page moves per scan call at most, whatever the request's deadline */
 
-static char reply[MC_REPLY_MAX];
+/* What the adapter keeps of memcached's (a->server): the reply of the last command, which the caller
+ * reads before the next. */
+struct mc_state {
+        char reply[MC_REPLY_MAX];
+};
 
-/* One command; its reply in the static buffer. An error line is -EIO, said. */
+static char *reply_of(const struct adapter *a) {
+        return ((struct mc_state *) a->server)->reply;
+}
+
+/* One command; its reply in reply_of(a). An error line is -EIO, said. */
 static int mc(struct adapter *a, const char *cmd, bool multiline) {
-        if (!a->connected)
+        if (!a->connected || !a->server)
                 return -ENOTCONN;
-        int k = text_command(&a->conn, cmd, multiline, reply, sizeof(reply));
+        char *reply = reply_of(a);
+        int k = text_command(&a->conn, cmd, multiline, reply, MC_REPLY_MAX);
         if (k < 0) {
                 a->connected = false;
                 say(a, 0, "lost %s (%s) during %.*s", a->address, strerror(-k), (int) strcspn(cmd, "\r\n"), cmd);
@@ -45,14 +55,17 @@ static int mc(struct adapter *a, const char *cmd, bool multiline) {
 
 static int stat_of(struct adapter *a, const char *cmd, const char *name, unsigned long long *ret) {
         int k = mc(a, cmd, true);
-        if (k >= 0 && text_stat_u64(reply, name, ret) < 0)
+        if (k >= 0 && text_stat_u64(reply_of(a), name, ret) < 0)
                 k = -EPROTO;
         return k;
 }
 
 static int mc_reach(struct adapter *a) {
         unsigned long long pid = 0, limit = 0;
-        int k = resp_connect(a->address, 700, &a->conn);
+        if (!a->server && !(a->server = calloc(1, sizeof(struct mc_state))))
+                return -ENOMEM;
+        const char *reply = reply_of(a);
+        int k = conn_open(a->address, 700, &a->conn);
         if (k < 0)
                 return k;
         a->connected = true;
@@ -94,7 +107,7 @@ static int mc_set_cap(struct adapter *a, uint64_t bytes) {
         uint64_t mib = (bytes < MC_MIN_LIMIT ? MC_MIN_LIMIT : bytes) >> 20;
         snprintf(cmd, sizeof(cmd), "cache_memlimit %" PRIu64 "\r\n", mib);
         int k = mc(a, cmd, false);
-        if (k >= 0 && strncmp(reply, "OK\r\n", 4) != 0)
+        if (k >= 0 && strncmp(reply_of(a), "OK\r\n", 4) != 0)
                 k = -EPROTO;
         return k;
 }
@@ -140,6 +153,7 @@ static int move_page(struct adapter *a, bool *skip, uint64_t deadline) {
                 unsigned long long before;
                 if (stat_of(a, "stats slabs\r\n", "total_malloced", &before) < 0)
                         return -EIO;
+                const char *reply = reply_of(a);
                 unsigned id = fullest_class(reply, skip);
                 if (id == 0)
                         return -ENOSPC;
@@ -159,9 +173,11 @@ static int move_page(struct adapter *a, bool *skip, uint64_t deadline) {
         return -ETIMEDOUT;
 }
 
-static void mc_give_back(struct adapter *a, uint64_t bytes) {
+static void mc_give_back(struct adapter *a, uint64_t bytes, uint64_t deadline) {
         bool skip[256] = {};
-        uint64_t deadline = clock_now_usec(CLOCK_MONOTONIC) + MC_GIVE_BACK_USEC;
+        uint64_t most = clock_now_usec(CLOCK_MONOTONIC) + MC_GIVE_BACK_USEC;
+        if (deadline == 0 || deadline > most)
+                deadline = most;
         unsigned pages = (unsigned) ((bytes + MC_PAGE - 1) / MC_PAGE), moved = 0;
         while (moved < pages && clock_now_usec(CLOCK_MONOTONIC) < deadline && move_page(a, skip, deadline) == 0)
                 moved++;
@@ -172,6 +188,11 @@ static int mc_ping(struct adapter *a) {
         return mc(a, "version\r\n", false);
 }
 
+static void mc_done(struct adapter *a) {
+        free(a->server);
+        a->server = NULL;
+}
+
 const struct server_ops memcached_ops = {
         .kind = "memcached",
         .auth = false, /* SASL is the binary protocol's; the text protocol has none */
@@ -180,4 +201,5 @@ const struct server_ops memcached_ops = {
         .set_cap = mc_set_cap,
         .give_back = mc_give_back,
         .ping = mc_ping,
+        .done = mc_done,
 };

@@ -32,6 +32,9 @@
 
 #define UNIT (64u * 1024u) /* bytes per object: servers free in keys or pages, we count in 64 KiB */
 #define EXIT_USAGE 2
+/* What an answer needs to reach the daemon: the server's work in a scan ends this long before the
+ * request's deadline. */
+#define ANSWER_MARGIN_USEC (100 * USEC_PER_MSEC)
 
 void say(const struct adapter *a, int verbose, const char *fmt, ...) {
         if (verbose > a->verbose)
@@ -224,7 +227,10 @@ static uint64_t count_objects(struct pressure_shrinker *s, struct pressure_shrin
         struct adapter *a = userdata;
         uint64_t used;
         (void) s;
-        if (a->ops->held(a, &used, NULL) < 0)
+        conn_set_request_deadline(&a->conn, sc->deadline);
+        int r = a->ops->held(a, &used, NULL);
+        conn_set_request_deadline(&a->conn, 0);
+        if (r < 0)
                 return 0; /* cannot tell now: skip me */
         if (used <= a->floor)
                 return PRESSURE_SHRINK_EMPTY;
@@ -233,10 +239,9 @@ static uint64_t count_objects(struct pressure_shrinker *s, struct pressure_shrin
         return n;
 }
 
-static uint64_t scan_objects(struct pressure_shrinker *s, struct pressure_shrink_control *sc, void *userdata) {
-        struct adapter *a = userdata;
+/* The scan itself; every command to the server ends by the request's deadline (scan_objects). */
+static uint64_t scan_server(struct adapter *a, struct pressure_shrink_control *sc) {
         uint64_t used, rss, used_after, rss_after;
-        (void) s;
         if (a->ops->held(a, &used, &rss) < 0)
                 return PRESSURE_SHRINK_STOP;
         uint64_t ask = sc->nr_to_scan > UINT64_MAX / UNIT ? UINT64_MAX : sc->nr_to_scan * UNIT;
@@ -251,7 +256,8 @@ static uint64_t scan_objects(struct pressure_shrinker *s, struct pressure_shrink
                 return PRESSURE_SHRINK_STOP;
         a->cap = target;
         a->last_scan_usec = clock_now_usec(CLOCK_MONOTONIC);
-        a->ops->give_back(a, used - target);
+        uint64_t give_back_by = sc->deadline > ANSWER_MARGIN_USEC ? sc->deadline - ANSWER_MARGIN_USEC : 0;
+        a->ops->give_back(a, used - target, give_back_by);
         if (a->ops->held(a, &used_after, &rss_after) < 0)
                 return PRESSURE_SHRINK_STOP;
         uint64_t freed = used > used_after ? used - used_after : 0;
@@ -263,6 +269,15 @@ static uint64_t scan_objects(struct pressure_shrinker *s, struct pressure_shrink
             a->address, ask, target, freed, fell, a->claimed, a->measured);
         sc->nr_bytes = freed;
         return (freed + UNIT - 1) / UNIT;
+}
+
+static uint64_t scan_objects(struct pressure_shrinker *s, struct pressure_shrink_control *sc, void *userdata) {
+        struct adapter *a = userdata;
+        (void) s;
+        conn_set_request_deadline(&a->conn, sc->deadline);
+        uint64_t n = scan_server(a, sc);
+        conn_set_request_deadline(&a->conn, 0);
+        return n;
 }
 
 /* Quiet for a while: raise the cap by a tenth of the room to the ceiling per step, and give the server
@@ -352,6 +367,17 @@ static int parse_bytes(const char *s, uint64_t *ret) {
         return 0;
 }
 
+/* 1..86400 whole seconds, in microseconds. */
+static int parse_seconds(const char *s, uint64_t *ret) {
+        char *end;
+        errno = 0;
+        unsigned long v = strtoul(s, &end, 10);
+        if (errno != 0 || *end || end == s || s[0] == '-' || v == 0 || v > 86400)
+                return -EINVAL;
+        *ret = v * USEC_PER_SEC;
+        return 0;
+}
+
 static void usage(FILE *f) {
         fputs("Usage: pressure-adapt [OPTIONS] redis|memcached ADDRESS\n"
               "\n"
@@ -378,7 +404,191 @@ static void usage(FILE *f) {
               f);
 }
 
-int main(int argc, char *argv[]) {
+struct options {
+        const char *socket_path, *password_file;
+};
+
+/* KIND ADDRESS: 0, or -1 (the usage said). */
+static int parse_server(int n, char *args[], struct adapter *a) {
+        if (n == 2 && strcmp(args[0], "redis") == 0)
+                a->ops = &redis_ops;
+        else if (n == 2 && strcmp(args[0], "memcached") == 0)
+                a->ops = &memcached_ops;
+        else {
+                usage(stderr);
+                return -1;
+        }
+        a->address = args[1];
+        return 0;
+}
+
+/* The state file and the password: 0, or the exit status (said why). */
+static int prepare(struct adapter *a, const struct options *o, char *default_state, size_t size) {
+        if (!a->state_file && !(a->state_file = state_default(a, default_state, size)))
+                say(a, 0, "no state file (no $RUNTIME_DIRECTORY nor $XDG_RUNTIME_DIR): if this adapter is killed, "
+                          "%s keeps our cap until an adapter is told its own with --ceiling", a->address);
+        if (a->state_file && state_dir_check(a->state_file) < 0)
+                return EXIT_USAGE;
+        if (o->password_file && !a->ops->auth) {
+                fprintf(stderr, "pressure-adapt: %s takes no password (its text protocol has no authentication)\n",
+                        a->ops->kind);
+                return EXIT_USAGE;
+        }
+        if (a->user && !o->password_file) {
+                fprintf(stderr, "pressure-adapt: --user needs --password-file\n");
+                return EXIT_USAGE;
+        }
+        if (o->password_file && !(a->password = read_secret(o->password_file))) {
+                fprintf(stderr, "pressure-adapt: cannot read a password from %s: %s\n", o->password_file,
+                        strerror(errno ? errno : EINVAL));
+                return 1;
+        }
+        return 0;
+}
+
+/* SIGTERM and SIGINT on a descriptor, or -1 (said why): without one they must stay deliverable, or only
+ * SIGKILL would stop the adapter and the server's cap would never be restored. */
+static int take_signals(void) {
+        sigset_t mask;
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        int fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+        if (fd < 0 || sigprocmask(SIG_BLOCK, &mask, NULL) < 0) {
+                fprintf(stderr, "pressure-adapt: cannot take SIGTERM and SIGINT on a descriptor: %s\n", strerror(errno));
+                if (fd >= 0)
+                        close(fd);
+                return -1;
+        }
+        signal(SIGPIPE, SIG_IGN);
+        return fd;
+}
+
+/* The first reach of the server: 0, or the exit status (said why). */
+static int first_reach(struct adapter *a, const struct options *o) {
+        int r = a->ops->reach(a);
+        if (r == -EACCES)
+                fprintf(stderr, "pressure-adapt: %s refused the password from %s\n", a->address, o->password_file);
+        else if (r < 0 && r != -EPERM) /* -EPERM: said by reach */
+                fprintf(stderr, "pressure-adapt: cannot reach %s at %s: %s\n", a->ops->kind, a->address, strerror(-r));
+        return r < 0 ? 1 : 0;
+}
+
+/* Our client and the shrinker, registered for the server's pid (now, or once the daemon is there). */
+static int register_shrinker(struct adapter *a, const char *socket_path, struct pressure_client **ret) {
+        struct pressure_client *client;
+        struct pressure_shrinker *shrinker = NULL;
+        int r = pressure_client_new(socket_path, &client);
+        if (r < 0) {
+                fprintf(stderr, "pressure-adapt: cannot use pressured's socket: %s\n", strerror(-r));
+                return r;
+        }
+        (void) pressure_client_set_release(client, NULL, NULL); /* nothing of ours to give back */
+        (void) pressure_client_set_connection_handler(client, on_connection, a);
+        (void) pressure_client_set_log_handler(client, on_library_log, a);
+        (void) pressure_client_set_serve_for(client, a->server_pid);
+        snprintf(a->shrinker_name, sizeof(a->shrinker_name), "%s:%.50s", a->ops->kind, a->address);
+        /* MEMCG_AWARE: all of the server's memory is in its cgroup, so it is asked when that group (or a
+         * limited one above it) is short, not only when the whole machine is. */
+        r = pressure_shrinker_alloc(client, PRESSURE_SHRINKER_MEMCG_AWARE, a->shrinker_name, &shrinker);
+        if (r >= 0)
+                r = pressure_shrinker_set_batch(shrinker, 16); /* 1 MiB per scan call */
+        if (r >= 0)
+                r = pressure_shrinker_set_callbacks(shrinker, count_objects, scan_objects);
+        if (r >= 0)
+                r = pressure_shrinker_set_userdata(shrinker, a, NULL);
+        if (r >= 0)
+                r = pressure_shrinker_register(shrinker);
+        if (r < 0) {
+                fprintf(stderr, "pressure-adapt: cannot register the shrinker: %s\n", strerror(-r));
+                pressure_shrinker_free(shrinker);
+                pressure_client_unref(client);
+                return r;
+        }
+        a->shrinker = shrinker;
+        say(a, 1, "registering for %s (pid %d) as shrinker \"%s\"", a->address, a->server_pid, a->shrinker_name);
+        *ret = client;
+        return 0;
+}
+
+/* A tick once a second, for the regrowth and reconnecting: its descriptor, or -1 (said why). */
+static int arm_tick(void) {
+        int fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        struct itimerspec its = { .it_interval = { .tv_sec = 1 }, .it_value = { .tv_sec = 1 } };
+        if (fd < 0 || timerfd_settime(fd, 0, &its, NULL) < 0) {
+                /* Without the tick neither regrowth nor reconnecting would ever happen. */
+                fprintf(stderr, "pressure-adapt: cannot arm its timer: %s\n", strerror(errno));
+                if (fd >= 0)
+                        close(fd);
+                return -1;
+        }
+        return fd;
+}
+
+/* Reaching a server that went away again, with a back-off of 2..32 ticks. */
+struct reconnect {
+        unsigned backoff, wait;
+};
+
+/* Once a second: the server still there and the cap regrown, or another try to reach it. 0 to go on,
+ * or the exit status when the server may not be adapted any more. */
+static int on_tick(struct adapter *a, struct pressure_client *client, struct reconnect *rc) {
+        if (a->connected) {
+                /* A server that went away is noticed here, not at the next request. */
+                if (a->ops->ping(a) >= 0)
+                        regrow(a);
+                return 0;
+        }
+        if (rc->wait > 0) {
+                rc->wait--;
+                return 0;
+        }
+        pid_t before = a->server_pid;
+        int r = a->ops->reach(a);
+        if (r == -EPERM || r == -EACCES)
+                return 1;
+        if (r < 0) {
+                rc->backoff = rc->backoff < 32 ? rc->backoff * 2 : 32;
+                rc->wait = rc->backoff;
+                return 0;
+        }
+        rc->backoff = 1;
+        if (a->server_pid != before) {
+                /* A new server: the daemon ended the old one's registration. */
+                say(a, 0, "%s is pid %d now; serving it", a->address, a->server_pid);
+                (void) pressure_client_set_serve_for(client, a->server_pid);
+        }
+        return 0;
+}
+
+/* One loop: pressured's requests, the signals and the tick, until a signal (0) or a server we may no
+ * longer adapt (1). */
+static int run(struct adapter *a, struct pressure_client *client, int sig_fd, int tick) {
+        struct reconnect rc = { .backoff = 1 };
+        for (;;) {
+                struct pollfd p[3] = {
+                        { .fd = pressure_client_get_fd(client), .events = POLLIN },
+                        { .fd = sig_fd, .events = POLLIN },
+                        { .fd = tick, .events = POLLIN },
+                };
+                if (poll(p, 3, -1) < 0 && errno != EINTR)
+                        return 1;
+                if (p[1].revents)
+                        return 0;
+                if (p[0].revents)
+                        (void) pressure_client_dispatch(client);
+                if (p[2].revents) {
+                        uint64_t n;
+                        (void) !read(tick, &n, sizeof(n));
+                        int status = on_tick(a, client, &rc);
+                        if (status != 0)
+                                return status;
+                }
+        }
+}
+
+/* The command line into a and o: 0 to go on, 1 when done (--help, --version), -1 on a usage error (said). */
+static int parse_options(int argc, char *argv[], struct adapter *a, struct options *o) {
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, 'V' },
@@ -392,198 +602,89 @@ int main(int argc, char *argv[]) {
                 { "verbose", no_argument, NULL, 'v' },
                 {},
         };
-        struct adapter a = { .floor = 16u << 20, .quiet_usec = 60 * 1000000ull, .conn = { .fd = -1 } };
-        const char *socket_path = NULL, *password_file = NULL;
         int c;
-
         while ((c = getopt_long(argc, argv, "hv", options, NULL)) >= 0)
                 switch (c) {
                 case 'h':
                         usage(stdout);
-                        return 0;
+                        return 1;
                 case 'V':
                         puts("pressure-adapt " PRESSURED_VERSION);
-                        return 0;
+                        return 1;
                 case 'P':
-                        password_file = optarg;
+                        o->password_file = optarg;
                         break;
                 case 'U':
-                        a.user = optarg;
+                        a->user = optarg;
                         break;
                 case 'f':
                 case 'c':
-                        if (parse_bytes(optarg, c == 'f' ? &a.floor : &a.ceiling) < 0) {
+                        if (parse_bytes(optarg, c == 'f' ? &a->floor : &a->ceiling) < 0) {
                                 fprintf(stderr, "pressure-adapt: --%s takes bytes (with K, M or G): %s\n",
                                         c == 'f' ? "floor" : "ceiling", optarg);
-                                return EXIT_USAGE;
+                                return -1;
                         }
                         break;
-                case 'q': {
-                        char *end;
-                        unsigned long v = strtoul(optarg, &end, 10);
-                        if (*end || end == optarg || v == 0 || v > 86400) {
+                case 'q':
+                        if (parse_seconds(optarg, &a->quiet_usec) < 0) {
                                 fprintf(stderr, "pressure-adapt: --quiet takes 1..86400 seconds: %s\n", optarg);
-                                return EXIT_USAGE;
+                                return -1;
                         }
-                        a.quiet_usec = v * 1000000ull;
                         break;
-                }
                 case 's':
-                        socket_path = optarg;
+                        o->socket_path = optarg;
                         break;
                 case 'S':
-                        a.state_file = optarg;
+                        a->state_file = optarg;
                         break;
                 case 'v':
-                        a.verbose++;
+                        a->verbose++;
                         break;
                 default:
                         usage(stderr);
-                        return EXIT_USAGE;
+                        return -1;
                 }
-        if (argc - optind == 2 && strcmp(argv[optind], "redis") == 0)
-                a.ops = &redis_ops;
-        else if (argc - optind == 2 && strcmp(argv[optind], "memcached") == 0)
-                a.ops = &memcached_ops;
-        else {
-                usage(stderr);
-                return EXIT_USAGE;
-        }
-        a.address = argv[optind + 1];
+        return parse_server(argc - optind, argv + optind, a);
+}
+
+int main(int argc, char *argv[]) {
+        struct adapter a = { .floor = 16u << 20, .quiet_usec = 60 * 1000000ull, .conn = { .fd = -1 } };
+        struct options o = {};
         char default_state[PATH_MAX];
-        if (!a.state_file && !(a.state_file = state_default(&a, default_state, sizeof(default_state))))
-                say(&a, 0, "no state file (no $RUNTIME_DIRECTORY nor $XDG_RUNTIME_DIR): if this adapter is killed, "
-                           "%s keeps our cap until an adapter is told its own with --ceiling", a.address);
-        if (a.state_file && state_dir_check(a.state_file) < 0)
-                return EXIT_USAGE;
-        if (password_file && !a.ops->auth) {
-                fprintf(stderr, "pressure-adapt: %s takes no password (its text protocol has no authentication)\n",
-                        a.ops->kind);
-                return EXIT_USAGE;
-        }
-        if (a.user && !password_file) {
-                fprintf(stderr, "pressure-adapt: --user needs --password-file\n");
-                return EXIT_USAGE;
-        }
-        if (password_file && !(a.password = read_secret(password_file))) {
-                fprintf(stderr, "pressure-adapt: cannot read a password from %s: %s\n", password_file, strerror(errno ? errno : EINVAL));
-                return 1;
-        }
+        struct pressure_client *client = NULL;
 
-        sigset_t mask;
-        sigemptyset(&mask);
-        sigaddset(&mask, SIGTERM);
-        sigaddset(&mask, SIGINT);
-        /* The signals become readable on a descriptor; without one they must stay deliverable, or only
-         * SIGKILL would stop the adapter and the server's cap would never be restored. */
-        int sig_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-        if (sig_fd < 0 || sigprocmask(SIG_BLOCK, &mask, NULL) < 0) {
-                fprintf(stderr, "pressure-adapt: cannot take SIGTERM and SIGINT on a descriptor: %s\n", strerror(errno));
-                return 1;
-        }
-        signal(SIGPIPE, SIG_IGN);
+        int r = parse_options(argc, argv, &a, &o);
+        if (r != 0)
+                return r > 0 ? 0 : EXIT_USAGE;
+        int status = prepare(&a, &o, default_state, sizeof(default_state));
+        int sig_fd = status == 0 ? take_signals() : -1;
+        if (status == 0 && sig_fd < 0)
+                status = 1;
+        if (status == 0)
+                status = first_reach(&a, &o);
+        if (status == 0 && register_shrinker(&a, o.socket_path, &client) < 0)
+                status = 1;
+        int tick = status == 0 ? arm_tick() : -1;
+        if (status == 0 && tick < 0)
+                status = 1;
+        if (status == 0)
+                status = run(&a, client, sig_fd, tick);
 
-        int r = a.ops->reach(&a);
-        if (r == -EPERM || r == -EACCES) {
-                if (r == -EACCES)
-                        fprintf(stderr, "pressure-adapt: %s refused the password from %s\n", a.address, password_file);
-                return 1;
+        if (client) {
+                pressure_shrinker_free(a.shrinker);
+                pressure_client_unref(client);
+                if (!a.connected && a.cap > 0 && a.ops->reach(&a) < 0)
+                        say(&a, 0, "cannot reach %s to give it its own cap of %" PRIu64 " back", a.address, a.original);
+                server_restore(&a);
         }
-        if (r < 0) {
-                fprintf(stderr, "pressure-adapt: cannot reach %s at %s: %s\n", a.ops->kind, a.address, strerror(-r));
-                return 1;
-        }
-
-        struct pressure_client *client;
-        struct pressure_shrinker *shrinker;
-        char *name = a.shrinker_name;
-        r = pressure_client_new(socket_path, &client);
-        if (r < 0) {
-                fprintf(stderr, "pressure-adapt: cannot use pressured's socket: %s\n", strerror(-r));
-                return 1;
-        }
-        (void) pressure_client_set_release(client, NULL, NULL); /* nothing of ours to give back */
-        (void) pressure_client_set_connection_handler(client, on_connection, &a);
-        (void) pressure_client_set_log_handler(client, on_library_log, &a);
-        (void) pressure_client_set_serve_for(client, a.server_pid);
-        snprintf(name, sizeof(a.shrinker_name), "%s:%.50s", a.ops->kind, a.address);
-        /* MEMCG_AWARE: all of the server's memory is in its cgroup, so it is asked when that group (or a
-         * limited one above it) is short, not only when the whole machine is. */
-        r = pressure_shrinker_alloc(client, PRESSURE_SHRINKER_MEMCG_AWARE, name, &shrinker);
-        if (r >= 0)
-                r = pressure_shrinker_set_batch(shrinker, 16); /* 1 MiB per scan call */
-        if (r >= 0)
-                r = pressure_shrinker_set_callbacks(shrinker, count_objects, scan_objects);
-        if (r >= 0)
-                r = pressure_shrinker_set_userdata(shrinker, &a, NULL);
-        if (r >= 0)
-                r = pressure_shrinker_register(shrinker);
-        if (r < 0) {
-                fprintf(stderr, "pressure-adapt: cannot register the shrinker: %s\n", strerror(-r));
-                return 1;
-        }
-        a.shrinker = shrinker;
-        say(&a, 1, "registering for %s (pid %d) as shrinker \"%s\"", a.address, a.server_pid, name);
-
-        /* One loop: pressured's requests, the signals, and a tick for the regrowth and reconnecting. */
-        int tick = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-        struct itimerspec its = { .it_interval = { .tv_sec = 1 }, .it_value = { .tv_sec = 1 } };
-        if (tick < 0 || timerfd_settime(tick, 0, &its, NULL) < 0) {
-                /* Without the tick neither regrowth nor reconnecting would ever happen. */
-                fprintf(stderr, "pressure-adapt: cannot arm its timer: %s\n", strerror(errno));
-                return 1;
-        }
-        unsigned backoff = 1, wait = 0;
-        int status = 0;
-        for (;;) {
-                struct pollfd p[3] = {
-                        { .fd = pressure_client_get_fd(client), .events = POLLIN },
-                        { .fd = sig_fd, .events = POLLIN },
-                        { .fd = tick, .events = POLLIN },
-                };
-                if (poll(p, 3, -1) < 0 && errno != EINTR)
-                        break;
-                if (p[1].revents)
-                        break;
-                if (p[0].revents)
-                        (void) pressure_client_dispatch(client);
-                if (p[2].revents) {
-                        uint64_t n;
-                        (void) !read(tick, &n, sizeof(n));
-                        if (a.connected) {
-                                /* A server that went away is noticed here, not at the next request. */
-                                if (a.ops->ping(&a) >= 0)
-                                        regrow(&a);
-                        }
-                        else if (wait > 0)
-                                wait--;
-                        else {
-                                pid_t before = a.server_pid;
-                                r = a.ops->reach(&a);
-                                if (r == -EPERM || r == -EACCES) {
-                                        status = 1;
-                                        break;
-                                }
-                                if (r < 0) {
-                                        backoff = backoff < 32 ? backoff * 2 : 32;
-                                        wait = backoff;
-                                        continue;
-                                }
-                                backoff = 1;
-                                if (a.server_pid != before) {
-                                        /* A new server: the daemon ended the old one's registration. */
-                                        say(&a, 0, "%s is pid %d now; serving it", a.address, a.server_pid);
-                                        (void) pressure_client_set_serve_for(client, a.server_pid);
-                                }
-                        }
-                }
-        }
-        pressure_shrinker_free(shrinker);
-        pressure_client_unref(client);
-        if (!a.connected && a.cap > 0 && a.ops->reach(&a) < 0)
-                say(&a, 0, "cannot reach %s to give it its own cap of %" PRIu64 " back", a.address, a.original);
-        server_restore(&a);
-        resp_close(&a.conn);
+        conn_close(&a.conn);
+        if (a.ops && a.ops->done)
+                a.ops->done(&a);
+        if (tick >= 0)
+                close(tick);
+        if (sig_fd >= 0)
+                close(sig_fd);
         free(a.password);
         return status;
 }
+

@@ -10,8 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "adapter.h"
+#include "resp.h"
+#include "time-util.h"
 
 /* One command; the reply in *ret (resp_reply_done() it). An error reply is -EIO, with its text said. */
 static int command(struct adapter *a, struct resp_reply *ret, const char *const *argv) {
@@ -82,7 +85,7 @@ static int redis_auth(struct adapter *a) {
         int k = command(a, &r, a->user ? with_user : plain);
         resp_reply_done(&r);
         if (k == -EIO) {
-                resp_close(&a->conn);
+                conn_close(&a->conn);
                 a->connected = false;
                 return -EACCES;
         }
@@ -92,7 +95,7 @@ static int redis_auth(struct adapter *a) {
 static int redis_reach(struct adapter *a) {
         char policy[64], max[32];
         struct resp_reply r = {};
-        int k = resp_connect(a->address, 700, &a->conn); /* per command: a callback has 1 s */
+        int k = conn_open(a->address, 700, &a->conn); /* per command: a callback has 1 s */
         if (k < 0)
                 return k;
         a->connected = true;
@@ -125,10 +128,10 @@ static int redis_reach(struct adapter *a) {
 }
 
 /* Redis evicted down to the new cap as it took it; jemalloc keeps the pages until a purge. */
-static void redis_give_back(struct adapter *a, uint64_t bytes) {
+static void redis_give_back(struct adapter *a, uint64_t bytes, uint64_t deadline) {
         struct resp_reply r = {};
         (void) bytes;
-        if (command(a, &r, (const char *const[]){ "MEMORY", "PURGE", NULL }) >= 0)
+        if (clock_now_usec(CLOCK_MONOTONIC) < deadline && command(a, &r, (const char *const[]){ "MEMORY", "PURGE", NULL }) >= 0)
                 resp_reply_done(&r);
 }
 

@@ -3,116 +3,14 @@
 
 #include <assert.h>
 #include <errno.h>
-#include <limits.h>
-#include <netdb.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/un.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "macro.h"
-#include "time-util.h"
-
-static long long now_ms(void) {
-        return (long long) (clock_now_usec(CLOCK_MONOTONIC) / USEC_PER_MSEC);
-}
-
-/* Wait for fd to be ready for events until the deadline. */
-static int wait_fd(int fd, short events, long long deadline) {
-        for (;;) {
-                long long left = deadline - now_ms();
-                if (left <= 0)
-                        return -ETIMEDOUT;
-                struct pollfd p = { .fd = fd, .events = events };
-                int r = poll(&p, 1, (int) (left > INT_MAX ? INT_MAX : left));
-                if (r > 0)
-                        return 0;
-                if (r < 0 && errno != EINTR)
-                        return -errno;
-        }
-}
-
-static int connect_fd(int fd, const struct sockaddr *sa, socklen_t len, long long deadline) {
-        if (connect(fd, sa, len) == 0)
-                return 0;
-        if (errno != EINPROGRESS && errno != EAGAIN)
-                return -errno;
-        int r = wait_fd(fd, POLLOUT, deadline), err = 0;
-        socklen_t l = sizeof(err);
-        if (r < 0)
-                return r;
-        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &l) < 0)
-                return -errno;
-        return -err;
-}
-
-int resp_connect(const char *address, int timeout_ms, struct resp_conn *ret) {
-        assert(address);
-        assert(ret);
-
-        long long deadline = now_ms() + timeout_ms;
-        *ret = (struct resp_conn){ .fd = -1, .timeout_ms = timeout_ms };
-        const char *path = strncmp(address, "unix:", 5) == 0 ? address + 5 : address[0] == '/' ? address : NULL;
-        if (path) {
-                struct sockaddr_un sa = { .sun_family = AF_UNIX };
-                if (strlen(path) >= sizeof(sa.sun_path))
-                        return -ENAMETOOLONG;
-                memcpy(sa.sun_path, path, strlen(path));
-                int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-                if (fd < 0)
-                        return -errno;
-                int r = connect_fd(fd, (struct sockaddr *) &sa, sizeof(sa), deadline);
-                if (r < 0) {
-                        close(fd);
-                        return r;
-                }
-                ret->fd = fd;
-                return 0;
-        }
-
-        char host[256];
-        const char *colon = strrchr(address, ':');
-        if (!colon || colon == address || (size_t) (colon - address) >= sizeof(host) || !colon[1])
-                return -EINVAL;
-        memcpy(host, address, (size_t) (colon - address));
-        host[colon - address] = 0;
-        if (host[0] == '[' && host[strlen(host) - 1] == ']') { /* [::1]:6379 */
-                memmove(host, host + 1, strlen(host));
-                host[strlen(host) - 1] = 0;
-        }
-        struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai = NULL;
-        int g = getaddrinfo(host, colon + 1, &hints, &ai);
-        if (g != 0)
-                return g == EAI_SYSTEM ? -errno : -EHOSTUNREACH;
-        int r = -EHOSTUNREACH;
-        for (struct addrinfo *a = ai; a; a = a->ai_next) {
-                int fd = socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-                if (fd < 0) {
-                        r = -errno;
-                        continue;
-                }
-                r = connect_fd(fd, a->ai_addr, a->ai_addrlen, deadline);
-                if (r == 0) {
-                        ret->fd = fd;
-                        break;
-                }
-                close(fd);
-        }
-        freeaddrinfo(ai);
-        return r;
-}
-
-void resp_close(struct resp_conn *c) {
-        if (c && c->fd >= 0) {
-                close(c->fd);
-                c->fd = -1;
-        }
-}
 
 void resp_reply_done(struct resp_reply *r) {
         if (!r)
@@ -297,27 +195,10 @@ int resp_parse(const char *text, size_t n, struct resp_reply *ret, size_t *ret_u
         return 0;
 }
 
-static int send_all(struct resp_conn *c, const char *data, size_t n, long long deadline) {
-        while (n > 0) {
-                ssize_t k = send(c->fd, data, n, MSG_NOSIGNAL);
-                if (k > 0) {
-                        data += k;
-                        n -= (size_t) k;
-                        continue;
-                }
-                if (k < 0 && errno != EAGAIN && errno != EINTR)
-                        return -errno;
-                int r = wait_fd(c->fd, POLLOUT, deadline);
-                if (r < 0)
-                        return r;
-        }
-        return 0;
-}
-
 /* One reply, fed to the parser as it arrives: every byte is looked at once, whatever the server sends
  * and however it splits it (a 3 MiB reply to each PING, parsed again on every read, kept the adapter at a
  * whole core before); what the parser took leaves the buffer. */
-static int read_reply(struct resp_conn *c, struct resp_reply *ret, long long deadline) {
+static int read_reply(struct conn *c, struct resp_reply *ret, uint64_t deadline) {
         struct resp_parser p;
         resp_parser_init(&p);
         for (;;) {
@@ -342,7 +223,7 @@ static int read_reply(struct resp_conn *c, struct resp_reply *ret, long long dea
                         return -ECONNRESET;
                 }
                 if (k < 0) {
-                        r = errno != EAGAIN && errno != EINTR ? -errno : wait_fd(c->fd, POLLIN, deadline);
+                        r = errno != EAGAIN && errno != EINTR ? -errno : conn_wait(c, POLLIN, deadline);
                         if (r < 0) {
                                 resp_parser_done(&p);
                                 return r;
@@ -353,7 +234,7 @@ static int read_reply(struct resp_conn *c, struct resp_reply *ret, long long dea
         }
 }
 
-int resp_command(struct resp_conn *c, struct resp_reply *ret, const char *const *argv) {
+int resp_command(struct conn *c, struct resp_reply *ret, const char *const *argv) {
         assert(c);
         assert(ret);
         assert(argv && argv[0]);
@@ -375,13 +256,13 @@ int resp_command(struct resp_conn *c, struct resp_reply *ret, const char *const 
                 msg[len++] = '\r';
                 msg[len++] = '\n';
         }
-        long long deadline = now_ms() + c->timeout_ms;
-        int r = send_all(c, msg, len, deadline);
+        uint64_t deadline = conn_command_deadline(c);
+        int r = conn_send(c, msg, len, deadline);
         free(msg);
         if (r >= 0)
                 r = read_reply(c, ret, deadline);
         if (r < 0)
-                resp_close(c); /* out of step with the server: start again */
+                conn_close(c); /* out of step with the server: start again */
         return r;
 }
 
@@ -402,82 +283,6 @@ int resp_info_u64(const char *info, const char *field, unsigned long long *ret) 
                 if (errno != 0 || end == p + fl + 1 || (*end != '\r' && *end != '\n' && *end != 0))
                         return -EINVAL;
                 *ret = v;
-                return 0;
-        }
-        return -ENOENT;
-}
-
-static bool is_error_line(const char *line) {
-        return strncmp(line, "ERROR", 5) == 0 || strncmp(line, "CLIENT_ERROR", 12) == 0 ||
-               strncmp(line, "SERVER_ERROR", 12) == 0;
-}
-
-size_t text_reply_complete(const char *text, size_t n, bool multiline) {
-        size_t from = 0;
-        return text_reply_complete_from(text, n, multiline, &from);
-}
-
-size_t text_reply_complete_from(const char *text, size_t n, bool multiline, size_t *from) {
-        for (size_t start = *from; start < n; *from = start) {
-                const char *nl = memchr(text + start, '\n', n - start);
-                if (!nl)
-                        return 0;
-                size_t end = (size_t) (nl - text) + 1;
-                const char *line = text + start;
-                if (!multiline || is_error_line(line) || (end - start == 5 && strncmp(line, "END\r\n", 5) == 0))
-                        return end;
-                start = end;
-        }
-        return 0;
-}
-
-int text_command(struct resp_conn *c, const char *cmd, bool multiline, char *out, size_t size) {
-        assert(c && cmd && out && size > 0);
-
-        if (c->fd < 0)
-                return -ENOTCONN;
-        long long deadline = now_ms() + c->timeout_ms;
-        int r = send_all(c, cmd, strlen(cmd), deadline);
-        size_t n = 0, from = 0; /* lines before from are whole and not the last: not looked at again */
-        while (r >= 0) {
-                size_t done = text_reply_complete_from(out, n, multiline, &from);
-                if (done > 0) {
-                        out[done] = 0;
-                        return 0; /* one command at a time: nothing follows the reply */
-                }
-                if (n + 1 >= size) {
-                        r = -E2BIG;
-                        break;
-                }
-                ssize_t k = recv(c->fd, out + n, size - 1 - n, 0);
-                if (k > 0) {
-                        n += (size_t) k;
-                        out[n] = 0;
-                } else if (k == 0)
-                        r = -ECONNRESET;
-                else if (errno != EAGAIN && errno != EINTR)
-                        r = -errno;
-                else
-                        r = wait_fd(c->fd, POLLIN, deadline);
-        }
-        resp_close(c);
-        return r;
-}
-
-int text_stat_u64(const char *reply, const char *name, unsigned long long *ret) {
-        assert(reply && name && ret);
-
-        size_t n = strlen(name);
-        for (const char *line = reply; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
-                if (strncmp(line, "STAT ", 5) != 0 || strncmp(line + 5, name, n) != 0 || line[5 + n] != ' ')
-                        continue;
-                const char *v = line + 5 + n + 1;
-                char *end;
-                errno = 0;
-                unsigned long long x = strtoull(v, &end, 10);
-                if (errno || end == v || *v == '-' || (*end != '\r' && *end != '\n' && *end))
-                        return -EINVAL;
-                *ret = x;
                 return 0;
         }
         return -ENOENT;

@@ -2,11 +2,12 @@
 #pragma once
 
 /* A blocking client of Redis's protocol (RESP2), enough for an adapter: commands as arrays of bulk
- * strings, replies parsed with bounds (what a server sends is outside input). Every read and write has a
- * deadline, so that a server that stops answering costs a shrinker callback at most that. */
+ * strings, replies parsed with bounds (what a server sends is outside input), over a struct conn. */
 
 #include <stdbool.h>
 #include <stddef.h>
+
+#include "conn.h"
 
 /* Bounds over one whole reply, whatever its shape: INFO is a few KiB, CONFIG GET two elements, and
  * nothing we ask for is larger. A deep or huge array made the adapter spin and grow to 87 MB before. */
@@ -33,21 +34,10 @@ struct resp_reply {
         size_t n_elements;
 };
 
-struct resp_conn {
-        int fd;
-        int timeout_ms;
-        char buf[16384];
-        size_t start, end; /* unread bytes of buf */
-};
-
-/* "unix:/path", "/path" (a Unix socket) or "host:port" (TCP). 0 or a negative errno. */
-int resp_connect(const char *address, int timeout_ms, struct resp_conn *ret);
-void resp_close(struct resp_conn *c);
-
 /* Send a command (NULL-terminated arguments) and read its reply. 0 (the reply may be an error reply:
  * check its type), or a negative errno: -ETIMEDOUT, -ECONNRESET, -EPROTO for what is not RESP. After a
  * negative errno the connection is closed. */
-int resp_command(struct resp_conn *c, struct resp_reply *ret, const char *const *argv);
+int resp_command(struct conn *c, struct resp_reply *ret, const char *const *argv);
 void resp_reply_done(struct resp_reply *r);
 
 /* Parse one reply from text of n bytes: its length in *ret_used, or -EAGAIN when more is needed, or
@@ -75,19 +65,3 @@ int resp_parser_feed(struct resp_parser *p, const char *text, size_t n, size_t *
 
 /* The value of a field of an INFO reply ("used_memory:1234"), as a number. 0 or -ENOENT/-EINVAL. */
 int resp_info_u64(const char *info, const char *field, unsigned long long *ret);
-
-/* memcached's text protocol over the same kind of connection (the deadline as for RESP): send cmd (a line
- * with its "\r\n") and read the reply into out (NUL-terminated): up to and including "END\r\n" when
- * multiline (stats), else one line; an error line (ERROR, CLIENT_ERROR, SERVER_ERROR) ends either. 0, or
- * a negative errno: -E2BIG when the reply does not fit, -ETIMEDOUT, -ECONNRESET (the connection is then
- * closed). */
-int text_command(struct resp_conn *c, const char *cmd, bool multiline, char *out, size_t size);
-
-/* Whether a text reply ends here: its length when complete, 0 when more is needed. Pure. */
-size_t text_reply_complete(const char *text, size_t n, bool multiline);
-/* The same from *from (0 at first), which it moves past the whole lines it has seen: a reply arriving a
- * byte at a time is not searched from its start again on every read. */
-size_t text_reply_complete_from(const char *text, size_t n, bool multiline, size_t *from);
-
-/* The value of "STAT name value" in a stats reply. 0 or -ENOENT/-EINVAL. */
-int text_stat_u64(const char *reply, const char *name, unsigned long long *ret);
