@@ -6,12 +6,17 @@
 #   liar     process_id is 1 (root's init)
 #   bigping  honest, but each PING is answered with a 3 MiB bulk string
 #   deep     honest, but each PING is answered with nested arrays of 1,024 elements
-import os, socket, sys, threading
+#   slow     honest, but what a shrinker's request sends (INFO memory, CONFIG SET, MEMORY PURGE) is
+#            answered after 450 ms each: four of them take twice the daemon's 1 s deadline
+import os, socket, sys, threading, time
 
 mode, address = sys.argv[1], sys.argv[2]
 
 def reply_for(cmd):
     name = cmd[0].upper() if cmd else b""
+    if mode == "slow" and (name in (b"MEMORY", b"CONFIG") and cmd[1].upper() != b"GET" or
+                           name == b"INFO" and cmd[1:] == [b"memory"]):
+        time.sleep(0.45)
     if name == b"CONFIG" and len(cmd) >= 3 and cmd[1].upper() == b"GET":
         value = b"allkeys-lru" if cmd[2] == b"maxmemory-policy" else b"0"
         return b"*2\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(cmd[2]), cmd[2], len(value), value)

@@ -1,7 +1,8 @@
 #!/bin/bash
 # pressure-adapt against servers that lie (tests/fake-resp.py) and against a state file others could
 # write: a pid that is not the connection's peer registers nothing, over a Unix socket or TCP; an honest
-# fake over TCP is served; replies of 3 MiB or deep arrays cost bounded CPU and memory; the state file's
+# fake over TCP is served; replies of 3 MiB or deep arrays cost bounded CPU and memory; a slow server's
+# commands end by the request's deadline; the state file's
 # directory must be the adapter's user's alone, and a planted file is not read; a refused registration
 # does not say "serving".
 set -u
@@ -31,6 +32,9 @@ until_ok 10 test -S "$sock" || { echo "FAIL - the daemon did not start"; exit 1;
 mkdir -m 700 "$dir/state"
 # Start a fake in mode $1 at address $2; its pid in $fake_pid, a TCP port in $fake_port.
 start_fake() {
+        # A new file each time: the old one's "ready" would pass the wait before this fake's shell has
+        # truncated it (seen under load: the adapter then found no socket, or read the old port).
+        rm -f "$dir/fake.out"
         python3 "$FAKE" "$1" "$2" >"$dir/fake.out" 2>&1 &
         fake_pid=$!
         pids+=("$fake_pid")
@@ -60,6 +64,7 @@ stop_fake
 
 # 2. An honest fake over TCP holds the listening socket: served, for its own pid.
 start_fake honest 127.0.0.1:0
+rm -f "$dir/adapt.err" # the last adapter's lines must not pass this one's waits
 "$ADAPT_BIN" --socket "$sock" --state-file="$dir/state/s" redis "127.0.0.1:$fake_port" >"$dir/adapt.err" 2>&1 &
 adapt=$!
 pids+=("$adapt")
@@ -73,6 +78,7 @@ stop_fake
 # connection and connects again with its back-off; what it costs is measured over 5 s.
 for mode in bigping deep; do
         start_fake "$mode" "$dir/fake.sock"
+        rm -f "$dir/adapt.err" # the last adapter's lines must not pass this one's waits
         "$ADAPT_BIN" --socket "$sock" --state-file="$dir/state/s" redis "$dir/fake.sock" >"$dir/adapt.err" 2>&1 &
         adapt=$!
         pids+=("$adapt")
@@ -98,6 +104,7 @@ check "a state file in /tmp (others may write there) is refused with status 2" $
 check "and the message says so" $(grep -q "may be written by other users" "$dir/adapt.err"; echo $?)
 printf 'redis %d 5\n' "$fake_pid" >"$dir/state/s"
 chown nobody "$dir/state/s"
+rm -f "$dir/adapt.err" # the last adapter's lines must not pass this one's waits
 "$ADAPT_BIN" --socket "$sock" --state-file="$dir/state/s" -v redis "$dir/fake.sock" >"$dir/adapt.err" 2>&1 &
 adapt=$!
 pids+=("$adapt")
@@ -108,9 +115,27 @@ check "a state file owned by another user is not read" $(grep -q "is not a file 
 kill "$adapt"; wait "$adapt" 2>/dev/null
 stop_fake
 
-# 5. Run as nobody for root's server: the daemon refuses, and the adapter does not say "serving".
+# 5. A server that answers slowly: no command runs past the request's deadline, so the daemon has its
+# answer in time (a scan's four commands at 450 ms each took 1.8 s before, past the 1 s deadline).
+start_fake slow "$dir/fake.sock"
+rm -f "$dir/adapt.err" # the last adapter's lines must not pass this one's waits
+"$ADAPT_BIN" --socket "$sock" --state-file="$dir/state/s" redis "$dir/fake.sock" >"$dir/adapt.err" 2>&1 &
+adapt=$!
+pids+=("$adapt")
+until_ok 10 for_pid_is "$fake_pid"
+"$PRESSURECTL_BIN" --socket "$sock" shrink --shrinker "$(shrinker_id)" --nr 16 >/dev/null 2>&1
+timeouts=$(shrinker_json | python3 -c 'import json, sys
+print([s["timeouts"] for s in json.load(sys.stdin)["shrinkers"] if s["name"].startswith("redis:")][0])')
+check "a slow server: the scan ends by the request's deadline (daemon's timeouts: $timeouts)" $([ "$timeouts" = 0 ]; echo $?)
+[ "$timeouts" = 0 ] || { shrinker_json; sed 's/^/    /' "$dir/adapt.err" | tail -8; }
+check "and the adapter says the command ran out of time" $(until_ok 5 grep -q "lost $dir/fake.sock (Connection timed out)" "$dir/adapt.err"; echo $?)
+kill "$adapt"; wait "$adapt" 2>/dev/null
+stop_fake
+
+# 6. Run as nobody for root's server: the daemon refuses, and the adapter does not say "serving".
 start_fake honest "$dir/fake.sock"
 chmod 755 "$dir"
+rm -f "$dir/adapt.err" # the last adapter's lines must not pass this one's waits
 setpriv --reuid=nobody --regid=nogroup --clear-groups "$ADAPT_BIN" --socket "$sock" redis "$dir/fake.sock" >"$dir/adapt.err" 2>&1 &
 adapt=$!
 pids+=("$adapt")

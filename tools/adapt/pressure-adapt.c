@@ -223,11 +223,16 @@ static uint64_t ceiling_of(const struct adapter *a) {
         return a->ceiling > 0 ? a->ceiling : a->original; /* 0: no limit */
 }
 
+/* When the server's work for a request must end: the request's deadline less the answer's time. */
+static uint64_t work_deadline(const struct pressure_shrink_control *sc) {
+        return sc->deadline > ANSWER_MARGIN_USEC ? sc->deadline - ANSWER_MARGIN_USEC : sc->deadline;
+}
+
 static uint64_t count_objects(struct pressure_shrinker *s, struct pressure_shrink_control *sc, void *userdata) {
         struct adapter *a = userdata;
         uint64_t used;
         (void) s;
-        conn_set_request_deadline(&a->conn, sc->deadline);
+        conn_set_request_deadline(&a->conn, work_deadline(sc));
         int r = a->ops->held(a, &used, NULL);
         conn_set_request_deadline(&a->conn, 0);
         if (r < 0)
@@ -239,7 +244,7 @@ static uint64_t count_objects(struct pressure_shrinker *s, struct pressure_shrin
         return n;
 }
 
-/* The scan itself; every command to the server ends by the request's deadline (scan_objects). */
+/* The scan itself; every command to the server ends by work_deadline() (set by scan_objects). */
 static uint64_t scan_server(struct adapter *a, struct pressure_shrink_control *sc) {
         uint64_t used, rss, used_after, rss_after;
         if (a->ops->held(a, &used, &rss) < 0)
@@ -256,8 +261,7 @@ static uint64_t scan_server(struct adapter *a, struct pressure_shrink_control *s
                 return PRESSURE_SHRINK_STOP;
         a->cap = target;
         a->last_scan_usec = clock_now_usec(CLOCK_MONOTONIC);
-        uint64_t give_back_by = sc->deadline > ANSWER_MARGIN_USEC ? sc->deadline - ANSWER_MARGIN_USEC : 0;
-        a->ops->give_back(a, used - target, give_back_by);
+        a->ops->give_back(a, used - target, work_deadline(sc));
         if (a->ops->held(a, &used_after, &rss_after) < 0)
                 return PRESSURE_SHRINK_STOP;
         uint64_t freed = used > used_after ? used - used_after : 0;
@@ -274,7 +278,7 @@ static uint64_t scan_server(struct adapter *a, struct pressure_shrink_control *s
 static uint64_t scan_objects(struct pressure_shrinker *s, struct pressure_shrink_control *sc, void *userdata) {
         struct adapter *a = userdata;
         (void) s;
-        conn_set_request_deadline(&a->conn, sc->deadline);
+        conn_set_request_deadline(&a->conn, work_deadline(sc));
         uint64_t n = scan_server(a, sc);
         conn_set_request_deadline(&a->conn, 0);
         return n;
