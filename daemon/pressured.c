@@ -237,6 +237,29 @@ static int passed_fds(struct manager *m) {
         return listen_fd;
 }
 
+/* The command line over the configuration file over the defaults, verified: 0, or -EINVAL (said why). */
+static int load_config(int argc, char *argv[], struct config *config, const char **config_path) {
+        _cleanup_free_ char *err = NULL;
+
+        if (parse_argv(argc, argv, config, config_path, 0) < 0)
+                return -EINVAL;
+        int r = config_load(config, *config_path ? *config_path : CONFIG_DEFAULT_PATH, *config_path != NULL,
+                            config_warning, NULL, &err);
+        if (r < 0) {
+                log_error("Bad configuration: %s", err ? err : strerror(-r));
+                return -EINVAL;
+        }
+        if (parse_argv(argc, argv, config, config_path, 1) < 0)
+                return -EINVAL;
+        free(err);
+        err = NULL;
+        if (config_verify(config, &err) < 0) {
+                log_error("Bad configuration: %s", err ? err : "invalid");
+                return -EINVAL;
+        }
+        return 0;
+}
+
 int main(int argc, char *argv[]) {
         _cleanup_(config_done) struct config config;
         const char *config_path = NULL;
@@ -253,24 +276,8 @@ int main(int argc, char *argv[]) {
         (void) mallopt(M_MMAP_THRESHOLD, 128 * 1024);
         config_init(&config);
 
-        if (parse_argv(argc, argv, &config, &config_path, 0) < 0)
+        if (load_config(argc, argv, &config, &config_path) < 0)
                 return EXIT_USAGE;
-
-        _cleanup_free_ char *err = NULL;
-        r = config_load(&config, config_path ? config_path : CONFIG_DEFAULT_PATH, config_path != NULL, config_warning, NULL,
-                        &err);
-        if (r < 0) {
-                log_error("Bad configuration: %s", err ? err : strerror(-r));
-                return EXIT_USAGE;
-        }
-        if (parse_argv(argc, argv, &config, &config_path, 1) < 0)
-                return EXIT_USAGE;
-        free(err);
-        err = NULL;
-        if (config_verify(&config, &err) < 0) {
-                log_error("Bad configuration: %s", err ? err : "invalid");
-                return EXIT_USAGE;
-        }
 
         log_set_max_level(config.log_level);
         saved_argc = argc;

@@ -753,11 +753,40 @@ static int decode_flags(struct json_object *o, unsigned *ret) {
         return 0;
 }
 
+static int decode_shrinker_stats(struct json_object *o, struct shrinker_stats *st) {
+        TRY(get_u64(o, "calls", true, &st->calls));
+        TRY(get_u64(o, "scanned", true, &st->scanned));
+        TRY(get_u64(o, "freed", true, &st->freed));
+        TRY(get_u64(o, "bytes_freed", true, &st->bytes_freed));
+        TRY(get_u64(o, "timeouts", true, &st->timeouts));
+        TRY(get_u64(o, "stops", true, &st->stops));
+        TRY(get_u64(o, "last_latency_usec", true, &st->last_latency_usec));
+        TRY(get_u64(o, "worst_latency_usec", true, &st->worst_latency_usec));
+        TRY(get_u64(o, "rejected_answers", true, &st->rejected));
+        return 0;
+}
+
+/* What the daemon measured of the client: its claims, the release behind them, and its trust. */
+static int decode_client_figures(struct json_object *o, struct shrinker_info_snapshot *i) {
+        const char *measured = "resident";
+        int trust = 1000;
+        TRY(get_u64(o, "client_claimed_bytes", false, &i->client_claimed_bytes));
+        TRY(get_u64(o, "client_released_bytes", false, &i->client_released_bytes));
+        TRY(get_string(o, "client_measured", false, &measured));
+        if (!streq(measured, "resident") && !streq(measured, "cgroup"))
+                return -EINVAL;
+        i->client_measured_by_cgroup = streq(measured, "cgroup");
+        TRY(get_int(o, "client_trust", false, &trust));
+        if (trust < 0 || trust > 1000)
+                return -EINVAL;
+        i->client_trust = (unsigned) trust;
+        return 0;
+}
+
 int protocol_decode_shrinker_info(struct json_object *o, struct shrinker_info_snapshot *ret) {
         assert(ret);
 
         struct shrinker_info_snapshot i = {};
-        struct shrinker_stats *st = &i.stats;
         uint64_t uid = 0;
         int pid = 0, for_pid = 0, seeks = 0, batch = 0;
         const char *state;
@@ -776,27 +805,8 @@ int protocol_decode_shrinker_info(struct json_object *o, struct shrinker_info_sn
         TRY(decode_flags(o, &i.flags));
         TRY(get_int(o, "seeks", true, &seeks));
         TRY(get_int(o, "batch", true, &batch));
-        TRY(get_u64(o, "calls", true, &st->calls));
-        TRY(get_u64(o, "scanned", true, &st->scanned));
-        TRY(get_u64(o, "freed", true, &st->freed));
-        TRY(get_u64(o, "bytes_freed", true, &st->bytes_freed));
-        TRY(get_u64(o, "timeouts", true, &st->timeouts));
-        TRY(get_u64(o, "stops", true, &st->stops));
-        TRY(get_u64(o, "last_latency_usec", true, &st->last_latency_usec));
-        TRY(get_u64(o, "worst_latency_usec", true, &st->worst_latency_usec));
-        TRY(get_u64(o, "rejected_answers", true, &st->rejected));
-        TRY(get_u64(o, "client_claimed_bytes", false, &i.client_claimed_bytes));
-        TRY(get_u64(o, "client_released_bytes", false, &i.client_released_bytes));
-        const char *measured = "resident";
-        TRY(get_string(o, "client_measured", false, &measured));
-        if (!streq(measured, "resident") && !streq(measured, "cgroup"))
-                return -EINVAL;
-        i.client_measured_by_cgroup = streq(measured, "cgroup");
-        int trust = 1000;
-        TRY(get_int(o, "client_trust", false, &trust));
-        if (trust < 0 || trust > 1000)
-                return -EINVAL;
-        i.client_trust = (unsigned) trust;
+        TRY(decode_shrinker_stats(o, &i.stats));
+        TRY(decode_client_figures(o, &i));
         TRY(get_string(o, "state", true, &state));
         if (pid < 0 || seeks < 0 || batch < 0 || uid > UINT32_MAX)
                 return -EINVAL;

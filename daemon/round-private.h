@@ -159,8 +159,10 @@ struct shrink_round {
 /* shrink_job.c's, for round.c */
 struct shrinker_node_state *shrinker_state_node(struct shrinker_state *ss, size_t node_index);
 struct shrinker_state *shrinker_state_get(struct round_engine *rc, struct shrinker *sh);
+/* A job of round r for one node of sh: kind (JOB_PROBE instead when sh is quarantined), nr_to_scan for
+ * JOB_EXPLICIT_NR. */
 struct shrink_job *job_new(struct shrink_round *r, struct shrinker *sh, size_t node_index, const char *cgroup,
-                                  int priority);
+                           int priority, enum job_kind kind, uint64_t nr_to_scan);
 void job_enqueue(struct shrink_job *j);
 void job_run(struct shrink_job *j);
 const struct config *round_engine_config(const struct round_engine *rc);

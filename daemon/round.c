@@ -147,6 +147,28 @@ static void round_weigh_absent(struct shrink_round *r, struct shrinker_state *ss
         r->n_known++;
 }
 
+/* What a job of this round does (a quarantined shrinker's is a probe whatever this says: job_new()). */
+static enum job_kind round_job_kind(const struct shrink_round *r, uint64_t nr_to_scan) {
+        if (r->dry_run)
+                return JOB_DRY_RUN;
+        if (r->explicit)
+                return nr_to_scan > 0 ? JOB_EXPLICIT_NR : JOB_EXPLICIT_ALL;
+        return JOB_EPISODE;
+}
+
+/* A job joins the round, weighing in the split what its shrinker counted last (0: not known). */
+static void round_take_job(struct shrink_round *r, struct shrink_job *j, uint64_t weight) {
+        j->start_weight = weight;
+        if (weight > 0) {
+                r->known_weight = sat_add(r->known_weight, weight);
+                r->n_known++;
+        } else
+                r->n_unknown++;
+        j->round = r;
+        LIST_PREPEND_F(round_prev, round_next, r->jobs, j);
+        r->n_jobs++;
+}
+
 /* Queue the jobs of one shrinker: one per node the scope selects. */
 static void round_add_shrinker(struct shrink_round *r, struct shrinker *sh, enum scope_type type, size_t node_index,
                                bool all_nodes, const char *cgroup, int priority, uint64_t nr_to_scan) {
@@ -178,36 +200,18 @@ static void round_add_shrinker(struct shrink_round *r, struct shrinker *sh, enum
                         r->n_shares_in++;
                         continue;
                 }
-                struct shrink_job *j = job_new(r, sh, k, cgroup, priority);
+                struct shrink_job *j = job_new(r, sh, k, cgroup, priority, round_job_kind(r, nr_to_scan), nr_to_scan);
                 if (!j) {
                         log_oom();
                         continue;
                 }
-                if (j->kind == JOB_PROBE)
-                        ; /* a count, whatever was asked */
-                else if (r->dry_run)
-                        j->kind = JOB_DRY_RUN;
-                else if (r->explicit && nr_to_scan > 0) {
-                        j->kind = JOB_EXPLICIT_NR;
-                        j->explicit_left = nr_to_scan;
-                } else if (r->explicit)
-                        j->kind = JOB_EXPLICIT_ALL;
                 job_enqueue(j);
                 /* A probe of a quarantined shrinker runs beside an episode's round, not in it (its part of
                  * the goal stays its own). An explicit Shrink keeps it, to report it. */
-                if (j->kind == JOB_PROBE && !r->explicit) {
+                if (j->kind == JOB_PROBE && !r->explicit)
                         round_weigh_absent(r, qu, k);
-                        continue;
-                }
-                j->start_weight = shrink_weight(shrinker_state_node(qu, k)->last_bytes, sh->seeks);
-                if (j->start_weight > 0) {
-                        r->known_weight = sat_add(r->known_weight, j->start_weight);
-                        r->n_known++;
-                } else
-                        r->n_unknown++;
-                j->round = r;
-                LIST_PREPEND_F(round_prev, round_next, r->jobs, j);
-                r->n_jobs++;
+                else
+                        round_take_job(r, j, shrink_weight(shrinker_state_node(qu, k)->last_bytes, sh->seeks));
         }
         r->n_asked++;
 }

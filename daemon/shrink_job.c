@@ -323,7 +323,7 @@ void job_enqueue(struct shrink_job *j) {
 }
 
 struct shrink_job *job_new(struct shrink_round *r, struct shrinker *sh, size_t node_index, const char *cgroup,
-                                  int priority) {
+                           int priority, enum job_kind kind, uint64_t nr_to_scan) {
         assert(r);
 
         struct shrinker_state *ss = shrinker_state_get(r->rc, sh);
@@ -341,7 +341,9 @@ struct shrink_job *job_new(struct shrink_round *r, struct shrinker *sh, size_t n
         j->priority = priority;
         j->scope_type = r->type;
         j->level = r->level;
-        j->kind = ss->health.quarantined ? JOB_PROBE : JOB_EPISODE;
+        j->kind = ss->health.quarantined ? JOB_PROBE : kind; /* a count, whatever was asked */
+        if (j->kind == JOB_EXPLICIT_NR)
+                j->explicit_left = nr_to_scan;
         j->cgroup = strdup(cgroup);
         if (!j->cgroup) {
                 free(j);

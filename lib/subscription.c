@@ -355,6 +355,28 @@ EXPORT int pressure_client_set_memory_event_handler(struct pressure_client *c, p
         return 0;
 }
 
+/* Called locked, returns unlocked: the library's thread is given 10 ms to answer, or (no thread) the
+ * answer is awaited here for up to a second, and dispatched. */
+static void subscribe_wait(struct pressure_client *c, bool threaded, uint64_t deadline) {
+        if (threaded) {
+                struct timespec ts;
+                clock_gettime(CLOCK_REALTIME, &ts);
+                ts.tv_nsec += 10 * 1000000;
+                if (ts.tv_nsec >= 1000000000) {
+                        ts.tv_sec++;
+                        ts.tv_nsec -= 1000000000;
+                }
+                client_wait(c, &ts);
+                client_unlock(c);
+                return;
+        }
+        client_unlock(c);
+        struct pollfd p = { .fd = c->epoll_fd, .events = POLLIN };
+        uint64_t left = deadline == UINT64_MAX ? 1000 : (deadline - MIN(deadline, now_usec())) / 1000 + 1;
+        (void) poll(&p, 1, (int) MIN(left, 1000u));
+        (void) pressure_client_dispatch(c);
+}
+
 /* The first interface: one subscription per client, its answer awaited, its first states delivered
  * before it returns (by the library's thread in thread mode, by dispatching here otherwise). */
 EXPORT int pressure_client_subscribe(struct pressure_client *c, const char *const *scopes,
@@ -397,23 +419,7 @@ EXPORT int pressure_client_subscribe(struct pressure_client *c, const char *cons
                         r = -ETIMEDOUT;
                         break;
                 }
-                if (threaded) {
-                        struct timespec ts;
-                        clock_gettime(CLOCK_REALTIME, &ts);
-                        ts.tv_nsec += 10 * 1000000;
-                        if (ts.tv_nsec >= 1000000000) {
-                                ts.tv_sec++;
-                                ts.tv_nsec -= 1000000000;
-                        }
-                        client_wait(c, &ts);
-                        client_unlock(c);
-                } else {
-                        client_unlock(c);
-                        struct pollfd p = { .fd = c->epoll_fd, .events = POLLIN };
-                        uint64_t left = deadline == UINT64_MAX ? 1000 : (deadline - MIN(deadline, now_usec())) / 1000 + 1;
-                        (void) poll(&p, 1, (int) MIN(left, 1000u));
-                        (void) pressure_client_dispatch(c);
-                }
+                subscribe_wait(c, threaded, deadline);
         }
         pressure_subscription_unref(s);
         return r < 0 ? r : -EPROTO;

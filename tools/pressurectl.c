@@ -298,6 +298,30 @@ static void describe_threshold(struct json_object *lv, char *buf, size_t size) {
                          format_bytes(b, sizeof(b), (uint64_t) json_object_get_int64(hb)));
 }
 
+/* The regulator's part of `pressurectl config`: its budget, and the groups with their own. */
+static void print_regulator_config(struct json_object *conf) {
+        char a[FORMAT_USEC_MAX];
+        int64_t budget = json_object_get_int64(jget(conf, "regulate_budget_usec"));
+        if (!jget(conf, "regulate_budget_usec"))
+                ; /* a daemon from before the regulator */
+        else if (budget > 0)
+                printf("The regulator holds the stall of scopes with shrinkers under %.2f ms/s, looking every %s, "
+                       "in steps of at most %.2f%%.\n",
+                       (double) budget / 1000, usec(json_object_get_int64(jget(conf, "regulate_interval_usec")), a, sizeof(a)),
+                       json_object_get_double(jget(conf, "regulate_step_max_percent")));
+        else
+                printf("The regulator is off (regulate_budget=0).\n");
+        struct json_object *regulated = jget(conf, "regulate_cgroups");
+        for (size_t i = 0; regulated && i < json_object_array_length(regulated); i++) {
+                struct json_object *e = json_object_array_get_idx(regulated, i);
+                int64_t sub = json_object_get_int64(jget(e, "budget_usec"));
+                if (sub > 0)
+                        printf("  %s: %.2f ms/s\n", json_object_get_string(jget(e, "pattern")), (double) sub / 1000);
+                else
+                        printf("  %s: not regulated\n", json_object_get_string(jget(e, "pattern")));
+        }
+}
+
 static int cmd_config(void) {
         struct pressure_client *c;
         struct json_object *conf;
@@ -337,25 +361,7 @@ static int cmd_config(void) {
         printf("systemd's memory pressure clients are told at %s; GLib's LowMemoryMonitor is %s.\n",
                json_object_get_string(jget(conf, "memory_pressure_level")),
                json_object_get_boolean(jget(conf, "low_memory_monitor")) ? "served" : "off");
-        int64_t budget = json_object_get_int64(jget(conf, "regulate_budget_usec"));
-        if (!jget(conf, "regulate_budget_usec"))
-                ; /* a daemon from before the regulator */
-        else if (budget > 0)
-                printf("The regulator holds the stall of scopes with shrinkers under %.2f ms/s, looking every %s, "
-                       "in steps of at most %.2f%%.\n",
-                       (double) budget / 1000, usec(json_object_get_int64(jget(conf, "regulate_interval_usec")), a, sizeof(a)),
-                       json_object_get_double(jget(conf, "regulate_step_max_percent")));
-        else
-                printf("The regulator is off (regulate_budget=0).\n");
-        struct json_object *regulated = jget(conf, "regulate_cgroups");
-        for (size_t i = 0; regulated && i < json_object_array_length(regulated); i++) {
-                struct json_object *e = json_object_array_get_idx(regulated, i);
-                int64_t sub = json_object_get_int64(jget(e, "budget_usec"));
-                if (sub > 0)
-                        printf("  %s: %.2f ms/s\n", json_object_get_string(jget(e, "pattern")), (double) sub / 1000);
-                else
-                        printf("  %s: not regulated\n", json_object_get_string(jget(e, "pattern")));
-        }
+        print_regulator_config(conf);
         struct json_object *reclaimed = jget(conf, "reclaim_cgroups");
         for (size_t i = 0; reclaimed && i < json_object_array_length(reclaimed); i++)
                 printf("%s %s\n", i == 0 ? "Proactive reclaim (memory.reclaim, within the budget above) of:" : " ",
@@ -867,76 +873,55 @@ static int call(struct pressure_client *c, const char *method, const char *param
         return *ret ? 0 : -EXIT_FAILED;
 }
 
-static int cmd_shrinkers(void) {
-        struct pressure_client *c;
-        struct json_object *reply;
-        int r = connect_client(&c);
-        if (r < 0)
-                return -r;
-        r = call(c, "io.pressured.ListShrinkers", NULL, &reply);
-        pressure_client_unref(c);
-        if (r < 0)
-                return -r;
+/* COUNTED/NODE: each node's last count, "-" before the first (a 0 would read as an empty cache). A dry
+ * run counts without scanning: its counts show. */
+static void shrinker_counts(struct json_object *sh, char *buf, size_t size) {
+        struct json_object *nodes = jget(sh, "nodes");
+        size_t n = nodes ? json_object_array_length(nodes) : 0, off = 0;
+        bool counted = json_object_get_int64(jget(sh, "calls")) > 0;
+        for (size_t k = 0; k < n; k++)
+                counted = counted || json_object_get_int64(jget(json_object_array_get_idx(nodes, k), "objects")) > 0;
+        snprintf(buf, size, "-");
+        for (size_t k = 0; counted && k < n && off < size; k++) {
+                struct json_object *node = json_object_array_get_idx(nodes, k);
+                off += (size_t) snprintf(buf + off, size - off, "%s%d:%" PRId64, k ? " " : "",
+                                         json_object_get_int(jget(node, "node")), json_object_get_int64(jget(node, "objects")));
+        }
+}
 
-        if (arg_json) {
-                printf("%s\n", json_object_to_json_string_ext(reply, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
-                json_object_put(reply);
-                return EXIT_OK;
+/* FLAGS: N for numa_aware, M for memcg_aware. */
+static void shrinker_flags(struct json_object *sh, char *buf, size_t size) {
+        struct json_object *flags = jget(sh, "flags");
+        buf[0] = 0;
+        for (size_t k = 0; flags && k < json_object_array_length(flags); k++) {
+                const char *f = json_object_get_string(json_object_array_get_idx(flags, k));
+                strncat(buf, strcmp(f, "numa_aware") == 0 ? "N" : strcmp(f, "memcg_aware") == 0 ? "M" : "?",
+                        size - strlen(buf) - 1);
         }
-        struct json_object *list = jget(reply, "shrinkers");
-        /* COUNTED/NODE is each node's last count ("-" before the first); CLAIMED, RELEASED and TRUST are the
-         * client's: what it said it freed, how far its resident memory fell around the rounds that asked
-         * it, and how much of its claims counts towards goals. FOR is the process an adapter serves for.
-         * NAME and CGROUP are as wide as their longest (a 30-character adapter name shifted every column). */
-        int name_w = (int) strlen("NAME"), cgroup_w = (int) strlen("CGROUP");
-        for (size_t i = 0; list && i < json_object_array_length(list); i++) {
-                struct json_object *sh = json_object_array_get_idx(list, i);
-                name_w = MAX(name_w, (int) strlen(json_object_get_string(jget(sh, "name")) ?: ""));
-                cgroup_w = MAX(cgroup_w, (int) strlen(json_object_get_string(jget(sh, "cgroup")) ?: ""));
-        }
-        printf("%-5s %-*s %-7s %-7s %-*s %-5s %-20s %10s %8s %9s %9s %6s %-11s\n", "ID", name_w, "NAME", "PID", "FOR",
-               cgroup_w, "CGROUP", "FLAGS", "COUNTED/NODE", "FREED", "TIMEOUTS", "CLAIMED", "RELEASED", "TRUST", "STATE");
-        for (size_t i = 0; list && i < json_object_array_length(list); i++) {
-                struct json_object *sh = json_object_array_get_idx(list, i), *nodes = jget(sh, "nodes"),
-                                   *flags = jget(sh, "flags");
-                char objs[256] = "", fl[32] = "";
-                size_t off = 0;
-                /* Never asked yet: no count to show (a 0 would read as an empty cache). A dry run counts
-                 * without scanning: its counts show. */
-                bool counted = json_object_get_int64(jget(sh, "calls")) > 0;
-                for (size_t k = 0; nodes && k < json_object_array_length(nodes); k++)
-                        counted = counted || json_object_get_int64(jget(json_object_array_get_idx(nodes, k), "objects")) > 0;
-                if (!counted)
-                        snprintf(objs, sizeof(objs), "-");
-                for (size_t k = 0; counted && nodes && k < json_object_array_length(nodes) && off < sizeof(objs); k++) {
-                        struct json_object *n = json_object_array_get_idx(nodes, k);
-                        off += (size_t) snprintf(objs + off, sizeof(objs) - off, "%s%d:%" PRId64, k ? " " : "",
-                                                 json_object_get_int(jget(n, "node")), json_object_get_int64(jget(n, "objects")));
-                }
-                for (size_t k = 0; flags && k < json_object_array_length(flags); k++) {
-                        const char *f = json_object_get_string(json_object_array_get_idx(flags, k));
-                        strncat(fl, strcmp(f, "numa_aware") == 0 ? "N" : strcmp(f, "memcg_aware") == 0 ? "M" : "?",
-                                sizeof(fl) - strlen(fl) - 1);
-                }
-                char claimed[32], released[32], trust[16], for_pid[16] = "-";
-                struct json_object *t = jget(sh, "client_trust");
-                if (jget(sh, "for_pid"))
-                        snprintf(for_pid, sizeof(for_pid), "%d", json_object_get_int(jget(sh, "for_pid")));
-                if (t)
-                        snprintf(trust, sizeof(trust), "%d%%", json_object_get_int(t) / 10);
-                else
-                        snprintf(trust, sizeof(trust), "-");
-                bytes((uint64_t) json_object_get_int64(jget(sh, "client_claimed_bytes")), claimed, sizeof(claimed));
-                bytes((uint64_t) json_object_get_int64(jget(sh, "client_released_bytes")), released,
-                             sizeof(released));
-                printf("%-5" PRId64 " %-*s %-7d %-7s %-*s %-5s %-20s %10" PRId64 " %8" PRId64 " %9s %9s %6s %-11s\n",
-                       json_object_get_int64(jget(sh, "id")), name_w, json_object_get_string(jget(sh, "name")),
-                       json_object_get_int(jget(sh, "pid")), for_pid, cgroup_w, json_object_get_string(jget(sh, "cgroup")),
-                       fl[0] ? fl : "-", objs, json_object_get_int64(jget(sh, "freed")),
-                       json_object_get_int64(jget(sh, "timeouts")), claimed, released, trust,
-                       json_object_get_string(jget(sh, "state")));
-        }
-        /* The regulator, once per scope that holds a client back. */
+        if (!buf[0])
+                snprintf(buf, size, "-");
+}
+
+static void print_shrinker(struct json_object *sh, int name_w, int cgroup_w) {
+        char objs[256], fl[32], claimed[32], released[32], trust[16] = "-", for_pid[16] = "-";
+        struct json_object *t = jget(sh, "client_trust");
+        shrinker_counts(sh, objs, sizeof(objs));
+        shrinker_flags(sh, fl, sizeof(fl));
+        if (jget(sh, "for_pid"))
+                snprintf(for_pid, sizeof(for_pid), "%d", json_object_get_int(jget(sh, "for_pid")));
+        if (t)
+                snprintf(trust, sizeof(trust), "%d%%", json_object_get_int(t) / 10);
+        bytes((uint64_t) json_object_get_int64(jget(sh, "client_claimed_bytes")), claimed, sizeof(claimed));
+        bytes((uint64_t) json_object_get_int64(jget(sh, "client_released_bytes")), released, sizeof(released));
+        printf("%-5" PRId64 " %-*s %-7d %-7s %-*s %-5s %-20s %10" PRId64 " %8" PRId64 " %9s %9s %6s %-11s\n",
+               json_object_get_int64(jget(sh, "id")), name_w, json_object_get_string(jget(sh, "name")),
+               json_object_get_int(jget(sh, "pid")), for_pid, cgroup_w, json_object_get_string(jget(sh, "cgroup")), fl,
+               objs, json_object_get_int64(jget(sh, "freed")), json_object_get_int64(jget(sh, "timeouts")), claimed,
+               released, trust, json_object_get_string(jget(sh, "state")));
+}
+
+/* The regulator, once per scope that holds a client back. */
+static void print_regulators(struct json_object *list) {
         bool header = false;
         for (size_t i = 0; list && i < json_object_array_length(list); i++) {
                 struct json_object *reg = jget(json_object_array_get_idx(list, i), "regulation");
@@ -955,6 +940,40 @@ static int cmd_shrinkers(void) {
                 header = true;
                 printf("  %s: %s\n", cg, words);
         }
+}
+
+static int cmd_shrinkers(void) {
+        struct pressure_client *c;
+        struct json_object *reply;
+        int r = connect_client(&c);
+        if (r < 0)
+                return -r;
+        r = call(c, "io.pressured.ListShrinkers", NULL, &reply);
+        pressure_client_unref(c);
+        if (r < 0)
+                return -r;
+
+        if (arg_json) {
+                printf("%s\n", json_object_to_json_string_ext(reply, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+                json_object_put(reply);
+                return EXIT_OK;
+        }
+        struct json_object *list = jget(reply, "shrinkers");
+        /* CLAIMED, RELEASED and TRUST are the client's: what it said it freed, how far its resident memory
+         * fell around the rounds that asked it, and how much of its claims counts towards goals. FOR is the
+         * process an adapter serves for. NAME and CGROUP are as wide as their longest (a 30-character
+         * adapter name shifted every column). */
+        int name_w = (int) strlen("NAME"), cgroup_w = (int) strlen("CGROUP");
+        for (size_t i = 0; list && i < json_object_array_length(list); i++) {
+                struct json_object *sh = json_object_array_get_idx(list, i);
+                name_w = MAX(name_w, (int) strlen(json_object_get_string(jget(sh, "name")) ?: ""));
+                cgroup_w = MAX(cgroup_w, (int) strlen(json_object_get_string(jget(sh, "cgroup")) ?: ""));
+        }
+        printf("%-5s %-*s %-7s %-7s %-*s %-5s %-20s %10s %8s %9s %9s %6s %-11s\n", "ID", name_w, "NAME", "PID", "FOR",
+               cgroup_w, "CGROUP", "FLAGS", "COUNTED/NODE", "FREED", "TIMEOUTS", "CLAIMED", "RELEASED", "TRUST", "STATE");
+        for (size_t i = 0; list && i < json_object_array_length(list); i++)
+                print_shrinker(json_object_array_get_idx(list, i), name_w, cgroup_w);
+        print_regulators(list);
         json_object_put(reply);
         return EXIT_OK;
 }
