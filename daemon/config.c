@@ -712,6 +712,21 @@ static bool same_string(const char *a, const char *b) {
         return (!a && !b) || (a && b && streq(a, b));
 }
 
+void config_take(struct config *cur, struct config *next) {
+        assert(cur);
+        assert(next);
+
+        struct config old = *cur;
+        *cur = *next;
+        *next = (struct config){};
+        SWAP_PTR(cur->socket_path, old.socket_path);
+        SWAP_PTR(cur->sysfs_root, old.sysfs_root);
+        SWAP_PTR(cur->memory_pressure_socket, old.memory_pressure_socket);
+        cur->lock_memory = old.lock_memory;
+        cur->low_memory_monitor = old.low_memory_monitor;
+        config_done(&old);
+}
+
 int config_restart_only_changed(const struct config *cur, const struct config *next, char **ret) {
         assert(cur);
 

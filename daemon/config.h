@@ -92,6 +92,10 @@ int config_load(struct config *c, const char *path, int must_exist, config_warn_
 /* Keys that take effect only when pressured starts: a reload keeps their old values. Writes the names of
  * those that differ between cur and next, comma-separated, to ret (NULL when none). */
 int config_restart_only_changed(const struct config *cur, const struct config *next, char **ret);
+/* A reload: cur takes next's settings, except those that take effect only at a restart (the sockets,
+ * the sysfs root, lock_memory, low_memory_monitor: config_restart_only_changed() names them), and next is
+ * left empty. */
+void config_take(struct config *cur, struct config *next);
 
 /* Cross-key checks (thresholds rise with the level, intervals non-zero). */
 int config_verify(const struct config *c, char **ret_error);

@@ -21,27 +21,42 @@
 #include "macro.h"
 #include "scope-private.h"
 
+void headroom_watch_init(struct headroom_watch *hw) {
+        assert(hw);
+        *hw = (struct headroom_watch){
+                .headroom.limit = UINT64_MAX,
+                .events_fd = -EBADF,
+                .v1_eventfd = -EBADF,
+        };
+}
+
+void headroom_watch_done(struct headroom_watch *hw) {
+        assert(hw);
+        free(hw->binding);
+        hw->binding = NULL;
+}
+
 static void scope_unwatch_v1(struct scope *s) {
-        if (s->v1_eventfd < 0)
+        if (s->hw.v1_eventfd < 0)
                 return;
-        s->events_source = sd_event_source_disable_unref(s->events_source);
-        close(s->v1_eventfd); /* the kernel drops the notifications with it */
-        s->v1_eventfd = -EBADF;
-        for (size_t i = 0; i < s->n_v1_watched; i++)
-                close(s->v1_watched[i]);
-        s->n_v1_watched = s->n_v1_limits = 0;
+        s->hw.events_source = sd_event_source_disable_unref(s->hw.events_source);
+        close(s->hw.v1_eventfd); /* the kernel drops the notifications with it */
+        s->hw.v1_eventfd = -EBADF;
+        for (size_t i = 0; i < s->hw.n_v1_watched; i++)
+                close(s->hw.v1_watched[i]);
+        s->hw.n_v1_watched = s->hw.n_v1_limits = 0;
 }
 
 void scope_unwatch_headroom(struct scope *s) {
         assert(s);
 
         scope_unwatch_v1(s);
-        s->headroom_timer = sd_event_source_disable_unref(s->headroom_timer);
-        s->events_source = sd_event_source_disable_unref(s->events_source);
-        if (s->events_fd >= 0)
-                close(s->events_fd);
-        s->events_fd = -EBADF;
-        s->rides_node_sample = false;
+        s->hw.timer = sd_event_source_disable_unref(s->hw.timer);
+        s->hw.events_source = sd_event_source_disable_unref(s->hw.events_source);
+        if (s->hw.events_fd >= 0)
+                close(s->hw.events_fd);
+        s->hw.events_fd = -EBADF;
+        s->hw.rides_node_sample = false;
 }
 
 /* ---- headroom and memory events ---- */
@@ -84,32 +99,31 @@ static void scope_read_headroom(struct scope *s) {
                 r = system_headroom(s, groups, &n);
         if (r < 0)
                 return; /* keep what was seen last; a group removed is found by its trigger */
-        headroom_evaluate(groups, n, &config_of(s)->headroom_at, &s->headroom);
+        headroom_evaluate(groups, n, &config_of(s)->headroom_at, &s->hw.headroom);
         /* v1: thresholds set for limits that changed since (or for a tree that changed) tell nothing. */
-        if (s->v1_eventfd >= 0) {
-                bool same = s->n_v1_limits == MIN(n, ELEMENTSOF(s->v1_limits));
-                for (size_t i = 0; same && i < s->n_v1_limits; i++)
-                        same = s->v1_limits[i] == groups[i].limit;
+        if (s->hw.v1_eventfd >= 0) {
+                bool same = s->hw.n_v1_limits == MIN(n, ELEMENTSOF(s->hw.v1_limits));
+                for (size_t i = 0; same && i < s->hw.n_v1_limits; i++)
+                        same = s->hw.v1_limits[i] == groups[i].limit;
                 if (!same) {
                         scope_unwatch_v1(s);
                         scope_watch_v1(s);
                 }
         }
-        free(s->headroom_binding);
-        s->headroom_binding = NULL;
-        if (s->headroom.limit != UINT64_MAX && n > 0)
-                s->headroom_binding = TAKE_PTR(paths[s->headroom.binding]);
+        free(s->hw.binding);
+        s->hw.binding = NULL;
+        if (s->hw.headroom.limit != UINT64_MAX && n > 0)
+                s->hw.binding = TAKE_PTR(paths[s->hw.headroom.binding]);
         for (size_t i = 0; i < n; i++)
                 free(paths[i]);
-        s->headroom_raw = config_of(s)->headroom ? s->headroom.level : LEVEL_OK;
+        s->hw.raw = config_of(s)->headroom ? s->hw.headroom.level : LEVEL_OK;
 }
 
 /* The kernel's counters of the group's memory events: every increment since the last reading is
  * reported (the first reading only sets the mark). */
-/* The kernel's log names the victim; memory.events only counts. Looked up at most once a second (a group
- * that is killed over and over must not have the daemon read the whole log each time), in the last
- * minute of the log, and at most so many records. */
-#define OOM_LOOKUP_INTERVAL_USEC (1000 * 1000)
+/* The kernel's log names the victim; memory.events only counts. Looked up at most once a second for all
+ * scopes together (scope_env's oom_lookups: a group that is killed over and over must not have the daemon
+ * read the whole log each time), in the last minute of the log, and at most so many records. */
 #define OOM_LOOKUP_SPAN_USEC (60ULL * 1000 * 1000)
 #define OOM_LOOKUP_MAX_RECORDS 20000
 static void scope_log_oom_kill(struct scope *s, uint64_t n) {
@@ -119,8 +133,8 @@ static void scope_log_oom_kill(struct scope *s, uint64_t n) {
         char why[96];
 
         /* One limit for the registry's scopes together: the log is the machine's, not the scope's. */
-        if (s->env->oom_lookup_usec == 0 || now - s->env->oom_lookup_usec >= OOM_LOOKUP_INTERVAL_USEC) {
-                s->env->oom_lookup_usec = now;
+        unsigned skipped;
+        if (ratelimit_below(&s->env->oom_lookups, now, &skipped)) {
                 e = kmsg_find_oom_kill("/dev/kmsg", s->cgroup, now > OOM_LOOKUP_SPAN_USEC ? now - OOM_LOOKUP_SPAN_USEC : 0,
                                        OOM_LOOKUP_MAX_RECORDS, &r);
         }
@@ -147,9 +161,9 @@ static void scope_read_event_counts(struct scope *s) {
         char buf[1024];
         struct cgroup_memory_events e;
 
-        if (s->events_fd < 0)
+        if (s->hw.events_fd < 0)
                 return;
-        ssize_t n = pread(s->events_fd, buf, sizeof(buf) - 1, 0);
+        ssize_t n = pread(s->hw.events_fd, buf, sizeof(buf) - 1, 0);
         if (n < 0) {
                 if (errno == ENODEV || errno == ENOENT)
                         scope_mark_gone(s);
@@ -159,11 +173,11 @@ static void scope_read_event_counts(struct scope *s) {
         if (cgroup_parse_memory_events(buf, &e) < 0)
                 return;
         const uint64_t now[_MEMORY_EVENT_MAX] = { [MEMORY_EVENT_MAX] = e.max, [MEMORY_EVENT_OOM_KILL] = e.oom_kill };
-        bool had = s->have_event_counts;
-        s->have_event_counts = true;
+        bool had = s->hw.have_event_counts;
+        s->hw.have_event_counts = true;
         for (int k = 0; k < _MEMORY_EVENT_MAX; k++) {
-                uint64_t before = s->event_counts[k];
-                s->event_counts[k] = now[k];
+                uint64_t before = s->hw.event_counts[k];
+                s->hw.event_counts[k] = now[k];
                 if (!had || now[k] <= before)
                         continue;
                 if (k == MEMORY_EVENT_OOM_KILL)
@@ -174,7 +188,7 @@ static void scope_read_event_counts(struct scope *s) {
 }
 
 void scope_refresh_headroom(struct scope *s) {
-        if (s->headroom_watched && !s->gone)
+        if (s->hw.watched && !s->gone)
                 scope_read_headroom(s);
 }
 
@@ -182,47 +196,47 @@ static void scope_schedule_headroom(struct scope *s, uint64_t now) {
         const struct config *c = s->env->config;
         uint64_t next = c->headroom_interval_usec;
 
-        if (!s->headroom_timer)
+        if (!s->hw.timer)
                 return;
         /* Far from every threshold: back off, as far as the nearest group could grow meanwhile (a group
          * by a tenth of its limit per second at least; the whole system, which PSI and the watermarks
          * watch too, by a hundredth of its memory). */
-        s->rides_node_sample = false;
-        if (s->level.level == LEVEL_OK && s->headroom_raw == LEVEL_OK) {
+        s->hw.rides_node_sample = false;
+        if (s->level.level == LEVEL_OK && s->hw.raw == LEVEL_OK) {
                 bool sys = s->type == SCOPE_SYSTEM;
                 /* v1 groups are looked at by this timer too, not only when the kernel signals a crossing
                  * of the low threshold: a notification read late, or a limit changed since it was
                  * registered, left the scope blind until the node sample (30 s), and a grower at 7 MiB/s
                  * filled its 64 MiB group in that time without a level being raised (test-headroom,
                  * 2026-12-05). The notification only makes the look come sooner. */
-                next = headroom_next_check_usec(&s->headroom, s->demand_bytes, sys ? 10 : 100, c->headroom_interval_usec,
+                next = headroom_next_check_usec(&s->hw.headroom, s->demand_bytes, sys ? 10 : 100, c->headroom_interval_usec,
                                                 sys ? MAX(c->headroom_max_interval_usec, c->node_interval_usec)
                                                     : c->headroom_max_interval_usec);
                 /* The system is also looked at with every node sample: no wake-up of its own that late. */
                 if (sys && s->env->nodes && c->node_interval_usec > 0 && next >= c->node_interval_usec) {
-                        s->rides_node_sample = true;
-                        (void) sd_event_source_set_enabled(s->headroom_timer, SD_EVENT_OFF);
+                        s->hw.rides_node_sample = true;
+                        (void) sd_event_source_set_enabled(s->hw.timer, SD_EVENT_OFF);
                         return;
                 }
         }
-        (void) sd_event_source_set_time_accuracy(s->headroom_timer, MAX(next / 10, 1000u));
-        (void) sd_event_source_set_time(s->headroom_timer, now + next);
-        (void) sd_event_source_set_enabled(s->headroom_timer, SD_EVENT_ONESHOT);
+        (void) sd_event_source_set_time_accuracy(s->hw.timer, MAX(next / 10, 1000u));
+        (void) sd_event_source_set_time(s->hw.timer, now + next);
+        (void) sd_event_source_set_enabled(s->hw.timer, SD_EVENT_ONESHOT);
 }
 
 void scope_check_headroom(struct scope *s, uint64_t now) {
         if (s->gone)
                 return;
         scope_read_event_counts(s);
-        if (s->gone || !s->headroom_watched)
+        if (s->gone || !s->hw.watched)
                 return;
-        enum level before = s->headroom_raw;
+        enum level before = s->hw.raw;
         scope_read_headroom(s);
         if (s->type == SCOPE_CGROUP)
                 scope_read_memory(s); /* the growth that sets the next look, and the reclaim target */
         scope_apply(s, s->psi_raw, now);
         /* Headroom left ok: the scope is active now, and whoever samples active scopes must know. */
-        if (before == LEVEL_OK && s->headroom_raw > LEVEL_OK && s->env->events && events_of(s)->triggered)
+        if (before == LEVEL_OK && s->hw.raw > LEVEL_OK && s->env->events && events_of(s)->triggered)
                 events_of(s)->triggered(s, s->env->userdata);
         scope_schedule_headroom(s, now);
 }
@@ -242,12 +256,12 @@ static void scope_memory_news(struct scope *s) {
         uint64_t now = event_now(s->env->event), due = 0;
         int enabled = SD_EVENT_OFF;
 
-        if (!s->headroom_timer) {
+        if (!s->hw.timer) {
                 scope_read_event_counts(s);
                 return;
         }
-        (void) sd_event_source_get_enabled(s->headroom_timer, &enabled);
-        if (enabled == SD_EVENT_OFF || (sd_event_source_get_time(s->headroom_timer, &due) >= 0 &&
+        (void) sd_event_source_get_enabled(s->hw.timer, &enabled);
+        if (enabled == SD_EVENT_OFF || (sd_event_source_get_time(s->hw.timer, &due) >= 0 &&
                                         due > now + config_of(s)->headroom_interval_usec))
                 scope_check_headroom(s, now);
 }
@@ -283,33 +297,33 @@ static int on_v1_eventfd(sd_event_source *src, int fd, uint32_t revents, void *u
  * each limited group up the tree. Best effort: without them the timer still looks. */
 static void scope_watch_v1(struct scope *s) {
         const struct cgroup_layout *l = s->env->layout;
-        struct headroom_group groups[ELEMENTSOF(s->v1_watched) - 1];
-        char *paths[ELEMENTSOF(s->v1_watched) - 1] = {};
+        struct headroom_group groups[ELEMENTSOF(s->hw.v1_watched) - 1];
+        char *paths[ELEMENTSOF(s->hw.v1_watched) - 1] = {};
         size_t n = 0;
 
-        s->v1_eventfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        if (s->v1_eventfd < 0)
+        s->hw.v1_eventfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (s->hw.v1_eventfd < 0)
                 return;
-        int fd = cgroup_v1_notify(l, s->cgroup, s->v1_eventfd, UINT64_MAX);
+        int fd = cgroup_v1_notify(l, s->cgroup, s->hw.v1_eventfd, UINT64_MAX);
         if (fd >= 0)
-                s->v1_watched[s->n_v1_watched++] = fd;
+                s->hw.v1_watched[s->hw.n_v1_watched++] = fd;
         bool all = cgroup_headroom_groups(l, s->cgroup, groups, paths, ELEMENTSOF(groups), &n) >= 0;
         for (size_t i = 0; all && i < n; i++) {
                 uint64_t at = headroom_threshold_used(&config_of(s)->headroom_at, LEVEL_LOW, groups[i].limit);
-                fd = cgroup_v1_notify(l, paths[i], s->v1_eventfd, at);
+                fd = cgroup_v1_notify(l, paths[i], s->hw.v1_eventfd, at);
                 if (fd >= 0)
-                        s->v1_watched[s->n_v1_watched++] = fd;
+                        s->hw.v1_watched[s->hw.n_v1_watched++] = fd;
                 all = all && fd >= 0;
-                s->v1_limits[s->n_v1_limits++] = groups[i].limit;
+                s->hw.v1_limits[s->hw.n_v1_limits++] = groups[i].limit;
         }
         for (size_t i = 0; i < n; i++)
                 free(paths[i]);
-        if (s->n_v1_watched == 0 ||
-            sd_event_add_io(s->env->event, &s->events_source, s->v1_eventfd, EPOLLIN, on_v1_eventfd, s) < 0) {
+        if (s->hw.n_v1_watched == 0 ||
+            sd_event_add_io(s->env->event, &s->hw.events_source, s->hw.v1_eventfd, EPOLLIN, on_v1_eventfd, s) < 0) {
                 log_debug("%s: no v1 memory notifications, looking at its headroom by timer only.", s->name);
                 return;
         }
-        (void) sd_event_source_set_description(s->events_source, "memcg-v1-events");
+        (void) sd_event_source_set_description(s->hw.events_source, "memcg-v1-events");
 }
 
 int scope_watch_headroom(struct scope *s) {
@@ -325,13 +339,13 @@ int scope_watch_headroom(struct scope *s) {
                 /* The counters of memory events: v2's memory.events reports changes to poll(); v1's
                  * memory.oom_control is read when its notification comes. */
                 if (cgroup_memory_events_path(l, s->cgroup, &events) >= 0)
-                        s->events_fd = open(events, O_RDONLY | O_CLOEXEC);
-                if (s->events_fd >= 0 && l->memory_v2) {
-                        r = sd_event_add_io(s->env->event, &s->events_source, s->events_fd, EPOLLPRI, on_memory_events, s);
+                        s->hw.events_fd = open(events, O_RDONLY | O_CLOEXEC);
+                if (s->hw.events_fd >= 0 && l->memory_v2) {
+                        r = sd_event_add_io(s->env->event, &s->hw.events_source, s->hw.events_fd, EPOLLPRI, on_memory_events, s);
                         if (r < 0)
                                 return r;
-                        (void) sd_event_source_set_description(s->events_source, "memory-events");
-                } else if (s->events_fd >= 0)
+                        (void) sd_event_source_set_description(s->hw.events_source, "memory-events");
+                } else if (s->hw.events_fd >= 0)
                         scope_watch_v1(s);
                 scope_read_event_counts(s);
         } else if (s->type == SCOPE_SYSTEM) {
@@ -344,11 +358,11 @@ int scope_watch_headroom(struct scope *s) {
 
         if (!config_of(s)->headroom)
                 return 0;
-        s->headroom_watched = true;
-        r = sd_event_add_time(s->env->event, &s->headroom_timer, CLOCK_MONOTONIC, 0, 0, on_headroom_timer, s);
+        s->hw.watched = true;
+        r = sd_event_add_time(s->env->event, &s->hw.timer, CLOCK_MONOTONIC, 0, 0, on_headroom_timer, s);
         if (r < 0)
                 return r;
-        (void) sd_event_source_set_description(s->headroom_timer, "headroom");
+        (void) sd_event_source_set_description(s->hw.timer, "headroom");
         scope_check_headroom(s, event_now(s->env->event));
         return 0;
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "json_build.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -72,6 +73,15 @@ int json_text_append(struct json_text *t, const char *s, size_t n) {
         t->len += n;
         t->data[t->len] = 0;
         return 0;
+}
+
+void json_text_truncate(struct json_text *t, size_t len) {
+        assert(t);
+        assert(len <= t->len);
+
+        t->len = len;
+        if (t->data)
+                t->data[len] = 0;
 }
 
 void json_text_done(struct json_text *t) {

@@ -46,4 +46,6 @@ int json_text_append_string(struct json_text *t, const char *s, size_t n);
 /* The value as plain JSON (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE). On -ENOMEM the
  * text is left as it was. */
 int json_text_append_value(struct json_text *t, struct json_object *v);
+/* Back to its first len bytes (0: empty), the buffer kept. */
+void json_text_truncate(struct json_text *t, size_t len);
 void json_text_done(struct json_text *t);

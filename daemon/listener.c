@@ -31,6 +31,11 @@ const char *connection_quota_refusal(const struct connection_quota *q, uid_t uid
         return NULL;
 }
 
+void connection_quota_set_max(struct connection_quota *q, unsigned max) {
+        assert(q);
+        q->max = max;
+}
+
 bool connection_quota_take(struct connection_quota *q, uid_t uid) {
         assert(q);
 

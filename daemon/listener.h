@@ -29,6 +29,8 @@ struct connection_quota {
 bool connection_uid_reserved(uid_t uid);
 /* Why a connection of uid may not be let in now, in words; NULL: it may. */
 const char *connection_quota_refusal(const struct connection_quota *q, uid_t uid);
+/* The cap on connections (0: none); those already in stay. */
+void connection_quota_set_max(struct connection_quota *q, unsigned max);
 /* Take a place (false: full for uid) and give it back when the connection closes. */
 bool connection_quota_take(struct connection_quota *q, uid_t uid);
 void connection_quota_put(struct connection_quota *q, uid_t uid);

@@ -97,6 +97,30 @@ bool manager_has_psi(const struct manager *m) {
         return m->scopes && m->scopes->system;
 }
 
+bool manager_adopt_fd(struct manager *m, int fd, const char *name) {
+        assert(m);
+
+        if (name && streq(name, MPSOCKET_LISTEN_FDNAME) && m->mp_listen_fd < 0) {
+                m->mp_listen_fd = fd;
+                return true;
+        }
+        if (!name || !streq(name, MPSOCKET_FDNAME))
+                return false;
+        int *a = realloc(m->stored_fds, (m->n_stored_fds + 1) * sizeof(int));
+        if (!a) {
+                close(fd);
+                return true;
+        }
+        m->stored_fds = a;
+        m->stored_fds[m->n_stored_fds++] = fd;
+        return true;
+}
+
+void manager_set_reload(struct manager *m, int (*reload)(struct config *ret, char **ret_error)) {
+        assert(m);
+        m->reload = reload;
+}
+
 /* ---- signals and reload ---- */
 
 static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
@@ -120,15 +144,7 @@ static void config_take_reloadable(struct config *cur, struct config *c) {
         else
                 log_info("Configuration reloaded.");
 
-        struct config old = *cur;
-        *cur = *c;
-        *c = (struct config){};
-        SWAP_PTR(cur->socket_path, old.socket_path);
-        SWAP_PTR(cur->sysfs_root, old.sysfs_root);
-        SWAP_PTR(cur->memory_pressure_socket, old.memory_pressure_socket);
-        cur->lock_memory = old.lock_memory;
-        cur->low_memory_monitor = old.low_memory_monitor;
-        config_done(&old);
+        config_take(cur, c);
 }
 
 /* Descriptors kept for the daemon's own work beyond its connections: triggers of watched cgroups, the
@@ -152,9 +168,9 @@ static unsigned connections_that_fit(unsigned wanted) {
 
 static void manager_set_server_limits(struct manager *m) {
         /* Both sockets' connections together fit what is left after the reserve. */
-        m->quota.max = connections_that_fit(m->config.max_connections);
+        connection_quota_set_max(&m->quota, connections_that_fit(m->config.max_connections));
         if (m->shrinkers)
-                m->shrinkers->max_shrinkers_per_uid = m->config.max_shrinkers_per_uid;
+                shrink_registry_set_max_per_uid(m->shrinkers, m->config.max_shrinkers_per_uid);
         varlink_server_set_max_message_size(m->server, m->config.max_message_size);
         varlink_server_set_quota(m->server, &m->quota);
         (void) varlink_server_set_limits(m->server, &(struct varlink_limits){

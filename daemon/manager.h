@@ -66,6 +66,12 @@ struct manager *manager_free(struct manager *m);
  * with manager_has_psi() false when the kernel has no PSI. */
 int manager_start(struct manager *m, int listen_fd);
 bool manager_has_psi(const struct manager *m);
+/* A descriptor the service manager passed, by its name: the memory pressure socket's listener
+ * (MPSOCKET_LISTEN_FDNAME) or a connection of it kept from the last run (MPSOCKET_FDNAME) is the
+ * manager's from now on (true; closed if it cannot be kept); another is the caller's (false). */
+bool manager_adopt_fd(struct manager *m, int fd, const char *name);
+/* How SIGHUP reads the configuration again. */
+void manager_set_reload(struct manager *m, int (*reload)(struct config *ret, char **ret_error));
 
 /* Apply a new configuration without dropping clients. Takes over *config. */
 int manager_reload(struct manager *m, struct config *config);

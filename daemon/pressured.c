@@ -214,17 +214,9 @@ static int passed_fds(struct manager *m) {
 
         for (int i = 0; i < n; i++) {
                 int fd = SD_LISTEN_FDS_START + i;
-                if (names && names[i] && streq(names[i], MPSOCKET_LISTEN_FDNAME) && m->mp_listen_fd < 0)
-                        m->mp_listen_fd = fd;
-                else if (names && names[i] && streq(names[i], MPSOCKET_FDNAME)) {
-                        int *a = realloc(m->stored_fds, (m->n_stored_fds + 1) * sizeof(int));
-                        if (!a) {
-                                close(fd);
-                                continue;
-                        }
-                        m->stored_fds = a;
-                        m->stored_fds[m->n_stored_fds++] = fd;
-                } else if (listen_fd < 0)
+                if (manager_adopt_fd(m, fd, names ? names[i] : NULL))
+                        continue;
+                if (listen_fd < 0)
                         listen_fd = fd;
                 else {
                         log_warning("Got more than one socket from the service manager, using the first.");
@@ -289,7 +281,7 @@ int main(int argc, char *argv[]) {
                 log_oom();
                 return EXIT_STARTUP;
         }
-        m->reload = reload_config;
+        manager_set_reload(m, reload_config);
 
         r = manager_start(m, passed_fds(m));
         if (r < 0) {

@@ -10,22 +10,28 @@
 #include "round.h"
 #include "shrink_share.h"
 
+/* The requests in flight (shrink_job.c's): by id, and in deadline order (every request gets the same
+ * timeout, so this is send order) with one timer for all of them, at or before the first deadline: no
+ * timer per request. */
+struct request_queue {
+        struct hashmap *by_id;
+        struct shrink_request *first, *last;
+        sd_event_source *deadline_timer;
+        uint64_t timer_usec; /* when it is set to fire; 0: off */
+        uint64_t last_id;
+};
+
 struct round_engine {
         sd_event *event;
         const struct config *config;
         struct shrink_registry *shrinkers;
         const struct reclaim_transport *transport;
         void *userdata;
-        struct hashmap *requests; /* in flight, by id */
-        /* In flight in deadline order (every request gets the same timeout, so this is send order) and
-         * one timer for all of them, at or before the first deadline: no timer per request. */
-        struct shrink_request *first, *last;
-        sd_event_source *deadline_timer;
-        uint64_t timer_usec; /* when it is set to fire; 0: off */
+        struct request_queue queue;
         struct hashmap *states;   /* struct shrinker_state by shrinker id */
         struct hashmap *credits;  /* struct client_credit by client (its address, while registered) */
         struct release_meter *meter;
-        uint64_t last_request_id, last_round_id;
+        uint64_t last_round_id;
 };
 
 /* Per node: what its last count said, its EMPTY back-off, and its part in goal goal_id (an episode's
@@ -96,17 +102,23 @@ enum job_end {
         JOB_END_REJECTED,  /* answered with impossible values */
 };
 
+/* A job's place in its round: round.c's (round_take_job(), round_job_done()). */
+struct round_member {
+        struct shrink_job *prev, *next; /* in the round's list, while it counts there */
+        struct shrink_round *round;     /* NULL once cut from it, or for a probe */
+        uint64_t start_weight;          /* its weight from the last count, when the round began */
+};
+
 /* One (shrinker, node) of a round. A job leaves its round early when the round's budget runs out (it is
  * cut: it goes on by itself, the round no longer waits for it) or never joins it (the count that probes
  * a quarantined shrinker): a round never waits for a shrinker that is slow. */
 struct shrink_job {
         struct shrink_job *next; /* in the shrinker's queue */
-        struct shrink_job *round_prev, *round_next; /* in its round, while it counts there */
         struct shrinker_state *ss; /* its shrinker's */
         struct shrinker *shrinker;
         struct round_engine *rc;
         uint64_t round_id;
-        struct shrink_round *round; /* NULL once cut from it, or for a probe */
+        struct round_member in_round;
         size_t node_index;
         int node;
         char *cgroup;
@@ -121,7 +133,6 @@ struct shrink_job {
         uint64_t explicit_left; /* JOB_EXPLICIT_NR, JOB_PROBE: objects still to scan */
         struct shrink_plan plan;
         uint64_t share_bytes;  /* JOB_EPISODE_SHARE: its share; plan.total_scan is what it may scan for it */
-        uint64_t start_weight; /* its weight from the last count, when the round began */
         uint64_t freeable, bytes_per_object_x1000;
         uint64_t freed, scanned, bytes_freed;
         struct shrink_request *req;
@@ -167,7 +178,13 @@ void job_enqueue(struct shrink_job *j);
 void job_run(struct shrink_job *j);
 const struct config *round_engine_config(const struct round_engine *rc);
 void job_retire(struct shrink_job *j);
-int requests_on_deadline(sd_event_source *s, uint64_t usec, void *userdata);
+int request_queue_init(struct round_engine *rc);
+/* Empty by then: every job ended. */
+void request_queue_done(struct request_queue *rq);
 
 /* round.c's, for shrink_job.c: the job left its round (done, or cut from it) */
 void round_job_done(struct shrink_round *r, struct shrink_job *j);
+/* A job of the round was asked for its share of the goal; given: it had given it already. */
+void round_note_share(struct shrink_round *r, bool given);
+/* What a job's client released towards the round (bytes, as credited). */
+void round_note_freed(struct shrink_round *r, uint64_t bytes);

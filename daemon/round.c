@@ -112,11 +112,23 @@ static void round_add_result(struct shrink_round *r, const struct shrink_job *j)
         };
 }
 
+void round_note_share(struct shrink_round *r, bool given) {
+        assert(r);
+        r->n_share_jobs++;
+        if (given)
+                r->n_shares_in++;
+}
+
+void round_note_freed(struct shrink_round *r, uint64_t bytes) {
+        assert(r);
+        r->freed_bytes = sat_add(r->freed_bytes, bytes);
+}
+
 void round_job_done(struct shrink_round *r, struct shrink_job *j) {
         assert(r);
 
-        LIST_REMOVE_F(round_prev, round_next, r->jobs, j);
-        j->round = NULL;
+        LIST_REMOVE_F(in_round.prev, in_round.next, r->jobs, j);
+        j->in_round.round = NULL;
         r->freed = sat_add(r->freed, j->freed);
         r->scanned = sat_add(r->scanned, j->scanned);
         if (r->explicit && r->caller)
@@ -158,14 +170,14 @@ static enum job_kind round_job_kind(const struct shrink_round *r, uint64_t nr_to
 
 /* A job joins the round, weighing in the split what its shrinker counted last (0: not known). */
 static void round_take_job(struct shrink_round *r, struct shrink_job *j, uint64_t weight) {
-        j->start_weight = weight;
+        j->in_round.start_weight = weight;
         if (weight > 0) {
                 r->known_weight = sat_add(r->known_weight, weight);
                 r->n_known++;
         } else
                 r->n_unknown++;
-        j->round = r;
-        LIST_PREPEND_F(round_prev, round_next, r->jobs, j);
+        j->in_round.round = r;
+        LIST_PREPEND_F(in_round.prev, in_round.next, r->jobs, j);
         r->n_jobs++;
 }
 
@@ -196,8 +208,7 @@ static void round_add_shrinker(struct shrink_round *r, struct shrinker *sh, enum
                 if (goal_done_for(r, qu, k)) {
                         /* Not even counted: it has done its part in this goal, and others' answers (or
                          * silence) must not make it asked more often than it would be alone. */
-                        r->n_share_jobs++;
-                        r->n_shares_in++;
+                        round_note_share(r, true);
                         continue;
                 }
                 struct shrink_job *j = job_new(r, sh, k, cgroup, priority, round_job_kind(r, nr_to_scan), nr_to_scan);
@@ -435,19 +446,13 @@ int round_engine_new(sd_event *event, const struct config *config, struct shrink
                 .transport = transport,
                 .userdata = userdata,
         };
-        r = hashmap_new(HASHMAP_KEY_U64, &rc->requests);
+        r = request_queue_init(rc);
         if (r >= 0)
                 r = hashmap_new(HASHMAP_KEY_U64, &rc->states);
         if (r >= 0)
                 r = hashmap_new(HASHMAP_KEY_U64, &rc->credits);
         if (r >= 0)
                 r = release_meter_new(event, shrinkers, RELEASE_SETTLE_USEC, &rc->meter);
-        if (r >= 0)
-                r = sd_event_add_time(event, &rc->deadline_timer, CLOCK_MONOTONIC, 0, 1000, requests_on_deadline, rc);
-        if (r >= 0) {
-                (void) sd_event_source_set_enabled(rc->deadline_timer, SD_EVENT_OFF);
-                (void) sd_event_source_set_description(rc->deadline_timer, "shrink-deadlines");
-        }
         if (r < 0) {
                 round_engine_free(rc);
                 return r;
@@ -460,12 +465,10 @@ int round_engine_new(sd_event *event, const struct config *config, struct shrink
 struct round_engine *round_engine_free(struct round_engine *rc) {
         if (!rc)
                 return NULL;
-        assert(hashmap_size(rc->requests) == 0);
-        hashmap_free(rc->requests);
+        request_queue_done(&rc->queue);
         assert(hashmap_size(rc->states) == 0 && hashmap_size(rc->credits) == 0);
         hashmap_free(rc->states);
         hashmap_free(rc->credits);
-        sd_event_source_disable_unref(rc->deadline_timer);
         release_meter_free(rc->meter);
         free(rc);
         return NULL;

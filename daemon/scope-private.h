@@ -11,6 +11,27 @@
 /* The limited groups a scope looks at: its own and its ancestors, nearest first. */
 #define HEADROOM_GROUPS_MAX 16
 
+/* A scope's headroom, the second source of its level (cgroup and system scopes): embedded in struct scope,
+ * written by headroom_watch.c alone (build-aux/check-owners); scope.c reads it. */
+struct headroom_watch {
+        bool watched;             /* the daemon looks at it: a cgroup, or the system without swap */
+        struct headroom headroom; /* as last evaluated */
+        char *binding;            /* the cgroup whose limit decides; NULL for the system or none */
+        enum level raw;           /* the level the headroom alone gives */
+        sd_event_source *timer;
+        int events_fd; /* v2 memory.events, v1 memory.oom_control */
+        sd_event_source *events_source;
+        int v1_eventfd;     /* v1: signalled by the kernel on OOM and usage thresholds */
+        int v1_watched[4];  /* v1: the files those notifications watch (open as long as wanted) */
+        size_t n_v1_watched;
+        uint64_t v1_limits[3]; /* v1: the limits the usage thresholds were set for, nearest first */
+        size_t n_v1_limits;
+        bool rides_node_sample; /* the system, far from its threshold: looked at only with the node sample, no
+                                 * timer of its own */
+        uint64_t event_counts[_MEMORY_EVENT_MAX];
+        bool have_event_counts;
+};
+
 struct scope {
         struct scope_env *env;
         struct scope *prev, *next; /* the registry's cgroup scopes */
@@ -48,23 +69,8 @@ struct scope {
         uint64_t demand_bytes;          /* its growth per second between the last two readings */
         uint64_t growth_bytes;          /* its growth between the last two readings (0: it shrank) */
 
-        /* headroom (cgroup and system scopes): the second source of the level */
-        bool headroom_watched;      /* the daemon looks at it: a cgroup, or the system without swap */
-        struct headroom headroom;   /* as last evaluated */
-        char *headroom_binding;     /* the cgroup whose limit decides; NULL for the system or none */
-        enum level psi_raw, headroom_raw;
-        sd_event_source *headroom_timer;
-        int events_fd;              /* v2 memory.events, v1 memory.oom_control */
-        sd_event_source *events_source;
-        int v1_eventfd;             /* v1: signalled by the kernel on OOM and usage thresholds */
-        int v1_watched[4];          /* v1: the files those notifications watch (open as long as wanted) */
-        size_t n_v1_watched;
-        uint64_t v1_limits[3];      /* v1: the limits the usage thresholds were set for, nearest first */
-        size_t n_v1_limits;
-        bool rides_node_sample;     /* the system, far from its threshold: looked at only with the node
-                                     * sample, no timer of its own */
-        uint64_t event_counts[_MEMORY_EVENT_MAX];
-        bool have_event_counts;
+        enum level psi_raw;
+        struct headroom_watch hw; /* headroom_watch.c's: the second source of the level */
 
         struct level_state level;
         enum level_source source; /* what raised the level last */
@@ -97,5 +103,7 @@ void scope_apply(struct scope *s, enum level psi_raw, uint64_t now); /* through 
 void scope_read_memory(struct scope *s);
 
 /* headroom_watch.c's, for scope.c */
+void headroom_watch_init(struct headroom_watch *hw);
 int scope_watch_headroom(struct scope *s);   /* timers and the kernel's notifications, as the scope needs */
-void scope_unwatch_headroom(struct scope *s);
+void scope_unwatch_headroom(struct scope *s); /* all of them; hw stays readable */
+void headroom_watch_done(struct headroom_watch *hw);

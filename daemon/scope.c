@@ -26,12 +26,11 @@ static struct scope *scope_alloc(struct scope_env *env, enum scope_type type) {
                 return NULL;
         s->env = env;
         s->type = type;
+        s->n_refs = 1; /* the registry's: the system and node scopes live as long as it does */
         s->trigger_fd = -EBADF;
-        s->events_fd = -EBADF;
-        s->v1_eventfd = -EBADF;
+        headroom_watch_init(&s->hw);
         s->limit_bytes = UINT64_MAX;
         s->owner_uid = (uid_t) -1;
-        s->headroom.limit = UINT64_MAX;
         if (limit_stall_init(&s->explained) < 0) {
                 free(s);
                 return NULL;
@@ -46,7 +45,7 @@ struct scope *scope_free(struct scope *s) {
         if (s->trigger_fd >= 0)
                 close(s->trigger_fd);
         scope_unwatch_headroom(s);
-        free(s->headroom_binding);
+        headroom_watch_done(&s->hw);
         limit_stall_done(&s->explained);
         free(s->pressure_path);
         free(s->cgroup);
@@ -120,7 +119,7 @@ bool scope_is_gone(const struct scope *s) {
 uint64_t scope_headroom_over_bytes(const struct scope *s) {
         assert(s);
 
-        return s->headroom.over_bytes;
+        return s->hw.headroom.over_bytes;
 }
 
 bool scope_some_total(const struct scope *s, uint64_t *ret) {
@@ -146,7 +145,7 @@ bool scope_node_pages_short(const struct scope *s, uint64_t *ret) {
 bool scope_rides_node_sample(const struct scope *s) {
         assert(s);
 
-        return s->rides_node_sample;
+        return s->hw.rides_node_sample;
 }
 
 uint64_t scope_anon_bytes(const struct scope *s) {
@@ -156,9 +155,9 @@ uint64_t scope_anon_bytes(const struct scope *s) {
 }
 
 bool scope_event_counts(const struct scope *s, uint64_t ret[_MEMORY_EVENT_MAX]) {
-        if (!s->have_event_counts)
+        if (!s->hw.have_event_counts)
                 return false;
-        memcpy(ret, s->event_counts, sizeof(s->event_counts));
+        memcpy(ret, s->hw.event_counts, sizeof(s->hw.event_counts));
         return true;
 }
 
@@ -198,10 +197,10 @@ void scope_snapshot(const struct scope *s, struct scope_snapshot *ret) {
                 .since = s->changed_usec,
                 .removed = s->gone,
                 .source = s->type == SCOPE_NODE ? LEVEL_SOURCE_WATERMARK : s->source,
-                .have_headroom = s->headroom_watched && s->headroom.limit != UINT64_MAX,
-                .headroom_limit = s->headroom.limit,
-                .headroom_unreclaimable = (uint64_t) (s->headroom.fraction * (double) s->headroom.limit),
-                .headroom_cgroup = s->headroom_binding,
+                .have_headroom = s->hw.watched && s->hw.headroom.limit != UINT64_MAX,
+                .headroom_limit = s->hw.headroom.limit,
+                .headroom_unreclaimable = (uint64_t) (s->hw.headroom.fraction * (double) s->hw.headroom.limit),
+                .headroom_cgroup = s->hw.binding,
                 .reason = s->reason,
         };
         if (s->type == SCOPE_NODE && nm) {
@@ -243,9 +242,9 @@ static void scope_update_target(struct scope *s) {
                 }
         }
         /* Raised by headroom: what brings the group that decides back under its low threshold. */
-        if (s->source == LEVEL_SOURCE_HEADROOM && s->headroom.limit != UINT64_MAX) {
-                size = s->headroom.limit;
-                excess = MAX(excess, s->headroom.over_bytes);
+        if (s->source == LEVEL_SOURCE_HEADROOM && s->hw.headroom.limit != UINT64_MAX) {
+                size = s->hw.headroom.limit;
+                excess = MAX(excess, s->hw.headroom.over_bytes);
         }
         s->reclaim_target = level_reclaim_target(s->level.level, size, excess, s->demand_bytes);
 }
@@ -316,12 +315,12 @@ static void scope_explain(const struct scope *s, enum level l, char *buf, size_t
                 r.factor = mark[l].factor;
                 r.free_bytes = f.free_pages * page;
                 r.threshold_bytes = (uint64_t) ((double) mark[l].pages * mark[l].factor) * page;
-        } else if (s->source == LEVEL_SOURCE_HEADROOM && s->headroom.limit != UINT64_MAX) {
+        } else if (s->source == LEVEL_SOURCE_HEADROOM && s->hw.headroom.limit != UINT64_MAX) {
                 r.kind = LEVEL_REASON_HEADROOM;
-                r.room = s->headroom.fraction < 1 ? 1 - s->headroom.fraction : 0;
-                r.left = s->headroom.left;
-                r.limit = s->headroom.limit;
-                r.binding = s->headroom_binding;
+                r.room = s->hw.headroom.fraction < 1 ? 1 - s->hw.headroom.fraction : 0;
+                r.left = s->hw.headroom.left;
+                r.limit = s->hw.headroom.limit;
+                r.binding = s->hw.binding;
                 r.at_left = c->headroom_at.left[l];
                 r.at_fraction = c->headroom_at.f[l];
         } else {
@@ -342,7 +341,7 @@ static void scope_explain(const struct scope *s, enum level l, char *buf, size_t
 void scope_apply(struct scope *s, enum level psi_raw, uint64_t now) {
         enum level old = s->level.level;
         s->psi_raw = psi_raw;
-        enum level raw = MAX(psi_raw, s->headroom_raw);
+        enum level raw = MAX(psi_raw, s->hw.raw);
 
         if (!level_update(&s->level, raw, now, config_of(s)->hold_usec)) {
                 if (s->level.level != LEVEL_OK)
@@ -353,7 +352,7 @@ void scope_apply(struct scope *s, enum level psi_raw, uint64_t now) {
         s->previous = old;
         s->changed_usec = now;
         s->source = s->type == SCOPE_NODE ? LEVEL_SOURCE_WATERMARK
-                    : s->headroom_raw > psi_raw ? LEVEL_SOURCE_HEADROOM
+                    : s->hw.raw > psi_raw ? LEVEL_SOURCE_HEADROOM
                                                 : LEVEL_SOURCE_PRESSURE;
         scope_explain(s, s->level.level, s->reason, sizeof(s->reason));
         scope_update_target(s);
@@ -474,7 +473,7 @@ static enum level scope_gate_psi(struct scope *s, enum level raw, uint64_t now) 
 bool scope_is_active(const struct scope *s, uint64_t now) {
         if (s->gone)
                 return false;
-        if (s->level.level != LEVEL_OK || s->headroom_raw != LEVEL_OK)
+        if (s->level.level != LEVEL_OK || s->hw.raw != LEVEL_OK)
                 return true;
         return s->triggered_usec > 0 && now - s->triggered_usec < s->trigger.window_usec + 1000000;
 }
@@ -628,10 +627,10 @@ static int on_trigger(sd_event_source *src, int fd, uint32_t revents, void *user
 
 /* Say once which kind of windows the kernel takes from us. */
 static void scope_log_windows(struct scope_env *env, const struct psi_trigger *want, const struct psi_trigger *used) {
-        if (env->psi_logged)
+        if (env->psi.logged)
                 return;
-        env->psi_logged = true;
-        if (env->psi_unprivileged)
+        env->psi.logged = true;
+        if (env->psi.unprivileged)
                 log_notice("The kernel refused a PSI window of %llu ms (no CAP_SYS_RESOURCE?); using %s %llu ms per "
                            "%llu ms windows instead, evaluated every 2 s.",
                            (unsigned long long) (want->window_usec / 1000), psi_kind_to_string(used->kind),
@@ -651,15 +650,15 @@ static void scope_log_windows(struct scope_env *env, const struct psi_trigger *w
 static int scope_arm(struct scope *s) {
         struct scope_env *env = s->env;
         const struct psi_trigger *want = &env->config->psi.t[LEVEL_LOW];
-        bool was_unpriv = env->psi_unprivileged;
+        bool was_unpriv = env->psi.unprivileged;
         int r;
 
-        r = psi_trigger_open(s->pressure_path, want, &env->psi_unprivileged, &s->trigger);
+        r = psi_trigger_open(s->pressure_path, want, &env->psi.unprivileged, &s->trigger);
         if (r < 0)
                 return r;
         s->trigger_fd = r;
-        if (env->psi_unprivileged && !was_unpriv)
-                env->psi_logged = false; /* the notice about refused windows outranks the earlier line */
+        if (env->psi.unprivileged && !was_unpriv)
+                env->psi.logged = false; /* the notice about refused windows outranks the earlier line */
         scope_log_windows(env, want, &s->trigger);
 
         r = sd_event_add_io(env->event, &s->trigger_source, s->trigger_fd, EPOLLPRI, on_trigger, s);
@@ -705,6 +704,20 @@ static void scope_first_look(struct scope *s) {
         s->first_look = true;
         scope_apply(s, scope_gate_psi(s, level_from_averages(&s->psi, &config_of(s)->psi), now), now);
         s->first_look = false;
+}
+
+struct scope *scope_ref(struct scope *s) {
+        assert(s);
+
+        s->n_refs++;
+        return s;
+}
+
+bool scope_unref(struct scope *s) {
+        assert(s);
+        assert(s->n_refs > 0);
+
+        return --s->n_refs == 0;
 }
 
 int scope_new_system(struct scope_env *env, struct scope **ret) {

@@ -14,6 +14,7 @@
 #include "cgroup.h"
 #include "config.h"
 #include "level.h"
+#include "log.h"
 #include "node_monitor.h"
 #include "protocol.h"
 #include "psi.h"
@@ -31,16 +32,26 @@ struct scope_events {
 };
 
 /* What every scope of one registry shares. */
+/* The kernel log is searched for an OOM kill's victim at most once a second, for all scopes together. */
+#define OOM_LOOKUP_INTERVAL_USEC (1000 * 1000)
+
+/* What the kernel takes from us as PSI windows, learnt by the first scope armed: scope.c's. */
+struct scope_psi_windows {
+        bool unprivileged; /* the kernel wants 2 s window steps from us */
+        bool logged;       /* the kind of windows was logged */
+};
+
+/* What every scope shares: made by the registry (scope_registry.c writes it), read by the scopes; the
+ * parts that change have owners of their own (scope.c, shortage.c, log.c's rate limit). */
 struct scope_env {
         sd_event *event;
         const struct config *config;
         const struct cgroup_layout *layout; /* NULL: no cgroup v2 hierarchy */
         const struct node_monitor *nodes;   /* NULL: no node figures */
         const char *system_pressure_path;   /* /proc/pressure/memory */
-        bool psi_unprivileged;              /* the kernel wants 2 s window steps from us */
-        bool psi_logged;                    /* the kind of windows was logged */
-        struct shortage machine;            /* whether the machine as a whole is short (shortage.h) */
-        uint64_t oom_lookup_usec;           /* the kernel log was last searched for an OOM kill then */
+        struct scope_psi_windows psi;
+        struct shortage machine;       /* whether the machine as a whole is short (shortage.h) */
+        struct ratelimit oom_lookups;  /* of the kernel log for an OOM kill's victim: the log is the machine's */
         const struct scope_events *events;
         void *userdata;
 };
@@ -115,6 +126,11 @@ void scope_update_node(struct scope *s, uint64_t now_usec);
 void scope_feed_level(struct scope *s, enum level raw, uint64_t now_usec);
 /* PSI and memory figures, for a status request. */
 void scope_refresh(struct scope *s);
+
+/* References: a new scope has one (its registry's). Another holder takes one with scope_ref() and gives
+ * it back with scope_registry_release(), which drops it with scope_unref(): true when it was the last. */
+struct scope *scope_ref(struct scope *s);
+bool scope_unref(struct scope *s);
 /* Read the cumulative "some" stall now (one pread of the pressure file); false for a scope without PSI. */
 bool scope_read_some_total(struct scope *s, uint64_t *ret);
 /* Whether the scope's stall is for memory that is short where it is (the machine's, or a limit on its way

@@ -99,6 +99,7 @@ int scope_registry_new(sd_event *event, const struct config *config, const struc
                 .config = config,
                 .layout = layout,
                 .nodes = nodes,
+                .oom_lookups = { .interval_usec = OOM_LOOKUP_INTERVAL_USEC, .burst = 1 },
                 .events = &registry_events,
                 .userdata = reg,
         };
@@ -164,7 +165,6 @@ int scope_registry_start(struct scope_registry *reg) {
         r = scope_new_system(&reg->env, &reg->system);
         if (r < 0)
                 return r;
-        reg->system->n_refs = 1; /* for as long as the registry lives */
 
         if (nm)
                 r = registry_add_nodes(reg, nm);
@@ -185,27 +185,18 @@ static int registry_add_nodes(struct scope_registry *reg, const struct node_moni
                 r = scope_new_node(&reg->env, reg->n_nodes, &reg->nodes[reg->n_nodes]);
                 if (r < 0)
                         return r;
-                reg->nodes[reg->n_nodes]->n_refs = 1;
         }
         return 0;
 }
 
 /* ---- references ---- */
 
-struct scope *scope_ref(struct scope *s) {
-        assert(s);
-
-        s->n_refs++;
-        return s;
-}
-
 void scope_registry_release(struct scope_registry *reg, struct scope *s) {
         assert(reg);
 
         if (!s)
                 return;
-        assert(s->n_refs > 0);
-        if (--s->n_refs == 0 && s->type == SCOPE_CGROUP)
+        if (scope_unref(s) && s->type == SCOPE_CGROUP)
                 (void) sd_event_source_set_enabled(reg->gc_source, SD_EVENT_ONESHOT);
 }
 
@@ -250,7 +241,6 @@ static int acquire_cgroup(struct scope_registry *reg, const char *path, struct s
                 scope_free(s);
                 return r;
         }
-        s->n_refs = 1;
         LIST_PREPEND(reg->cgroups, s);
         reg->n_cgroups++;
         log_debug("Watching cgroup %s.", p);

@@ -75,7 +75,6 @@ void scope_registry_watch_configured(struct scope_registry *reg);
 /* Take a reference. -ENXIO for an unknown node; for a cgroup -EINVAL (bad path), -ENOENT (no such
  * cgroup) or what arming its trigger failed with. */
 int scope_registry_acquire(struct scope_registry *reg, const struct scope_id *id, struct scope **ret);
-struct scope *scope_ref(struct scope *s);
 void scope_registry_release(struct scope_registry *reg, struct scope *s);
 
 /* On behalf of a user: every cgroup scope a user's requests hold (subscriptions, shrinker clients' groups

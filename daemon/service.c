@@ -810,9 +810,7 @@ static int transport_send_request(struct shrink_client *cl, const struct shrink_
                 r = protocol_text_append_shrink_request(&call->queued, q);
         if (r < 0) {
                 /* Unsent (the request runs into its deadline); what is queued stays whole. */
-                call->queued.len = mark;
-                if (call->queued.data)
-                        call->queued.data[mark] = 0;
+                json_text_truncate(&call->queued, mark);
                 return r;
         }
         if (first) {
@@ -884,8 +882,7 @@ int service_new(struct scope_registry *scopes, struct subscriptions *subscriptio
         }
         (void) sd_event_source_set_enabled(svc->flush, SD_EVENT_OFF);
         (void) sd_event_source_set_description(svc->flush, "shrink-requests");
-        shrinkers->on_exit = on_client_exit;
-        shrinkers->exit_userdata = svc;
+        shrink_registry_set_exit_handler(shrinkers, on_client_exit, svc);
         *ret = svc;
         return 0;
 }

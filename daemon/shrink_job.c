@@ -75,22 +75,22 @@ static void request_free(struct shrink_request *q) {
         if (!q)
                 return;
         struct round_engine *rc = q->rc;
-        hashmap_remove_u64(rc->requests, q->id);
+        hashmap_remove_u64(rc->queue.by_id, q->id);
         /* The timer may stay set for a deadline that has gone: it then finds nothing due and moves on. */
-        LIST_REMOVE_TAIL_F(prev, next, rc->first, rc->last, q);
+        LIST_REMOVE_TAIL_F(prev, next, rc->queue.first, rc->queue.last, q);
         if (q->job)
                 q->job->req = NULL;
         free(q);
 }
 
-static void deadline_timer_set(struct round_engine *rc, uint64_t usec) {
-        if (sd_event_source_set_time(rc->deadline_timer, usec) < 0 ||
-            sd_event_source_set_enabled(rc->deadline_timer, SD_EVENT_ONESHOT) < 0) {
+static void deadline_timer_set(struct request_queue *rq, uint64_t usec) {
+        if (sd_event_source_set_time(rq->deadline_timer, usec) < 0 ||
+            sd_event_source_set_enabled(rq->deadline_timer, SD_EVENT_ONESHOT) < 0) {
                 /* Cannot happen for an existing timer source; without it requests would never expire. */
                 log_error("Cannot set the shrink request deadline timer.");
                 return;
         }
-        rc->timer_usec = usec;
+        rq->timer_usec = usec;
 }
 
 static void request_expire(struct shrink_request *q) {
@@ -108,7 +108,7 @@ static void request_expire(struct shrink_request *q) {
         job_finish(j);
 }
 
-int requests_on_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
+static int requests_on_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
         assert(s);
 
         struct round_engine *rc = userdata;
@@ -116,23 +116,43 @@ int requests_on_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
         (void) s;
         (void) usec;
 
-        rc->timer_usec = 0;
+        struct request_queue *rq = &rc->queue;
+        rq->timer_usec = 0;
         /* Expiring a request may send the next job's request: it goes to the end, with a later deadline. */
-        while (rc->first && rc->first->deadline_usec <= now)
-                request_expire(rc->first);
-        if (rc->first)
-                deadline_timer_set(rc, rc->first->deadline_usec);
+        while (rq->first && rq->first->deadline_usec <= now)
+                request_expire(rq->first);
+        if (rq->first)
+                deadline_timer_set(rq, rq->first->deadline_usec);
         return 0;
 }
 
 /* Into deadline order: from the end, where a request with the usual timeout belongs. */
-static void request_link(struct round_engine *rc, struct shrink_request *q) {
-        struct shrink_request *after = rc->last;
+static void request_link(struct request_queue *rq, struct shrink_request *q) {
+        struct shrink_request *after = rq->last;
         while (after && after->deadline_usec > q->deadline_usec)
                 after = after->prev;
-        LIST_INSERT_AFTER_TAIL_F(prev, next, rc->first, rc->last, after, q);
-        if (rc->timer_usec == 0 || q->deadline_usec < rc->timer_usec)
-                deadline_timer_set(rc, q->deadline_usec);
+        LIST_INSERT_AFTER_TAIL_F(prev, next, rq->first, rq->last, after, q);
+        if (rq->timer_usec == 0 || q->deadline_usec < rq->timer_usec)
+                deadline_timer_set(rq, q->deadline_usec);
+}
+
+int request_queue_init(struct round_engine *rc) {
+        struct request_queue *rq = &rc->queue;
+        int r = hashmap_new(HASHMAP_KEY_U64, &rq->by_id);
+        if (r >= 0)
+                r = sd_event_add_time(rc->event, &rq->deadline_timer, CLOCK_MONOTONIC, 0, 1000, requests_on_deadline, rc);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_enabled(rq->deadline_timer, SD_EVENT_OFF);
+        (void) sd_event_source_set_description(rq->deadline_timer, "shrink-deadlines");
+        return 0;
+}
+
+void request_queue_done(struct request_queue *rq) {
+        assert(hashmap_size(rq->by_id) == 0);
+        hashmap_free(rq->by_id);
+        rq->by_id = NULL;
+        rq->deadline_timer = sd_event_source_disable_unref(rq->deadline_timer);
 }
 
 static int request_send(struct shrink_job *j, enum shrink_op op, uint64_t nr_to_scan) {
@@ -146,27 +166,27 @@ static int request_send(struct shrink_job *j, enum shrink_op op, uint64_t nr_to_
                 return -ENOMEM;
         *q = (struct shrink_request){
                 .rc = rc,
-                .id = ++rc->last_request_id,
+                .id = ++rc->queue.last_id,
                 .job = j,
                 .op = op,
                 .nr_to_scan = nr_to_scan,
                 .sent_usec = now,
                 .deadline_usec = now + rc->config->request_timeout_usec,
         };
-        r = hashmap_put_u64(rc->requests, q->id, q);
+        r = hashmap_put_u64(rc->queue.by_id, q->id, q);
         if (r < 0) {
                 free(q);
                 return r;
         }
-        request_link(rc, q);
+        request_link(&rc->queue, q);
         j->req = q;
 
         if (op == SHRINK_OP_SCAN) {
                 j->ss->stats.calls++;
                 /* Measured around the round from the first time it is asked to scan in it. */
                 const struct client_credit *c = job_credit(j);
-                if (j->round && c)
-                        release_sample_begin(j->round->sample, sh->client, c->resident, c->resident_usec);
+                if (j->in_round.round && c)
+                        release_sample_begin(j->in_round.round->sample, sh->client, c->resident, c->resident_usec);
         }
         const struct shrink_request_snapshot snap = {
                 .id = q->id,
@@ -198,7 +218,7 @@ static void job_free(struct shrink_job *j) {
 
 /* The round's goal is released: its jobs stop at their next step. */
 static bool job_goal_met(const struct shrink_job *j) {
-        const struct shrink_round *r = j->round;
+        const struct shrink_round *r = j->in_round.round;
         return r && r->want > 0 && r->freed_bytes >= r->want;
 }
 
@@ -223,7 +243,7 @@ static void job_next_scan(struct shrink_job *j) {
         if (j->kind == JOB_EXPLICIT_NR) {
                 /* Cut from an explicit Shrink (its caller left, or its time is up): nobody wants the rest.
                  * Every job of an explicit Shrink is in its round until then. */
-                if (j->explicit_left == 0 || !j->round) {
+                if (j->explicit_left == 0 || !j->in_round.round) {
                         job_finish(j);
                         return;
                 }
@@ -264,8 +284,8 @@ void job_retire(struct shrink_job *j) {
         assert(qu->head == j);
         request_free(j->req);
         QUEUE_POP(qu->head, qu->tail);
-        if (j->round)
-                round_job_done(j->round, j);
+        if (j->in_round.round)
+                round_job_done(j->in_round.round, j);
         job_free(j);
 }
 
@@ -365,14 +385,14 @@ static bool given(int64_t v) {
  * gentle for what is needed. Shrinkers not counted yet weigh what they did last time, or, never counted,
  * as much as this one. */
 static void job_ask_share(struct shrink_job *j, uint64_t bytes) {
-        struct shrink_round *r = j->round;
+        struct shrink_round *r = j->in_round.round;
         if (!r || r->want == 0 || bytes == 0 || j->bytes_per_object_x1000 == 0)
                 return;
         const struct shrink_split split = {
                 .want = r->want, .in_goal = r->goal_id > 0, .goal = r->goal,
                 .known_weight = r->known_weight, .n_known = r->n_known, .n_unknown = r->n_unknown,
         };
-        uint64_t full = shrink_share(&split, shrink_weight(bytes, j->shrinker->seeks), j->start_weight);
+        uint64_t full = shrink_share(&split, shrink_weight(bytes, j->shrinker->seeks), j->in_round.start_weight);
         struct shrinker *sh = j->shrinker;
         struct shrinker_state *ss = j->ss;
         if (r->goal_id > 0 && ss->goal_id != r->goal_id) {
@@ -384,15 +404,14 @@ static void job_ask_share(struct shrink_job *j, uint64_t bytes) {
         }
         if (r->goal_id > 0) {
                 struct shrinker_node_state *g = shrinker_state_node(ss, j->node_index);
-                r->n_share_jobs++;
                 /* Its share of the whole goal, less what it gave towards it in the goal's earlier rounds:
                  * what another shrinker did not deliver is nobody else's to make up. */
                 g->goal_share = full;
                 g->goal_asks++;
                 j->share_bytes = full > g->goal_freed ? full - g->goal_freed : 0;
                 j->share_bytes = MIN(j->share_bytes, r->want);
+                round_note_share(r, j->share_bytes == 0);
                 if (j->share_bytes == 0) {
-                        r->n_shares_in++;
                         j->kind = JOB_EPISODE_SHARE;
                         j->plan.total_scan = 0;
                         return;
@@ -464,8 +483,8 @@ static uint64_t claim_credit(struct shrink_job *j, uint64_t bytes) {
         uint64_t none = 0, claim;
         uint64_t credited = shrink_claim_credit(bytes, c ? &c->credit_left : &none,
                                                 release_meter_trust(j->rc->meter, cl), &claim);
-        if (j->round)
-                release_sample_claim(j->round->sample, cl, claim);
+        if (j->in_round.round)
+                release_sample_claim(j->in_round.round->sample, cl, claim);
         return credited;
 }
 
@@ -483,8 +502,8 @@ static void job_scanned(struct shrink_job *j, const struct shrink_answer *a, uin
         uint64_t scanned = given(a->scanned) ? (uint64_t) a->scanned : nr_to_scan;
         uint64_t bytes = given(a->bytes) ? (uint64_t) a->bytes : mul_div(freed, j->bytes_per_object_x1000, 1000);
         bytes = claim_credit(j, bytes);
-        if (j->round)
-                j->round->freed_bytes = sat_add(j->round->freed_bytes, bytes);
+        if (j->in_round.round)
+                round_note_freed(j->in_round.round, bytes);
         struct shrinker_stats *st = &j->ss->stats;
         st->freed = sat_add(st->freed, freed);
         st->scanned = sat_add(st->scanned, scanned);
@@ -492,7 +511,7 @@ static void job_scanned(struct shrink_job *j, const struct shrink_answer *a, uin
         j->freed = sat_add(j->freed, freed);
         j->scanned = sat_add(j->scanned, scanned);
         j->bytes_freed = sat_add(j->bytes_freed, bytes);
-        if (j->round && j->round->goal_id > 0 && j->ss->goal_id == j->round->goal_id) {
+        if (j->in_round.round && j->in_round.round->goal_id > 0 && j->ss->goal_id == j->in_round.round->goal_id) {
                 struct shrinker_node_state *g = shrinker_state_node(j->ss, j->node_index);
                 g->goal_freed = sat_add(g->goal_freed, bytes);
         }
@@ -524,7 +543,7 @@ int round_engine_answer(struct round_engine *rc, struct shrink_client *cl, const
                         const char **ret_reason) {
         assert(rc);
 
-        struct shrink_request *q = a->request >= 0 ? hashmap_get_u64(rc->requests, (uint64_t) a->request) : NULL;
+        struct shrink_request *q = a->request >= 0 ? hashmap_get_u64(rc->queue.by_id, (uint64_t) a->request) : NULL;
 
         /* Another client's request is as unknown to this one as a request that never was. */
         if (!q || job_client(q->job) != cl) {

@@ -578,6 +578,18 @@ struct shrink_registry *shrink_registry_free(struct shrink_registry *reg) {
         return NULL;
 }
 
+void shrink_registry_set_exit_handler(struct shrink_registry *reg,
+                                      void (*on_exit)(struct shrink_client *cl, void *userdata), void *userdata) {
+        assert(reg);
+        reg->on_exit = on_exit;
+        reg->exit_userdata = userdata;
+}
+
+void shrink_registry_set_max_per_uid(struct shrink_registry *reg, unsigned max) {
+        assert(reg);
+        reg->max_shrinkers_per_uid = max;
+}
+
 int shrink_registry_add_observer(struct shrink_registry *reg, const struct shrink_registry_observer *ops,
                                  void *userdata) {
         assert(reg);

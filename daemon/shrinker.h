@@ -78,7 +78,7 @@ struct shrink_registry {
         size_t n_clients;
         struct hashmap *by_token, *by_id;
         struct hashmap *per_uid;        /* uid -> shrinkers registered */
-        unsigned max_shrinkers_per_uid; /* for users other than root; 0: no cap (the manager's to set) */
+        unsigned max_shrinkers_per_uid; /* for users other than root; 0: no cap (shrink_registry_set_max_per_uid()) */
         uint64_t last_shrinker_id;
         sd_event_source *recheck; /* follows each client's process: its cgroup, for_pid's uids */
         /* The client's process exited: its connection may linger (inherited by a child); the owner
@@ -98,6 +98,11 @@ int shrink_registry_new(sd_event *event, struct scope_registry *scopes, const st
 struct shrink_registry *shrink_registry_free(struct shrink_registry *reg);
 int shrink_registry_add_observer(struct shrink_registry *reg, const struct shrink_registry_observer *ops,
                                  void *userdata);
+/* Who is told that a client's process exited (its connection's owner, which should close it). */
+void shrink_registry_set_exit_handler(struct shrink_registry *reg,
+                                      void (*on_exit)(struct shrink_client *cl, void *userdata), void *userdata);
+/* The most shrinkers a user other than root may hold (0: no cap); those registered stay. */
+void shrink_registry_set_max_per_uid(struct shrink_registry *reg, unsigned max);
 
 struct shrinker_spec {
         const char *name;

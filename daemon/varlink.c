@@ -245,9 +245,9 @@ static int process_message(struct varlink_connection *c, const char *text, size_
         }
 
         /* Absent, null and {} parameters are the same. */
-        struct json_object *empty = NULL;
-        if (!call.params) {
-                call.params = empty = json_object_new_object();
+        struct json_object *empty = NULL, *params = call.params;
+        if (!params) {
+                params = empty = json_object_new_object();
                 if (!empty) {
                         json_object_put(msg);
                         return -ENOMEM;
@@ -257,7 +257,7 @@ static int process_message(struct varlink_connection *c, const char *text, size_
         /* Complete calls still buffered when the peer shut down its side are answered too. */
         connection_set_state(c, c->state == CONNECTION_CLOSING ? CONNECTION_CALL_CLOSING : CONNECTION_CALL);
         c->call_flags = call.flags;
-        int r = dispatch_method(c, call.method, call.params, call.flags, call.upgrade);
+        int r = dispatch_method(c, call.method, params, call.flags, call.upgrade);
         json_object_put(empty);
         json_object_put(msg);
 

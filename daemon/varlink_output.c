@@ -32,7 +32,7 @@ static int connection_send(struct varlink_connection *c, struct json_object *msg
                 return -ECONNRESET;
         /* A message that cannot be sent is a gap in the conversation: the peer must not go on as if
          * nothing was lost. */
-        text->len = 0;
+        json_text_truncate(text, 0);
         r = json_text_append_value(text, msg);
         if (r >= 0)
                 r = frame_writer_put(&c->out, text->data, text->len);
