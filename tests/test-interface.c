@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "log.h"
@@ -414,6 +415,144 @@ static void test_recorded_replies(void) {
         CU_ASSERT_EQUAL(bad, 0u);
 }
 
+/* ---- every method, answered by a real daemon ---- */
+
+static struct test_daemon live;
+static unsigned n_live_bad;
+static const char *live_sampled[32];
+static size_t n_live_sampled;
+
+/* Send a call on fd (its reply is read with live_reply()). */
+static void live_call(int fd, const char *call) {
+        CU_ASSERT_FATAL(test_send_raw(fd, call, strlen(call) + 1) == 0);
+}
+
+/* The next message on fd, as the reply of method `name`: its parameters validated strictly (no field
+ * the IDL lacks, every mandatory one there). Returns them (the caller puts them), or NULL. */
+static struct json_object *live_reply(int fd, const char *name) {
+        char *text = NULL;
+        struct json_object *reply = NULL, *params = NULL, *error = NULL;
+        int r = test_recv_msg(fd, 10000, &text);
+        CU_ASSERT_EQUAL(r, 1);
+        if (r == 1)
+                reply = json_tokener_parse(text);
+        CU_ASSERT_PTR_NOT_NULL(reply);
+        if (!reply) {
+                free(text);
+                n_live_bad++;
+                return NULL;
+        }
+        if (json_object_object_get_ex(reply, "error", &error)) {
+                printf("\n    %s: error %s", name, text);
+                n_live_bad++;
+        }
+        (void) json_object_object_get_ex(reply, "parameters", &params);
+        const struct idl_method *m = idl_method(idl, name);
+        char *err = NULL;
+        CU_ASSERT_PTR_NOT_NULL(m);
+        if (m && idl_validate(idl, &m->out, params, 0, &err) < 0) {
+                printf("\n    %s: the reply is not what the IDL says: %s\n    %s", name, err, text);
+                n_live_bad++;
+        }
+        free(err);
+        free(text);
+        if (n_live_sampled < ELEMENTSOF(live_sampled))
+                live_sampled[n_live_sampled++] = name;
+        struct json_object *ret = params ? json_object_get(params) : NULL;
+        json_object_put(reply);
+        return ret;
+}
+
+static int64_t live_int(struct json_object *o, const char *a, const char *b) {
+        struct json_object *x = NULL, *y = NULL;
+        if (!o || !json_object_object_get_ex(o, a, &x))
+                return -1;
+        if (b && !json_object_object_get_ex(x, b, &y))
+                return -1;
+        return json_object_get_int64(b ? y : x);
+}
+
+static void test_live_replies(void) {
+        const char *skip = test_need_root_psi();
+        if (skip) {
+                printf("\n    not run: %s", skip);
+                return;
+        }
+        CU_ASSERT_FATAL(test_daemon_start(&live, NULL) == 0);
+        int a = test_connect(live.socket), sub = test_connect(live.socket), srv = test_connect(live.socket),
+            ans = test_connect(live.socket);
+        CU_ASSERT_FATAL(a >= 0 && sub >= 0 && srv >= 0 && ans >= 0);
+        char call[512];
+
+        live_call(a, "{\"method\":\"io.pressured.GetStatus\"}");
+        json_object_put(live_reply(a, "GetStatus"));
+        live_call(a, "{\"method\":\"io.pressured.GetConfiguration\"}");
+        json_object_put(live_reply(a, "GetConfiguration"));
+        live_call(a, "{\"method\":\"io.pressured.SetLogLevel\",\"parameters\":{\"level\":\"info\"}}");
+        json_object_put(live_reply(a, "SetLogLevel"));
+        live_call(sub, "{\"method\":\"io.pressured.Subscribe\",\"more\":true}");
+        json_object_put(live_reply(sub, "Subscribe"));
+        /* Nothing registered yet: a Shrink's results are empty, but the envelope is there. */
+        live_call(a, "{\"method\":\"io.pressured.Shrink\",\"parameters\":{\"nr_to_scan\":1}}");
+        json_object_put(live_reply(a, "Shrink"));
+
+        live_call(srv, "{\"method\":\"io.pressured.Serve\",\"parameters\":{\"shrinkers\":[{\"name\":\"iface\"}]},"
+                       "\"more\":true}");
+        struct json_object *reg = live_reply(srv, "Serve"), *token = NULL, *x = NULL;
+        if (reg && json_object_object_get_ex(reg, "registered", &x))
+                (void) json_object_object_get_ex(x, "token", &token);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(token);
+        char tok[128];
+        snprintf(tok, sizeof(tok), "%s", json_object_get_string(token));
+        json_object_put(reg);
+
+        snprintf(call, sizeof(call), "{\"method\":\"io.pressured.AddShrinker\",\"parameters\":{\"token\":\"%s\","
+                 "\"shrinker\":{\"name\":\"iface2\"}}}", tok);
+        live_call(ans, call); /* the serving connection is busy with Serve: another of the same process */
+        struct json_object *added = live_reply(ans, "AddShrinker");
+        int64_t id = live_int(added, "shrinker", "id");
+        json_object_put(added);
+        CU_ASSERT_FATAL(id > 0);
+        live_call(a, "{\"method\":\"io.pressured.ListShrinkers\"}");
+        json_object_put(live_reply(a, "ListShrinkers"));
+
+        /* A scan of the new shrinker: its request comes on the serving connection as the Serve call's
+         * next reply, its answer on another connection, and then the Shrink's reply. */
+        snprintf(call, sizeof(call), "{\"method\":\"io.pressured.Shrink\",\"parameters\":{\"shrinker\":%lld,"
+                 "\"nr_to_scan\":1}}", (long long) id);
+        live_call(a, call);
+        struct json_object *req = live_reply(srv, "Serve");
+        int64_t rid = live_int(req, "request", "id");
+        json_object_put(req);
+        CU_ASSERT(rid > 0);
+        snprintf(call, sizeof(call), "{\"method\":\"io.pressured.Answer\",\"parameters\":{\"token\":\"%s\","
+                 "\"request\":%lld,\"freed\":1}}", tok, (long long) rid);
+        live_call(ans, call);
+        json_object_put(live_reply(ans, "Answer"));
+        json_object_put(live_reply(a, "Shrink"));
+
+        snprintf(call, sizeof(call), "{\"method\":\"io.pressured.RemoveShrinker\",\"parameters\":{\"token\":\"%s\","
+                 "\"shrinker\":%lld}}", tok, (long long) id);
+        live_call(ans, call);
+        json_object_put(live_reply(ans, "RemoveShrinker"));
+
+        /* Every method of the IDL was called and its reply held to it. */
+        for (size_t k = 0; k < idl->n_methods; k++) {
+                bool sampled = false;
+                for (size_t i = 0; i < n_live_sampled; i++)
+                        sampled = sampled || streq(live_sampled[i], idl->methods[k].out.name);
+                if (!sampled)
+                        printf("\n    %s: not sampled from the daemon", idl->methods[k].out.name);
+                CU_ASSERT(sampled);
+        }
+        CU_ASSERT_EQUAL(n_live_bad, 0u);
+        close(a);
+        close(sub);
+        close(srv);
+        close(ans);
+        CU_ASSERT_EQUAL(test_daemon_stop(&live), 0);
+}
+
 int main(void) {
         static const struct test_case cases[] = {
                 { "the IDL parses", test_parses },
@@ -422,6 +561,7 @@ int main(void) {
                 { "the codec writes what the IDL says", test_codec_against_idl },
                 { "the codec reads what it writes, and refuses what is missing", test_codec_round_trip },
                 { "replies recorded in docs/protocol.md", test_recorded_replies },
+                { "every method's reply from a real daemon", test_live_replies },
                 {},
         };
         int r = test_run("interface", cases, NULL);
