@@ -415,6 +415,62 @@ static void test_recorded_replies(void) {
         CU_ASSERT_EQUAL(bad, 0u);
 }
 
+/* ---- what pressurectl reads ---- */
+
+static bool idl_struct_has(const struct idl_struct *s, const char *name) {
+        for (size_t i = 0; s->fields && i < s->n_fields; i++)
+                if (streq(s->fields[i].name, name))
+                        return true;
+        return false;
+}
+
+/* A field of some type, method or error of the IDL. */
+static bool idl_has_field(const char *name) {
+        for (size_t i = 0; i < idl->n_types; i++)
+                if (idl_struct_has(&idl->types[i], name))
+                        return true;
+        for (size_t i = 0; i < idl->n_errors; i++)
+                if (idl_struct_has(&idl->errors[i], name))
+                        return true;
+        for (size_t i = 0; i < idl->n_methods; i++)
+                if (idl_struct_has(&idl->methods[i].in, name) || idl_struct_has(&idl->methods[i].out, name))
+                        return true;
+        return false;
+}
+
+/* pressurectl reads replies by key (jget(o, "key")): every key it reads is a field the IDL has, so a key
+ * renamed on either side fails here. */
+static void test_pressurectl_keys(void) {
+        const char *root = getenv("PRESSURED_SOURCE_ROOT");
+        char path[PATH_MAX], line[4096];
+        snprintf(path, sizeof(path), "%s/tools/pressurectl.c", root ? root : ".");
+        FILE *f = fopen(path, "re");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        unsigned n = 0, bad = 0, lineno = 0;
+        while (fgets(line, sizeof(line), f)) {
+                lineno++;
+                for (const char *p = strstr(line, "jget("); p; p = strstr(p + 5, "jget(")) {
+                        const char *q = strchr(p, ','), *close = strchr(p, ')');
+                        if (!q || (close && close < q) || strncmp(q, ", \"", 3) != 0)
+                                continue; /* the definition, or a key that is not a literal */
+                        char key[64];
+                        size_t len = strcspn(q + 3, "\"");
+                        if (len == 0 || len >= sizeof(key))
+                                continue;
+                        memcpy(key, q + 3, len);
+                        key[len] = 0;
+                        n++;
+                        if (!idl_has_field(key)) {
+                                printf("\n    pressurectl.c:%u: reads \"%s\", which no type of the IDL has", lineno, key);
+                                bad++;
+                        }
+                }
+        }
+        fclose(f);
+        CU_ASSERT(n >= 50);
+        CU_ASSERT_EQUAL(bad, 0u);
+}
+
 /* ---- every method, answered by a real daemon ---- */
 
 static struct test_daemon live;
@@ -562,6 +618,7 @@ int main(void) {
                 { "the codec reads what it writes, and refuses what is missing", test_codec_round_trip },
                 { "replies recorded in docs/protocol.md", test_recorded_replies },
                 { "every method's reply from a real daemon", test_live_replies },
+                { "pressurectl reads only keys the IDL has", test_pressurectl_keys },
                 {},
         };
         int r = test_run("interface", cases, NULL);
