@@ -2,7 +2,7 @@
 /* Headroom and memory events of a scope: how near its cgroup (and every limited ancestor) is to its
  * limit, looked at on a timer that runs faster the nearer it gets, or told by the kernel (v2
  * memory.events, v1 usage thresholds on an eventfd); the OOM kills it counts. The level it gives is fed
- * to scope.c's gate like PSI's (scope_apply()). */
+ * to scope.c's gate like PSI's (its headroom_watch_ops). */
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -21,9 +21,11 @@
 #include "macro.h"
 #include "scope-private.h"
 
-void headroom_watch_init(struct headroom_watch *hw) {
+void headroom_watch_init(struct headroom_watch *hw, const struct headroom_watch_ops *ops) {
         assert(hw);
+        assert(ops);
         *hw = (struct headroom_watch){
+                .ops = ops,
                 .headroom.limit = UINT64_MAX,
                 .events_fd = -EBADF,
                 .v1_eventfd = -EBADF,
@@ -166,7 +168,7 @@ static void scope_read_event_counts(struct scope *s) {
         ssize_t n = pread(s->hw.events_fd, buf, sizeof(buf) - 1, 0);
         if (n < 0) {
                 if (errno == ENODEV || errno == ENOENT)
-                        scope_mark_gone(s);
+                        s->hw.ops->gone(s);
                 return;
         }
         buf[n] = 0;
@@ -232,9 +234,7 @@ void scope_check_headroom(struct scope *s, uint64_t now) {
                 return;
         enum level before = s->hw.raw;
         scope_read_headroom(s);
-        if (s->type == SCOPE_CGROUP)
-                scope_read_memory(s); /* the growth that sets the next look, and the reclaim target */
-        scope_apply(s, s->psi_raw, now);
+        s->hw.ops->looked(s, now); /* the growth that sets the next look, the reclaim target, the level */
         /* Headroom left ok: the scope is active now, and whoever samples active scopes must know. */
         if (before == LEVEL_OK && s->hw.raw > LEVEL_OK && s->env->events && events_of(s)->triggered)
                 events_of(s)->triggered(s, s->env->userdata);
@@ -271,7 +271,7 @@ static int on_memory_events(sd_event_source *src, int fd, uint32_t revents, void
         (void) src;
         (void) fd;
         if (revents & EPOLLERR && !(revents & EPOLLPRI)) {
-                scope_mark_gone(s);
+                s->hw.ops->gone(s);
                 return 0;
         }
         /* Reading the file (scope_read_event_counts) is what re-arms its poll. */
@@ -287,7 +287,7 @@ static int on_v1_eventfd(sd_event_source *src, int fd, uint32_t revents, void *u
         (void) revents;
         /* Drain the counter; a spurious wake-up (EAGAIN) still looks. */
         if (read(fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-                log_debug_errno(-errno, "%s: reading the v1 notification: %m", scope_name(s));
+                log_debug_errno(-errno, "%s: reading the v1 notification: %m", s->name);
         scope_read_event_counts(s);
         scope_memory_news(s);
         return 0;

@@ -138,8 +138,16 @@ struct shrink_job {
         struct shrink_request *req;
 };
 
+/* How a job reports to its round: round.c's, set in every round; shrink_job.c calls through it. */
+struct round_reports {
+        void (*share)(struct shrink_round *r, bool given); /* asked for its share; given: it had given it */
+        void (*freed)(struct shrink_round *r, uint64_t bytes); /* released towards the round, as credited */
+        void (*done)(struct shrink_round *r, struct shrink_job *j); /* left the round (done, or cut) */
+};
+
 struct shrink_round {
         struct round_engine *rc;
+        const struct round_reports *reports;
         uint64_t id;
         char *label;            /* for the log: the scope's name, or NULL for an explicit Shrink */
         enum scope_type type;   /* of the scope, and its level (-1: none), told to the clients */
@@ -182,9 +190,4 @@ int request_queue_init(struct round_engine *rc);
 /* Empty by then: every job ended. */
 void request_queue_done(struct request_queue *rq);
 
-/* round.c's, for shrink_job.c: the job left its round (done, or cut from it) */
-void round_job_done(struct shrink_round *r, struct shrink_job *j);
-/* A job of the round was asked for its share of the goal; given: it had given it already. */
-void round_note_share(struct shrink_round *r, bool given);
-/* What a job's client released towards the round (bytes, as credited). */
-void round_note_freed(struct shrink_round *r, uint64_t bytes);
+

@@ -112,19 +112,19 @@ static void round_add_result(struct shrink_round *r, const struct shrink_job *j)
         };
 }
 
-void round_note_share(struct shrink_round *r, bool given) {
+static void round_note_share(struct shrink_round *r, bool given) {
         assert(r);
         r->n_share_jobs++;
         if (given)
                 r->n_shares_in++;
 }
 
-void round_note_freed(struct shrink_round *r, uint64_t bytes) {
+static void round_note_freed(struct shrink_round *r, uint64_t bytes) {
         assert(r);
         r->freed_bytes = sat_add(r->freed_bytes, bytes);
 }
 
-void round_job_done(struct shrink_round *r, struct shrink_job *j) {
+static void round_job_done(struct shrink_round *r, struct shrink_job *j) {
         assert(r);
 
         LIST_REMOVE_F(in_round.prev, in_round.next, r->jobs, j);
@@ -136,6 +136,12 @@ void round_job_done(struct shrink_round *r, struct shrink_job *j) {
         if (--r->n_jobs == 0)
                 round_complete(r);
 }
+
+static const struct round_reports round_reports = {
+        .share = round_note_share,
+        .freed = round_note_freed,
+        .done = round_job_done,
+};
 
 /* A shrinker has done its part in the round's goal: it released its share, or it was asked for it in
  * GOAL_ASKS_MAX rounds of the goal (one that cannot or will not deliver, or whose claims its memory does
@@ -305,6 +311,7 @@ static struct shrink_round *round_alloc(struct round_engine *rc) {
         if (!r)
                 return NULL;
         r->rc = rc;
+        r->reports = &round_reports;
         r->id = ++rc->last_round_id;
         r->sample = release_sample_new(rc->meter, r->id);
         return r;

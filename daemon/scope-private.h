@@ -13,7 +13,17 @@
 
 /* A scope's headroom, the second source of its level (cgroup and system scopes): embedded in struct scope,
  * written by headroom_watch.c alone (build-aux/check-owners); scope.c reads it. */
+struct scope;
+
+/* How headroom_watch.c tells its scope what it saw (set by scope.c at init): the scope's part is to
+ * read its memory and decide its level anew; a group that is gone is marked so. */
+struct headroom_watch_ops {
+        void (*looked)(struct scope *s, uint64_t now);
+        void (*gone)(struct scope *s);
+};
+
 struct headroom_watch {
+        const struct headroom_watch_ops *ops;
         bool watched;             /* the daemon looks at it: a cgroup, or the system without swap */
         struct headroom headroom; /* as last evaluated */
         char *binding;            /* the cgroup whose limit decides; NULL for the system or none */
@@ -98,12 +108,8 @@ static inline const struct node_monitor *nodes_of(const struct scope *s) {
         return s->env->nodes;
 }
 
-/* scope.c's, for headroom_watch.c */
-void scope_apply(struct scope *s, enum level psi_raw, uint64_t now); /* through the gate to a level */
-void scope_read_memory(struct scope *s);
-
 /* headroom_watch.c's, for scope.c */
-void headroom_watch_init(struct headroom_watch *hw);
+void headroom_watch_init(struct headroom_watch *hw, const struct headroom_watch_ops *ops);
 int scope_watch_headroom(struct scope *s);   /* timers and the kernel's notifications, as the scope needs */
 void scope_unwatch_headroom(struct scope *s); /* all of them; hw stays readable */
 void headroom_watch_done(struct headroom_watch *hw);

@@ -20,6 +20,13 @@
 #include "macro.h"
 
 
+/* What headroom_watch.c reports back. */
+static void scope_headroom_looked(struct scope *s, uint64_t now);
+static const struct headroom_watch_ops headroom_ops = {
+        .looked = scope_headroom_looked,
+        .gone = scope_mark_gone,
+};
+
 static struct scope *scope_alloc(struct scope_env *env, enum scope_type type) {
         struct scope *s = calloc(1, sizeof(*s));
         if (!s)
@@ -28,7 +35,7 @@ static struct scope *scope_alloc(struct scope_env *env, enum scope_type type) {
         s->type = type;
         s->n_refs = 1; /* the registry's: the system and node scopes live as long as it does */
         s->trigger_fd = -EBADF;
-        headroom_watch_init(&s->hw);
+        headroom_watch_init(&s->hw, &headroom_ops);
         s->limit_bytes = UINT64_MAX;
         s->owner_uid = (uid_t) -1;
         if (limit_stall_init(&s->explained) < 0) {
@@ -275,7 +282,7 @@ static void scope_read_growth(struct scope *s) {
         s->anon_usec = now;
 }
 
-void scope_read_memory(struct scope *s) {
+static void scope_read_memory(struct scope *s) {
         if (s->type != SCOPE_CGROUP || !s->env->layout)
                 return;
         uint64_t usage, limit;
@@ -338,7 +345,7 @@ static void scope_explain(const struct scope *s, enum level l, char *buf, size_t
 
 /* psi_raw: the level the scope's own measure shows now (PSI, or a node's watermarks); headroom's is
  * kept beside it, and the higher of the two goes through the hysteresis. */
-void scope_apply(struct scope *s, enum level psi_raw, uint64_t now) {
+static void scope_apply(struct scope *s, enum level psi_raw, uint64_t now) {
         enum level old = s->level.level;
         s->psi_raw = psi_raw;
         enum level raw = MAX(psi_raw, s->hw.raw);
@@ -359,6 +366,13 @@ void scope_apply(struct scope *s, enum level psi_raw, uint64_t now) {
 
         if (s->announced && s->env->events && events_of(s)->level_changed)
                 events_of(s)->level_changed(s, s->env->userdata);
+}
+
+/* The headroom was read again: the memory behind the reclaim target and the next look, then the level. */
+static void scope_headroom_looked(struct scope *s, uint64_t now) {
+        if (s->type == SCOPE_CGROUP)
+                scope_read_memory(s);
+        scope_apply(s, s->psi_raw, now);
 }
 
 void scope_announce(struct scope *s) {

@@ -284,8 +284,9 @@ void job_retire(struct shrink_job *j) {
         assert(qu->head == j);
         request_free(j->req);
         QUEUE_POP(qu->head, qu->tail);
-        if (j->in_round.round)
-                round_job_done(j->in_round.round, j);
+        struct shrink_round *r = j->in_round.round;
+        if (r)
+                r->reports->done(r, j);
         job_free(j);
 }
 
@@ -410,7 +411,7 @@ static void job_ask_share(struct shrink_job *j, uint64_t bytes) {
                 g->goal_asks++;
                 j->share_bytes = full > g->goal_freed ? full - g->goal_freed : 0;
                 j->share_bytes = MIN(j->share_bytes, r->want);
-                round_note_share(r, j->share_bytes == 0);
+                r->reports->share(r, j->share_bytes == 0);
                 if (j->share_bytes == 0) {
                         j->kind = JOB_EPISODE_SHARE;
                         j->plan.total_scan = 0;
@@ -502,8 +503,9 @@ static void job_scanned(struct shrink_job *j, const struct shrink_answer *a, uin
         uint64_t scanned = given(a->scanned) ? (uint64_t) a->scanned : nr_to_scan;
         uint64_t bytes = given(a->bytes) ? (uint64_t) a->bytes : mul_div(freed, j->bytes_per_object_x1000, 1000);
         bytes = claim_credit(j, bytes);
-        if (j->in_round.round)
-                round_note_freed(j->in_round.round, bytes);
+        struct shrink_round *r = j->in_round.round;
+        if (r)
+                r->reports->freed(r, bytes);
         struct shrinker_stats *st = &j->ss->stats;
         st->freed = sat_add(st->freed, freed);
         st->scanned = sat_add(st->scanned, scanned);
