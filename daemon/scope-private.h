@@ -68,9 +68,7 @@ struct scope {
         struct psi_stats explained_at; /* psi then */
         struct psi_stats own;         /* psi less what is explained: the totals the levels and the regulator read */
         struct level_samples samples; /* of own */
-        uint64_t limit_events;        /* the limit events of its group and limited ancestors, summed */
-        uint64_t limit_events_usec;   /* when that sum last grew (0: never seen to) */
-        bool have_limit_events;
+        struct limit_watch limits;    /* the limit events of its group and limited ancestors (shortage.c's) */
         uint64_t triggered_usec; /* last POLLPRI */
 
         /* memory figures behind the reclaim target */

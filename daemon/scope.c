@@ -411,11 +411,8 @@ static bool scope_machine_short(struct scope *s, uint64_t now) {
         return shortage_machine(&env->machine, now, shortage_recent_usec(env->config));
 }
 
-/* Whether a limit of the group's own or of an ancestor's is reclaiming: then its stall is its own. The
- * kernel's word for it is the limits' events (cgroup_limit_events()) growing lately; usage near a limit
- * is not (page cache fills a group to 95% of its limit and stays, while a child thrashes inside a limit
- * of its own). A first look judges a stall over the last 10 s with no count from before: there, usage
- * (or the peak the kernel recorded) within a tenth of the limit counts. */
+/* Whether a limit of the group's own or of an ancestor's is reclaiming: then its stall is its own. Read
+ * here, decided by shortage_limit_update(). */
 static bool scope_limit_binds_n(struct scope *s, uint64_t now, size_t *ret_n) {
         struct headroom_group groups[HEADROOM_GROUPS_MAX];
         char *paths[HEADROOM_GROUPS_MAX] = {};
@@ -424,27 +421,17 @@ static bool scope_limit_binds_n(struct scope *s, uint64_t now, size_t *ret_n) {
         if (!s->env->layout || cgroup_headroom_groups(s->env->layout, s->cgroup, groups, paths, ELEMENTSOF(groups), &n) < 0)
                 return true; /* cannot tell: the stall is all there is */
         *ret_n = n;
-        uint64_t events = 0;
-        bool have = n > 0, near = false;
+        struct limit_reading r = { .have_events = n > 0 };
         for (size_t i = 0; i < n; i++) {
                 uint64_t e;
                 if (cgroup_limit_events(s->env->layout, paths[i], &e) >= 0)
-                        events = sat_add(events, e);
+                        r.events = sat_add(r.events, e);
                 else
-                        have = false;
-                near = near || shortage_limit_binds(MAX(groups[i].usage, groups[i].peak), groups[i].limit);
+                        r.have_events = false;
+                r.near = r.near || shortage_limit_binds(MAX(groups[i].usage, groups[i].peak), groups[i].limit);
                 free(paths[i]);
         }
-        if (have && s->have_limit_events && events > s->limit_events)
-                s->limit_events_usec = now;
-        bool first = !s->have_limit_events;
-        s->limit_events = events;
-        s->have_limit_events = have;
-        if (!have)
-                return near; /* no counts to read: the usage is all there is to tell by */
-        if (first)
-                return s->first_look && near; /* a first look judges 10 s it has no count of */
-        return s->limit_events_usec > 0 && now - s->limit_events_usec <= shortage_recent_usec(config_of(s));
+        return shortage_limit_update(&s->limits, &r, now, shortage_recent_usec(config_of(s)), s->first_look);
 }
 
 static bool scope_limit_binds(struct scope *s, uint64_t now) {
@@ -473,15 +460,15 @@ bool scope_far_below_limits(struct scope *s) {
  * machine's or that of a limit on its way to the root. Everyone else's stall shows in the PSI of their
  * ancestors and of the whole machine, and is theirs (docs/levels.md). */
 static enum level scope_gate_psi(struct scope *s, enum level raw, uint64_t now) {
-        if (raw == LEVEL_OK || s->type == SCOPE_NODE)
-                return raw;
-        if (scope_machine_short(s, now))
-                return raw;
-        if (s->type == SCOPE_CGROUP && scope_limit_binds(s, now))
-                return raw;
-        log_debug("%s: stall at %s counts as nobody's here: the machine is not short%s.", s->name, level_to_string(raw),
-                  s->type == SCOPE_CGROUP ? " and no limit on its way up reclaimed lately" : "");
-        return LEVEL_OK;
+        bool node = s->type == SCOPE_NODE;
+        /* Read only as far as the decision needs: the machine first, then the limits. */
+        bool machine = raw != LEVEL_OK && !node && scope_machine_short(s, now);
+        bool limit = raw != LEVEL_OK && !node && !machine && s->type == SCOPE_CGROUP && scope_limit_binds(s, now);
+        enum level gated = shortage_gate(raw, node, machine, limit);
+        if (gated != raw)
+                log_debug("%s: stall at %s counts as nobody's here: the machine is not short%s.", s->name, level_to_string(raw),
+                          s->type == SCOPE_CGROUP ? " and no limit on its way up reclaimed lately" : "");
+        return gated;
 }
 
 bool scope_is_active(const struct scope *s, uint64_t now) {

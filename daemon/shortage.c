@@ -106,3 +106,26 @@ bool shortage_machine(const struct shortage *s, uint64_t now, uint64_t recent) {
 bool shortage_limit_binds(uint64_t usage, uint64_t limit) {
         return limit != UINT64_MAX && limit > 0 && usage >= limit - limit / 10;
 }
+
+bool shortage_limit_update(struct limit_watch *w, const struct limit_reading *r, uint64_t now_usec,
+                           uint64_t recent_usec, bool first_look) {
+        assert(w);
+        assert(r);
+
+        if (r->have_events && w->have && r->events > w->events)
+                w->grew_usec = now_usec;
+        bool first = !w->have;
+        w->events = r->events;
+        w->have = r->have_events;
+        if (!r->have_events)
+                return r->near;
+        if (first)
+                return first_look && r->near;
+        return w->grew_usec > 0 && now_usec - w->grew_usec <= recent_usec;
+}
+
+enum level shortage_gate(enum level raw, bool node, bool machine_short, bool cgroup_limit_binds) {
+        if (raw == LEVEL_OK || node || machine_short || cgroup_limit_binds)
+                return raw;
+        return LEVEL_OK;
+}

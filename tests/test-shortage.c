@@ -117,6 +117,43 @@ static void test_limit_binds(void) {
         CU_ASSERT_FALSE(shortage_limit_binds(0, 0));
 }
 
+/* The limits' events decide once there are counts to compare; usage near a limit only where there are
+ * none, or at a scope's first look. */
+static void test_limit_update(void) {
+        const uint64_t recent = 10 * SEC;
+        struct limit_watch w = {};
+        struct limit_reading near = { .events = 5, .have_events = true, .near = true };
+
+        /* The first reading has nothing to compare with: a first look goes by usage, a later one not. */
+        CU_ASSERT_TRUE(shortage_limit_update(&w, &near, 1 * SEC, recent, true));
+        w = (struct limit_watch){};
+        CU_ASSERT_FALSE(shortage_limit_update(&w, &near, 1 * SEC, recent, false));
+        /* Near the limit, the same count: page cache at 95% of the limit is no reclaim. */
+        CU_ASSERT_FALSE(shortage_limit_update(&w, &near, 2 * SEC, recent, false));
+        /* The count grew: the limit reclaims, for recent_usec after the growth. */
+        struct limit_reading grew = { .events = 9, .have_events = true };
+        CU_ASSERT_TRUE(shortage_limit_update(&w, &grew, 3 * SEC, recent, false));
+        CU_ASSERT_TRUE(shortage_limit_update(&w, &grew, 13 * SEC, recent, false));
+        CU_ASSERT_FALSE(shortage_limit_update(&w, &grew, 13 * SEC + 1, recent, false));
+        CU_ASSERT_EQUAL(w.grew_usec, 3 * SEC);
+        /* A count that cannot be read: usage is all there is. */
+        struct limit_reading blind = { .near = true };
+        CU_ASSERT_TRUE(shortage_limit_update(&w, &blind, 14 * SEC, recent, false));
+        blind.near = false;
+        CU_ASSERT_FALSE(shortage_limit_update(&w, &blind, 15 * SEC, recent, false));
+        /* Counts again after that: a first reading once more, not a growth from the old sum. */
+        struct limit_reading again = { .events = 20, .have_events = true };
+        CU_ASSERT_FALSE(shortage_limit_update(&w, &again, 16 * SEC, recent, false));
+}
+
+static void test_gate(void) {
+        CU_ASSERT_EQUAL(shortage_gate(LEVEL_OK, false, true, true), LEVEL_OK);
+        CU_ASSERT_EQUAL(shortage_gate(LEVEL_CRITICAL, true, false, false), LEVEL_CRITICAL);   /* a node's */
+        CU_ASSERT_EQUAL(shortage_gate(LEVEL_MEDIUM, false, true, false), LEVEL_MEDIUM);       /* the machine's */
+        CU_ASSERT_EQUAL(shortage_gate(LEVEL_LOW, false, false, true), LEVEL_LOW);             /* its limit's */
+        CU_ASSERT_EQUAL(shortage_gate(LEVEL_CRITICAL, false, false, false), LEVEL_OK);        /* another's */
+}
+
 int main(void) {
         static const struct test_case cases[] = {
                 { "the global reclaim counters of vmstat", test_parse_vmstat },
@@ -124,6 +161,8 @@ int main(void) {
                 { "without counters, by what is available", test_machine_without_counters },
                 { "the files below a root, at most every interval", test_read_fixtures },
                 { "a limit binds within a tenth of it", test_limit_binds },
+                { "a limit reclaims while its events grow", test_limit_update },
+                { "the gate: whose stall it is", test_gate },
                 {},
         };
         return test_run("shortage", cases, NULL);
