@@ -817,6 +817,12 @@ EXPORT int pressure_client_call_json(struct pressure_client *c, const char *meth
                 json_object_put(reply);
                 return r;
         }
+        /* Held to the interface like every reply the library reads itself: pressurectl shows what a
+         * reply of io.pressured holds, never a 0 for a field that broke it. */
+        if (strncmp(method, "io.pressured.", 13) == 0 && reply_check(c, reply, method + 13) < 0) {
+                json_object_put(reply);
+                return -EPROTO;
+        }
         const char *text = json_object_to_json_string_ext(json_get(reply, "parameters"),
                                                           JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
         *ret = strdup(text ? text : "{}");

@@ -12,7 +12,9 @@
  * of its own. Returns 0, or a negative errno mapped from the daemon's error (-EPERM for
  * PermissionDenied, -ENOENT for NoSuchCgroup and NoSuchShrinker, -ENXIO for NoSuchNode, -EINVAL for
  * InvalidParameter, -EOPNOTSUPP for an unknown method, -EPROTO otherwise); then *ret_error, if given,
- * receives the error's name.
+ * receives the error's name. A reply of an io.pressured method that breaks the interface (a mandatory
+ * field missing, one of the wrong type: io.pressured.varlink) is -EPROTO too; fields a later daemon added
+ * pass.
  */
 int pressure_client_call_json(struct pressure_client *client, const char *method, const char *parameters,
                               char **ret, char **ret_error);

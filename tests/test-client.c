@@ -302,13 +302,13 @@ static void test_silent_daemon(void) {
 }
 
 /* A daemon that answers GetStatus with what it is told to: a reply without a mandatory field, then one
- * with a field this library does not know. Anything else gets empty parameters. */
-static const char *const status_replies[] = {
-        "{\"parameters\":{\"system\":{\"scope\":{\"type\":\"system\"},\"level\":\"ok\",\"since\":0},"
-        "\"nodes\":[],\"cgroups\":[]}}",
-        "{\"parameters\":{\"system\":{\"scope\":{\"type\":\"system\"},\"level\":\"low\",\"reclaim_target\":5,"
-        "\"since\":0,\"from_the_future\":1},\"nodes\":[],\"cgroups\":[]}}",
-};
+ * with a field this library does not know, twice (the library's call, then pressurectl's JSON call).
+ * Anything else gets empty parameters. */
+#define STATUS_BROKEN "{\"parameters\":{\"system\":{\"scope\":{\"type\":\"system\"},\"level\":\"ok\",\"since\":0}," \
+                      "\"nodes\":[],\"cgroups\":[]}}"
+#define STATUS_LATER "{\"parameters\":{\"system\":{\"scope\":{\"type\":\"system\"},\"level\":\"low\",\"reclaim_target\":5," \
+                     "\"since\":0,\"from_the_future\":1},\"nodes\":[],\"cgroups\":[]}}"
+static const char *const status_replies[] = { STATUS_BROKEN, STATUS_LATER, STATUS_BROKEN, STATUS_LATER };
 
 static void *scripted_daemon(void *arg) {
         int lfd = *(int *) arg;
@@ -365,6 +365,14 @@ static void test_reply_held_to_interface(void) {
                 CU_ASSERT_EQUAL(pressure_scope_get_reclaim_target(sys), 5u);
                 pressure_status_unref(st);
         }
+        /* The same for the JSON calls pressurectl makes. */
+        char *text = NULL, *error = NULL;
+        CU_ASSERT_EQUAL(pressure_client_call_json(c, "io.pressured.GetStatus", NULL, &text, &error), -EPROTO);
+        CU_ASSERT_PTR_NULL(text);
+        CU_ASSERT_EQUAL(pressure_client_call_json(c, "io.pressured.GetStatus", NULL, &text, &error), 0);
+        CU_ASSERT_PTR_NOT_NULL(text && strstr(text, "from_the_future"));
+        free(text);
+        free(error);
         pressure_client_unref(c);
         shutdown(fd, SHUT_RDWR);
         pthread_join(t, NULL);
