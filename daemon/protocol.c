@@ -602,19 +602,51 @@ int protocol_decode_shrink_result(struct json_object *o, struct shrink_result *r
         return 0;
 }
 
+static struct json_object *encode_shrinker_ref(const struct shrinker_ref *r) {
+        struct json_object *s = json_object_new_object();
+        jb_set_u64(&s, "id", r->id);
+        jb_set_string(&s, "name", r->name);
+        return s;
+}
+
 struct json_object *protocol_encode_registration(const struct shrink_registration *g) {
         assert(g);
 
         struct json_object *o = json_object_new_object(), *list = json_object_new_array();
         jb_set_string(&o, "token", g->token);
-        for (size_t i = 0; i < g->n_shrinkers; i++) {
-                struct json_object *s = json_object_new_object();
-                jb_set_u64(&s, "id", g->shrinkers[i].id);
-                jb_set_string(&s, "name", g->shrinkers[i].name);
-                jb_append(&list, s);
-        }
+        for (size_t i = 0; i < g->n_shrinkers; i++)
+                jb_append(&list, encode_shrinker_ref(&g->shrinkers[i]));
         jb_set(&o, "shrinkers", list);
         return o;
+}
+
+/* ---- reply envelopes: the keys of every io.pressured reply are written here ---- */
+
+const char *const protocol_status_envelope[_PROTOCOL_STATUS_PARTS] = {
+        [PROTOCOL_STATUS_SYSTEM] = "{\"system\":",
+        [PROTOCOL_STATUS_NODES] = ",\"nodes\":[",
+        [PROTOCOL_STATUS_CGROUPS] = "],\"cgroups\":[",
+        [PROTOCOL_STATUS_END] = "]}",
+};
+
+const char *const protocol_shrinkers_envelope[2] = { "{\"shrinkers\":[", "]}" };
+
+struct json_object *protocol_reply_registered(const struct shrink_registration *g) {
+        return jb_object_with("registered", protocol_encode_registration(g));
+}
+
+struct json_object *protocol_reply_added_shrinker(const struct shrinker_ref *r) {
+        assert(r);
+        return jb_object_with("shrinker", encode_shrinker_ref(r));
+}
+
+struct json_object *protocol_reply_shrink(const struct shrink_result *results, size_t n) {
+        assert(results || n == 0);
+
+        struct json_object *list = json_object_new_array();
+        for (size_t i = 0; i < n; i++)
+                jb_append(&list, protocol_encode_shrink_result(&results[i]));
+        return jb_object_with("results", list);
 }
 
 /* An array of objects, each decoded into an element of a freshly allocated array. */

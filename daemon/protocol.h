@@ -178,6 +178,22 @@ void protocol_registration_done(struct shrink_registration *g);
 int protocol_decode_shrinker_ref(struct json_object *o, struct shrinker_ref *ret);
 
 struct json_object *protocol_encode_shrinker_info(const struct shrinker_info_snapshot *i);
+
+/* Reply envelopes (every key of an io.pressured reply is written in protocol.c; test-interface holds them
+ * to the IDL with a real daemon). GetStatus and ListShrinkers are written as text a piece at a time, so
+ * that no tree of the whole is built: their envelopes are the texts between the pieces. */
+enum protocol_status_part {
+        PROTOCOL_STATUS_SYSTEM,  /* then the system's ScopeState */
+        PROTOCOL_STATUS_NODES,   /* then the nodes', comma-separated */
+        PROTOCOL_STATUS_CGROUPS, /* then the cgroups' */
+        PROTOCOL_STATUS_END,
+        _PROTOCOL_STATUS_PARTS,
+};
+extern const char *const protocol_status_envelope[_PROTOCOL_STATUS_PARTS];
+extern const char *const protocol_shrinkers_envelope[2]; /* around the ShrinkerInfo list */
+struct json_object *protocol_reply_registered(const struct shrink_registration *g); /* Serve's first */
+struct json_object *protocol_reply_added_shrinker(const struct shrinker_ref *r);    /* AddShrinker's */
+struct json_object *protocol_reply_shrink(const struct shrink_result *results, size_t n);
 int protocol_decode_shrinker_info(struct json_object *o, struct shrinker_info_snapshot *ret);
 
 /* An answer from a client, numbers as the client sent them (negative ones are refused here, not by the

@@ -89,18 +89,18 @@ static int method_get_status(struct varlink_connection *c, struct json_object *p
         /* Written a scope at a time: no tree of the whole, however many cgroups are watched. */
         _cleanup_(json_text_done) struct json_text t = {};
         scope_refresh(reg->system); /* PSI figures as of the call */
-        int r = text_put(&t, "{\"system\":");
+        int r = text_put(&t, protocol_status_envelope[PROTOCOL_STATUS_SYSTEM]);
         if (r >= 0)
                 r = text_put_value(&t, scope_state(svc, reg->system));
         if (r >= 0)
-                r = text_put(&t, ",\"nodes\":[");
+                r = text_put(&t, protocol_status_envelope[PROTOCOL_STATUS_NODES]);
         for (size_t i = 0; i < reg->n_nodes && r >= 0; i++) {
                 r = text_put(&t, i > 0 ? "," : "");
                 if (r >= 0)
                         r = text_put_value(&t, scope_state(svc, reg->nodes[i]));
         }
         if (r >= 0)
-                r = text_put(&t, "],\"cgroups\":[");
+                r = text_put(&t, protocol_status_envelope[PROTOCOL_STATUS_CGROUPS]);
         bool first = true;
         for (struct scope *s = scope_registry_next_cgroup(reg, NULL); s && r >= 0; s = scope_registry_next_cgroup(reg, s)) {
                 scope_refresh(s);
@@ -112,7 +112,7 @@ static int method_get_status(struct varlink_connection *c, struct json_object *p
                 first = false;
         }
         if (r >= 0)
-                r = text_put(&t, "]}");
+                r = text_put(&t, protocol_status_envelope[PROTOCOL_STATUS_END]);
         return varlink_reply_serialized(c, r >= 0 ? t.data : NULL, t.len);
 }
 
@@ -519,7 +519,7 @@ static int method_serve(struct varlink_connection *c, struct json_object *params
         for (size_t i = 0; i < cl->n_shrinkers; i++)
                 refs[i] = (struct shrinker_ref){ .id = cl->shrinkers[i]->id, .name = cl->shrinkers[i]->name };
         const struct shrink_registration g = { .token = cl->token, .n_shrinkers = cl->n_shrinkers, .shrinkers = refs };
-        r = varlink_notify(c, jb_object_with("registered", protocol_encode_registration(&g)));
+        r = varlink_notify(c, protocol_reply_registered(&g));
         if (r < 0)
                 return r; /* the connection goes, and the client with it */
         shrink_client_start(cl);
@@ -615,10 +615,7 @@ static int method_add_shrinker(struct varlink_connection *c, struct json_object 
                 return varlink_error_invalid_parameter(c, "shrinker");
         if (r < 0)
                 return r;
-        struct json_object *o = json_object_new_object();
-        jb_set_u64(&o, "id", sh->id);
-        jb_set_string(&o, "name", sh->name);
-        return varlink_reply(c, jb_object_with("shrinker", o));
+        return varlink_reply(c, protocol_reply_added_shrinker(&(const struct shrinker_ref){ .id = sh->id, .name = sh->name }));
 }
 
 struct remove_shrinker_params {
@@ -662,7 +659,7 @@ static int method_list_shrinkers(struct varlink_connection *c, struct json_objec
                 return 0;
         /* Written a shrinker at a time: no tree of the whole. */
         _cleanup_(json_text_done) struct json_text t = {};
-        int r = text_put(&t, "{\"shrinkers\":[");
+        int r = text_put(&t, protocol_shrinkers_envelope[0]);
         bool first = true;
         for (struct shrink_client *cl = svc->shrinkers->clients; cl && r >= 0; cl = cl->next)
                 for (size_t i = 0; i < cl->n_shrinkers && r >= 0; i++) {
@@ -677,7 +674,7 @@ static int method_list_shrinkers(struct varlink_connection *c, struct json_objec
                         first = false;
                 }
         if (r >= 0)
-                r = text_put(&t, "]}");
+                r = text_put(&t, protocol_shrinkers_envelope[1]);
         return varlink_reply_serialized(c, r >= 0 ? t.data : NULL, t.len);
 }
 
@@ -823,10 +820,7 @@ static int transport_send_request(struct shrink_client *cl, const struct shrink_
 
 static void transport_shrink_done(void *caller, const struct shrink_result *results, size_t n, void *userdata) {
         (void) userdata;
-        struct json_object *list = json_object_new_array();
-        for (size_t i = 0; i < n; i++)
-                jb_append(&list, protocol_encode_shrink_result(&results[i]));
-        (void) varlink_reply(caller, jb_object_with("results", list));
+        (void) varlink_reply(caller, protocol_reply_shrink(results, n));
 }
 
 const struct reclaim_transport service_reclaim_transport = {
