@@ -348,12 +348,18 @@ static void test_codec_round_trip(void) {
 
 /* ---- docs/protocol.md ---- */
 
+/* A file of the source tree (PRESSURED_SOURCE_ROOT), opened for reading, or NULL. */
+static FILE *open_source(const char *rel) {
+        const char *root = getenv("PRESSURED_SOURCE_ROOT");
+        char path[PATH_MAX];
+        snprintf(path, sizeof(path), "%s/%s", root ? root : ".", rel);
+        return fopen(path, "re");
+}
+
 /* Each reply recorded there ("<- {...}") is valid for the call before it ("-> {...}"). */
 static void test_recorded_replies(void) {
-        const char *root = getenv("PRESSURED_SOURCE_ROOT");
-        char path[PATH_MAX], line[16384], method[128] = "";
-        snprintf(path, sizeof(path), "%s/docs/protocol.md", root ? root : ".");
-        FILE *f = fopen(path, "re");
+        char line[16384], method[128] = "";
+        FILE *f = open_source("docs/protocol.md");
         CU_ASSERT_PTR_NOT_NULL_FATAL(f);
         unsigned n = 0, bad = 0, lineno = 0;
         while (fgets(line, sizeof(line), f)) {
@@ -441,10 +447,8 @@ static bool idl_has_field(const char *name) {
 /* pressurectl reads replies by key (jget(o, "key")): every key it reads is a field the IDL has, so a key
  * renamed on either side fails here. */
 static void test_pressurectl_keys(void) {
-        const char *root = getenv("PRESSURED_SOURCE_ROOT");
-        char path[PATH_MAX], line[4096];
-        snprintf(path, sizeof(path), "%s/tools/pressurectl.c", root ? root : ".");
-        FILE *f = fopen(path, "re");
+        char line[4096];
+        FILE *f = open_source("tools/pressurectl.c");
         CU_ASSERT_PTR_NOT_NULL_FATAL(f);
         unsigned n = 0, bad = 0, lineno = 0;
         while (fgets(line, sizeof(line), f)) {
