@@ -1316,6 +1316,7 @@ int main(void) {
                 FILE *f = fopen(conf_path, "we");
                 if (!f)
                         return 1;
+                test_cleanup_path(conf_path, false); /* also when a case fails or the run is killed */
                 fprintf(f, "hold=1s\nsample_interval=250ms\nround_interval=200ms\nrequest_timeout=300ms\n"
                            "quarantine_after=2\n");
                 fclose(f);
