@@ -635,6 +635,15 @@ struct json_object *protocol_reply_registered(const struct shrink_registration *
         return jb_object_with("registered", protocol_encode_registration(g));
 }
 
+struct json_object *protocol_reply_limits(const struct shrinker_limit *limits, size_t n) {
+        assert(limits || n == 0);
+
+        struct json_object *list = json_object_new_array();
+        for (size_t i = 0; i < n; i++)
+                jb_append(&list, protocol_encode_shrinker_limit(&limits[i]));
+        return jb_object_with("limits", list);
+}
+
 struct json_object *protocol_reply_added_shrinker(const struct shrinker_ref *r) {
         assert(r);
         return jb_object_with("shrinker", encode_shrinker_ref(r));
@@ -705,6 +714,27 @@ int protocol_decode_registration(struct json_object *o, struct shrink_registrati
 void protocol_registration_done(struct shrink_registration *g) {
         free(g->shrinkers);
         *g = (struct shrink_registration){};
+}
+
+struct json_object *protocol_encode_shrinker_limit(const struct shrinker_limit *l) {
+        assert(l);
+
+        struct json_object *o = json_object_new_object();
+        jb_set_u64(&o, "shrinker", l->shrinker);
+        jb_set_u64(&o, "bytes", l->bytes);
+        return o;
+}
+
+int protocol_decode_shrinker_limit(struct json_object *o, struct shrinker_limit *ret) {
+        assert(ret);
+
+        struct shrinker_limit l = {};
+        if (!json_object_is_type(o, json_type_object))
+                return -EINVAL;
+        TRY(get_u64(o, "shrinker", true, &l.shrinker));
+        TRY(get_u64(o, "bytes", true, &l.bytes));
+        *ret = l;
+        return 0;
 }
 
 struct json_object *protocol_encode_shrinker_info(const struct shrinker_info_snapshot *i) {

@@ -110,6 +110,12 @@ struct shrink_registration {
         struct shrinker_ref *shrinkers;
 };
 
+/* A growth limit told to a client (Serve's "limits"): what one shrinker's objects may hold now. */
+struct shrinker_limit {
+        uint64_t shrinker;
+        uint64_t bytes; /* 0: no limit any more */
+};
+
 struct shrinker_stats {
         uint64_t calls, scanned, freed, bytes_freed;
         uint64_t timeouts, stops, empty;
@@ -179,6 +185,9 @@ int protocol_decode_shrinker_ref(struct json_object *o, struct shrinker_ref *ret
 
 struct json_object *protocol_encode_shrinker_info(const struct shrinker_info_snapshot *i);
 
+struct json_object *protocol_encode_shrinker_limit(const struct shrinker_limit *l);
+int protocol_decode_shrinker_limit(struct json_object *o, struct shrinker_limit *ret);
+
 /* Reply envelopes (every key of an io.pressured reply is written in protocol.c; test-interface holds them
  * to the IDL with a real daemon). GetStatus and ListShrinkers are written as text a piece at a time, so
  * that no tree of the whole is built: their envelopes are the texts between the pieces. */
@@ -194,6 +203,7 @@ extern const char *const protocol_shrinkers_envelope[2]; /* around the ShrinkerI
 struct json_object *protocol_reply_registered(const struct shrink_registration *g); /* Serve's first */
 struct json_object *protocol_reply_added_shrinker(const struct shrinker_ref *r);    /* AddShrinker's */
 struct json_object *protocol_reply_shrink(const struct shrink_result *results, size_t n);
+struct json_object *protocol_reply_limits(const struct shrinker_limit *limits, size_t n); /* Serve's, to a client that asked */
 int protocol_decode_shrinker_info(struct json_object *o, struct shrinker_info_snapshot *ret);
 
 /* An answer from a client, numbers as the client sent them (negative ones are refused here, not by the

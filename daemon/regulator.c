@@ -8,6 +8,7 @@
 
 #include "clock.h"
 #include "format.h"
+#include "hashmap.h"
 #include "log.h"
 #include "macro.h"
 #include "regulation.h"
@@ -26,6 +27,11 @@
 /* Clients in a limited group that grew this much between two looks are a cache filling it: looked at as
  * often as a scope with a growth limit (there is often no stall at all before the cliff). */
 #define GROWING_BYTES (1024u * 1024u)
+/* A shrinker is told its growth limit again when it moved by more than this share of what it was last
+ * told (1/32): a limit rising 8% a second is told about three times a second, not at every look. */
+#define LIMIT_TELL_SHIFT 5
+/* Limits told to one client in one message, at most (a client has at most 64 shrinkers). */
+#define LIMITS_PER_MESSAGE 64
 
 struct regulator {
         sd_event *event;
@@ -37,7 +43,15 @@ struct regulator {
         sd_event_source *timer;
         uint64_t tick;
         bool hot; /* a limited group that grows, a stall, or a growth limit: caches fill or regrow fast, look 4x as often */
+        bool any_limit; /* some scope has a growth limit (as of the last look) */
+        /* What each shrinker was last told it may hold, keyed by its id: a side table, as the round
+         * engine keeps its counts (struct told_limit). */
+        struct hashmap *told;
         struct regulator_stats stats;
+};
+
+struct told_limit {
+        uint64_t bytes; /* 0: no limit */
 };
 
 /* A scope with shrinkers in it, as the regulator follows it: in the scope's slot. */
@@ -56,6 +70,7 @@ struct regulated {
         uint64_t resident_counted; /* its clients' memory at the growth limit's last count */
         uint64_t resident_seen;    /* ...and at the last look */
         uint64_t refill;           /* how much they grew between two looks lately (decaying maximum) */
+        uint64_t limit_held;       /* what the shrinkers in it held at their last counts, while it has a limit */
         uint64_t run_steps, run_asked, run_freed;
         double run_peak;
 };
@@ -219,6 +234,28 @@ static void regulated_log_run(struct regulated *st, enum regulation_verdict v, d
         st->run_peak = MAX(st->run_peak, rate);
 }
 
+/* After a look: what the shrinkers held (for the shares of the limit each is told, regulator_tell_limits()),
+ * and how fast they grow: for what to ask under a limit (the last look's growth, its maximum decaying),
+ * and, in a group, whether to look more often (a cache growing into a limit). held: as counted, if over. */
+static void regulated_follow(struct regulated *st, bool over, uint64_t held) {
+        struct regulator *g = st->g;
+        struct scope *s = st->scope;
+        bool limit = regulation_limit(&st->reg) > 0;
+
+        st->limit_held = !limit ? 0
+                         : over ? held
+                                : round_engine_held_bytes(g->engine, scope_get_type(s), scope_cgroup(s), scope_node_index(s));
+        if (!limit && !(scope_get_type(s) == SCOPE_CGROUP && st->limited)) {
+                st->growing = false; /* no limit on its way up any more */
+                return;
+        }
+        uint64_t resident = scope_clients_resident(g, s);
+        uint64_t grew = st->resident_seen > 0 && resident > st->resident_seen ? resident - st->resident_seen : 0;
+        st->refill = MAX(st->refill - st->refill / 1000 * REFILL_DECAY_PERMILLE, grew);
+        st->growing = grew >= GROWING_BYTES;
+        st->resident_seen = resident;
+}
+
 static void regulated_tick(struct regulated *st, uint64_t now) {
         struct regulator *g = st->g;
         struct scope *s = st->scope;
@@ -245,16 +282,7 @@ static void regulated_tick(struct regulated *st, uint64_t now) {
                           rate / 1000, (double) p.budget / 1000, regulation_verdict_to_string(v),
                           (unsigned long long) held, (unsigned long long) bytes);
         regulated_log_run(st, v, rate, p.budget, held);
-        if (regulation_limit(&st->reg) > 0 || (scope_get_type(s) == SCOPE_CGROUP && st->limited)) {
-                /* How fast they grow: for what to ask under a limit (the last look's growth, its maximum
-                 * decaying), and, in a group, whether to look more often (a cache growing into a limit). */
-                uint64_t resident = scope_clients_resident(g, s);
-                uint64_t grew = st->resident_seen > 0 && resident > st->resident_seen ? resident - st->resident_seen : 0;
-                st->refill = MAX(st->refill - st->refill / 1000 * REFILL_DECAY_PERMILLE, grew);
-                st->growing = grew >= GROWING_BYTES;
-                st->resident_seen = resident;
-        } else
-                st->growing = false; /* no limit on its way up any more */
+        regulated_follow(st, over, held);
         if (v == REGULATION_UNDER && regulation_limit(&st->reg) > 0 && !st->round) {
                 uint64_t resident = st->resident_seen;
                 if (resident > sat_add(st->resident_counted, LIMIT_RECOUNT_BYTES) || resident < st->resident_counted) {
@@ -278,6 +306,81 @@ static void regulated_tick(struct regulated *st, uint64_t now) {
         char why[160];
         snprintf(why, sizeof(why), "regulation: stall %.2f ms/s over its budget of %.2f", rate / 1000, (double) p.budget / 1000);
         regulated_step(st, bytes, why);
+}
+
+/* The growth limit shrinker sh of cl is told: its share of the tightest limit among the scopes that hold
+ * it (its client's cgroup, the limited groups above it, the system), split by what each shrinker there
+ * last counted. 0: none; also for a shrinker that has counted nothing yet (a new cache is not held to
+ * nothing: it is counted, and told, as it grows). */
+static uint64_t shrinker_limit(const struct regulator *g, const struct shrink_client *cl, const struct shrinker *sh) {
+        uint64_t mine = round_engine_shrinker_bytes(g->engine, sh), best = 0;
+        if (mine == 0)
+                return 0;
+        struct scope *sys = scope_registry_system(g->scopes);
+        for (size_t i = 0; i <= cl->n_watched; i++) {
+                struct scope *s = i < cl->n_watched ? cl->watched[i] : sys;
+                const struct regulated *st = s ? scope_regulated(g, s) : NULL;
+                bool all_nodes;
+                const char *cg;
+                if (!st || regulation_limit(&st->reg) == 0 || st->limit_held == 0 ||
+                    !shrink_select(scope_get_type(s), scope_cgroup(s), sh->flags, cl->cgroup, &all_nodes, &cg))
+                        continue;
+                double share = (double) MIN(mine, st->limit_held) / (double) st->limit_held;
+                uint64_t bytes = MAX((uint64_t) ((double) regulation_limit(&st->reg) * share), 1u);
+                best = best ? MIN(best, bytes) : bytes;
+        }
+        return best;
+}
+
+static bool limit_moved(uint64_t told, uint64_t now) {
+        if ((told == 0) != (now == 0))
+                return true;
+        return (told > now ? told - now : now - told) > told >> LIMIT_TELL_SHIFT;
+}
+
+/* Remember what sh is told now; false if that is what it was told last (nothing to send). */
+static bool told_update(struct regulator *g, const struct shrinker *sh, uint64_t bytes) {
+        struct told_limit *t = hashmap_get_u64(g->told, sh->id);
+        if (!t && bytes == 0)
+                return false;
+        if (t && !limit_moved(t->bytes, bytes))
+                return false;
+        if (!t) {
+                t = calloc(1, sizeof(*t));
+                if (!t || hashmap_put_u64(g->told, sh->id, t) < 0) {
+                        free(t);
+                        return false; /* told next look */
+                }
+        }
+        t->bytes = bytes;
+        if (bytes == 0)
+                free(hashmap_remove_u64(g->told, sh->id));
+        return true;
+}
+
+/* Each client's shrinkers are told their growth limits when they moved, so that a cache that keeps
+ * within its own does not refill past the edge between two looks (the count and the step after it
+ * come a look late, 2 to 4 MiB past the limit at a refill of several MiB/s). */
+static void regulator_tell_limits(struct regulator *g) {
+        if (!g->any_limit && hashmap_size(g->told) == 0)
+                return;
+        for (struct shrink_client *cl = g->shrinkers->clients; cl; cl = cl->next) {
+                struct shrinker_limit v[LIMITS_PER_MESSAGE];
+                size_t n = 0;
+                for (size_t i = 0; i < cl->n_shrinkers; i++) {
+                        const struct shrinker *sh = cl->shrinkers[i];
+                        uint64_t bytes = g->any_limit ? shrinker_limit(g, cl, sh) : 0;
+                        if (!told_update(g, sh, bytes))
+                                continue;
+                        v[n++] = (struct shrinker_limit){ .shrinker = sh->id, .bytes = bytes };
+                        if (n == LIMITS_PER_MESSAGE) {
+                                (void) round_engine_send_limits(g->engine, cl, v, n);
+                                n = 0;
+                        }
+                }
+                if (n > 0)
+                        (void) round_engine_send_limits(g->engine, cl, v, n);
+        }
 }
 
 /* The scopes with shrinkers in them now: each client's own cgroup and the limited groups above it (the
@@ -322,6 +425,7 @@ static int on_tick(sd_event_source *src, uint64_t usec, void *userdata) {
         g->stats.ticks++;
         regulator_mark(g);
         g->hot = false;
+        g->any_limit = false;
         SCOPE_REGISTRY_FOREACH(s, g->scopes) {
                 struct regulated *st = scope_regulated(g, s);
                 if (!st)
@@ -337,7 +441,9 @@ static int on_tick(sd_event_source *src, uint64_t usec, void *userdata) {
                  * interval, so that idle groups cost no more wake-ups. */
                 g->hot = g->hot || regulation_limit(&st->reg) > 0 ||
                          (scope_get_type(s) == SCOPE_CGROUP && (st->growing || st->reg.was_over));
+                g->any_limit = g->any_limit || regulation_limit(&st->reg) > 0;
         }
+        regulator_tell_limits(g);
         regulator_arm(g);
         return 0;
 }
@@ -350,8 +456,20 @@ static void on_client_added(struct shrink_client *cl, void *userdata) {
                 regulator_arm(g);
 }
 
+static void on_shrinker_removed(struct shrinker *sh, void *userdata) {
+        struct regulator *g = userdata;
+        free(hashmap_remove_u64(g->told, sh->id));
+}
+
+static void on_client_removed(struct shrink_client *cl, void *userdata) {
+        for (size_t i = 0; i < cl->n_shrinkers; i++)
+                on_shrinker_removed(cl->shrinkers[i], userdata);
+}
+
 static const struct shrink_registry_observer shrink_observer = {
         .client_added = on_client_added,
+        .client_removed = on_client_removed,
+        .shrinker_removed = on_shrinker_removed,
 };
 
 static void on_scope_freed(struct scope *s, void *userdata) {
@@ -374,7 +492,9 @@ int regulator_new(sd_event *event, const struct config *config, struct scope_reg
         *g = (struct regulator){
                 .event = event, .config = config, .scopes = scopes, .shrinkers = shrinkers, .engine = engine, .slot = -1,
         };
-        r = sd_event_add_time(event, &g->timer, CLOCK_MONOTONIC, 0, 10000, on_tick, g);
+        r = hashmap_new(HASHMAP_KEY_U64, &g->told);
+        if (r >= 0)
+                r = sd_event_add_time(event, &g->timer, CLOCK_MONOTONIC, 0, 10000, on_tick, g);
         if (r >= 0) {
                 (void) sd_event_source_set_enabled(g->timer, SD_EVENT_OFF);
                 (void) sd_event_source_set_description(g->timer, "regulator");
@@ -394,6 +514,8 @@ struct regulator *regulator_free(struct regulator *g) {
         if (!g)
                 return NULL;
         sd_event_source_disable_unref(g->timer);
+        /* Empty: the registry was freed first, and each client's entries went with it (on_client_removed()). */
+        hashmap_free(g->told);
         free(g);
         return NULL;
 }

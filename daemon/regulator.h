@@ -25,7 +25,7 @@ struct regulator;
 
 int regulator_new(sd_event *event, const struct config *config, struct scope_registry *scopes,
                   struct shrink_registry *shrinkers, struct round_engine *engine, struct regulator **ret);
-/* Before the round engine and the registries. */
+/* After the shrink registry (its clients take their told limits along), before the round engine. */
 struct regulator *regulator_free(struct regulator *g);
 
 /* Whether the regulator answers scope s's stall: it follows s (client shrinkers are in it) with a budget.

@@ -428,6 +428,23 @@ uint64_t round_engine_last_bytes(const struct round_engine *rc, const struct shr
         return ss ? ss->node[shrinker_node_slot(sh, node_index)].last_bytes : 0;
 }
 
+uint64_t round_engine_shrinker_bytes(const struct round_engine *rc, const struct shrinker *sh) {
+        assert(rc && sh);
+
+        const struct shrinker_state *ss = hashmap_get_u64(rc->states, sh->id);
+        uint64_t sum = 0;
+        for (size_t k = 0; ss && k < sh->n_nodes; k++)
+                sum = sat_add(sum, ss->node[k].last_bytes);
+        return sum;
+}
+
+int round_engine_send_limits(struct round_engine *rc, struct shrink_client *cl, const struct shrinker_limit *limits,
+                             size_t n) {
+        assert(rc && cl);
+
+        return rc->transport->send_limits ? rc->transport->send_limits(cl, limits, n, rc->userdata) : 0;
+}
+
 void round_engine_drop_client(struct round_engine *rc, struct shrink_client *cl) {
         assert(rc);
 

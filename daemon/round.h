@@ -21,6 +21,9 @@ struct reclaim_transport {
         /* Send a request to the client that serves the shrinker. A failure is logged; the request then
          * runs into its deadline unless the client goes away first. */
         int (*send_request)(struct shrink_client *cl, const struct shrink_request_snapshot *q, void *userdata);
+        /* Tell the client the growth limits of some of its shrinkers (a client that did not ask for them
+         * is told nothing). NULL: limits are not sent. */
+        int (*send_limits)(struct shrink_client *cl, const struct shrinker_limit *limits, size_t n, void *userdata);
         /* An explicit Shrink ended: its results, one per (shrinker, node) asked. Not called for a round
          * whose caller left. */
         void (*shrink_done)(void *caller, const struct shrink_result *results, size_t n_results, void *userdata);
@@ -46,6 +49,11 @@ int round_engine_shrinker_info(const struct round_engine *rc, const struct shrin
                                struct shrinker_info_snapshot *ret);
 /* The bytes the shrinker said it holds on node index node_index at its last count (0: never counted). */
 uint64_t round_engine_last_bytes(const struct round_engine *rc, const struct shrinker *sh, size_t node_index);
+/* What the shrinker's objects held at its last counts, over all its nodes. */
+uint64_t round_engine_shrinker_bytes(const struct round_engine *rc, const struct shrinker *sh);
+/* Tell cl the growth limits of its shrinkers, through the transport. */
+int round_engine_send_limits(struct round_engine *rc, struct shrink_client *cl, const struct shrinker_limit *limits,
+                             size_t n);
 
 /* The bytes the shrinkers a scope selects (shrink_select()) said they hold at their last counts. */
 uint64_t round_engine_held_bytes(const struct round_engine *rc, enum scope_type type, const char *cgroup,

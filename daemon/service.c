@@ -39,6 +39,7 @@ struct serve_call {
         struct varlink_connection *conn;
         struct shrink_client *client;
         bool batched;                /* the client takes "requests", a list, in one reply */
+        bool limits;                 /* the client takes growth limits */
         struct json_text queued; /* the reply being put together: requests not sent yet */
         struct serve_call *outbox_next;
 };
@@ -361,12 +362,14 @@ struct serve_params {
         struct json_object *shrinkers;
         bool batched;
         int64_t for_pid;
+        bool limits;
 };
 
 static const struct param serve_table[] = {
         { "shrinkers", PARAM_ARRAY, offsetof(struct serve_params, shrinkers), .mandatory = true },
         { "batched", PARAM_BOOL, offsetof(struct serve_params, batched) },
         { "for_pid", PARAM_INT, offsetof(struct serve_params, for_pid), .min = 1, .max = INT32_MAX },
+        { "limits", PARAM_BOOL, offsetof(struct serve_params, limits) },
         {}
 };
 
@@ -502,7 +505,7 @@ static int method_serve(struct varlink_connection *c, struct json_object *params
         struct serve_call *call = calloc(1, sizeof(*call));
         if (!call)
                 return -ENOMEM;
-        *call = (struct serve_call){ .svc = svc, .conn = c, .batched = p.batched };
+        *call = (struct serve_call){ .svc = svc, .conn = c, .batched = p.batched, .limits = p.limits };
         r = shrink_client_new(svc->shrinkers, peer->pid, measured, pidfd, caller_pidfd, peer->uid, call, specs,
                               n, &cl);
         if (r < 0) {
@@ -818,6 +821,17 @@ static int transport_send_request(struct shrink_client *cl, const struct shrink_
         return r;
 }
 
+/* Growth limits go in a reply of their own, at once: a cache told a lower limit trims before the
+ * requests queued beside it arrive. Only to a client that asked for them. */
+static int transport_send_limits(struct shrink_client *cl, const struct shrinker_limit *limits, size_t n, void *userdata) {
+        struct serve_call *call = cl->owner;
+        (void) userdata;
+
+        if (!call->limits || n == 0)
+                return 0;
+        return varlink_notify(call->conn, protocol_reply_limits(limits, n));
+}
+
 static void transport_shrink_done(void *caller, const struct shrink_result *results, size_t n, void *userdata) {
         (void) userdata;
         (void) varlink_reply(caller, protocol_reply_shrink(results, n));
@@ -825,6 +839,7 @@ static void transport_shrink_done(void *caller, const struct shrink_result *resu
 
 const struct reclaim_transport service_reclaim_transport = {
         .send_request = transport_send_request,
+        .send_limits = transport_send_limits,
         .shrink_done = transport_shrink_done,
 };
 

@@ -161,6 +161,8 @@ static void set(const char *key, const char *value, size_t len) {
         pressure_lru_node_init(&e->lru);
         pressure_lru_add(lru, &e->lru, -1); /* the node its memory is on */
         enforce_cap();
+        /* Within pressured's growth limit, if it set one: a refill does not run past the group's edge. */
+        (void) pressure_lru_trim(lru);
 }
 
 struct client {

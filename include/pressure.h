@@ -389,6 +389,20 @@ int pressure_shrinker_new(struct pressure_client *client, const char *name, unsi
                           pressure_count_objects_t count, pressure_scan_objects_t scan, void *userdata,
                           struct pressure_shrinker **ret);
 
+/**
+ * Growth limits. Where the regulator holds a group's caches below the size at which its stall rose, it
+ * tells each shrinker its share: bytes its objects may hold now, or 0 when there is no limit any more.
+ * A cache that keeps within it (evicting on insertion) does not refill past the edge between two of the
+ * daemon's looks, where it costs the group stall and is asked back a look later. The handler runs on
+ * the dispatching thread, as count and scan do, when the limit moved (by more than a thirty-second);
+ * pressure_shrinker_get_limit() reads the last one from any thread. Set the handler before
+ * pressure_shrinker_register() (-EBUSY after): the library asks for limits only for a client with such
+ * a shrinker when it registers (at the latest, once it registers again). Since LIBPRESSURE_1.2.
+ */
+typedef void (*pressure_limit_handler_t)(struct pressure_shrinker *shrinker, uint64_t bytes, void *userdata);
+int pressure_shrinker_set_limit_handler(struct pressure_shrinker *shrinker, pressure_limit_handler_t handler);
+uint64_t pressure_shrinker_get_limit(const struct pressure_shrinker *shrinker);
+
 /** Gives memory the shrinkers freed back to the kernel. */
 typedef void (*pressure_release_t)(void *userdata);
 
@@ -589,6 +603,15 @@ int pressure_lru_shrinker_alloc(struct pressure_lru *lru, struct pressure_client
 /** For shrinkers of one's own over a list (the kernel's list_lru_shrink_count/walk): the objects on the
  * request's node. Since LIBPRESSURE_0.4. */
 uint64_t pressure_lru_shrink_count(const struct pressure_lru *lru, const struct pressure_shrink_control *sc);
+/**
+ * The built-in shrinker keeps the list within the daemon's growth limit (pressure_shrinker_set_limit_handler(),
+ * in objects of object_size; none if object_size is 0): a lower limit trims the list at once, on the
+ * dispatching thread. Between two limits the list grows on: call this after adding, to evict through the
+ * shrinker's isolate and free functions until it fits again, on the calling thread (hold no lock that
+ * free_fn takes). Returns the objects evicted; 0 at once, without a lock, when the list fits or has no
+ * limit. Since LIBPRESSURE_1.2.
+ */
+uint64_t pressure_lru_trim(struct pressure_lru *lru);
 
 /** Walk the request's node for sc->nr_to_scan objects, as pressure_lru_walk_node(), and set
  * sc->nr_scanned to the number walked. Returns the number isolated onto *ret_dispose. Since

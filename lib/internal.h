@@ -265,6 +265,8 @@ struct pressure_shrinker {
         pressure_scan_objects_t scan;
         void *userdata;
         pressure_destroy_t destroy;
+        pressure_limit_handler_t on_limit;
+        uint64_t limit; /* the growth limit the daemon told last (0: none): written on dispatch, read atomically */
         uint64_t id; /* from the daemon: SHRINKER_REGISTERED only */
         enum shrinker_state state; /* written by shrinker_set_state() only */
         unsigned active; /* callbacks running */

@@ -32,6 +32,7 @@ struct pressure_lru {
         pressure_lru_isolate_t isolate;
         pressure_lru_free_t free_fn;
         void *userdata;
+        uint64_t limit_objects; /* the daemon's growth limit, in objects (0: none); atomic */
 };
 
 EXPORT void pressure_lru_node_init(struct pressure_lru_node *item) {
@@ -310,9 +311,52 @@ static uint64_t lru_scan(struct pressure_shrinker *s, struct pressure_shrink_con
         return freed;
 }
 
+/* Evict through the built-in shrinker's isolate and free functions until the list holds at most max
+ * objects, each node its share. A few passes: the first only rotates what was used since the last walk. */
+static uint64_t lru_trim_to(struct pressure_lru *lru, uint64_t max) {
+        uint64_t freed = 0;
+        for (int pass = 0; pass < 4; pass++) {
+                uint64_t count = pressure_lru_count(lru), progress = 0;
+                if (count <= max)
+                        break;
+                for (int nid = 0; nid < lru->n_nodes; nid++) {
+                        unsigned __int128 here = pressure_lru_count_node(lru, nid);
+                        uint64_t budget = (uint64_t) (((count - max) * here + count - 1) / count);
+                        struct pressure_lru_node *dispose;
+                        progress += pressure_lru_walk_node(lru, nid, lru->isolate, lru->userdata, &budget, &dispose);
+                        while (dispose) {
+                                struct pressure_lru_node *next = dispose->next;
+                                lru->free_fn(dispose, lru->userdata);
+                                dispose = next;
+                        }
+                }
+                freed += progress;
+                if (progress == 0)
+                        break;
+        }
+        return freed;
+}
+
+EXPORT uint64_t pressure_lru_trim(struct pressure_lru *lru) {
+        if (!lru || !__atomic_load_n(&lru->has_shrinker, __ATOMIC_ACQUIRE))
+                return 0;
+        uint64_t max = __atomic_load_n(&lru->limit_objects, __ATOMIC_RELAXED);
+        return max > 0 && pressure_lru_count(lru) > max ? lru_trim_to(lru, max) : 0;
+}
+
+/* The daemon's growth limit moved: kept, and the list trimmed to it at once. */
+static void lru_limit(struct pressure_shrinker *s, uint64_t bytes, void *userdata) {
+        struct pressure_lru *lru = userdata;
+        (void) s;
+        uint64_t max = bytes > 0 ? MAX(bytes / lru->object_size, (uint64_t) 1) : 0;
+        __atomic_store_n(&lru->limit_objects, max, __ATOMIC_RELAXED);
+        (void) pressure_lru_trim(lru);
+}
+
 /* The shrinker was freed: the list may get another. */
 static void lru_shrinker_gone(void *userdata) {
         struct pressure_lru *lru = userdata;
+        __atomic_store_n(&lru->limit_objects, 0, __ATOMIC_RELAXED);
         __atomic_store_n(&lru->has_shrinker, 0, __ATOMIC_RELEASE);
 }
 
@@ -336,6 +380,9 @@ EXPORT int pressure_lru_shrinker_alloc(struct pressure_lru *lru, struct pressure
         lru->object_size = object_size;
         (void) pressure_shrinker_set_callbacks(s, lru_count, lru_scan);
         (void) pressure_shrinker_set_userdata(s, lru, lru_shrinker_gone);
+        /* Objects of no known size cannot be held to bytes. */
+        if (object_size > 0)
+                (void) pressure_shrinker_set_limit_handler(s, lru_limit);
         *ret = s;
         return 0;
 }

@@ -166,6 +166,12 @@ static void serve_start(struct pressure_client *c) {
         json_object_object_add(params, "shrinkers", list);
         /* Requests made together come in one message, and go back in one Answer. */
         json_object_object_add(params, "batched", json_object_new_boolean(1));
+        /* Growth limits only for a client that has a use for them (an older daemon knows no such field). */
+        bool limits = false;
+        for (i = 0; i < n && members; i++)
+                limits = limits || members[i]->on_limit;
+        if (limits)
+                json_object_object_add(params, "limits", json_object_new_boolean(1));
         if (c->serve_for > 0)
                 json_object_object_add(params, "for_pid", json_object_new_int64(c->serve_for));
         struct json_object *call = call_new("io.pressured.Serve", params, true, false);
@@ -403,6 +409,34 @@ static void run_request(struct pressure_client *c, struct json_object *req, stru
         answers_add(c, out, id, answer_of(scan, n, &sc));
 }
 
+/* A growth limit: kept for pressure_shrinker_get_limit(), and handed to the shrinker's handler. */
+static void apply_limit(struct pressure_client *c, struct json_object *item) {
+        struct shrinker_limit l;
+        if (protocol_decode_shrinker_limit(item, &l) < 0) {
+                client_log(c, LOG_ERR, "pressured sent a growth limit that breaks the interface: ignored");
+                return;
+        }
+        client_lock(c);
+        struct pressure_shrinker *s = shrinker_get(c, l.shrinker);
+        if (s) {
+                __atomic_store_n(&s->limit, l.bytes, __ATOMIC_RELAXED);
+                s->active++;
+        }
+        client_unlock(c);
+        if (!s)
+                return;
+        if (s->on_limit)
+                s->on_limit(s, l.bytes, s->userdata);
+        client_lock(c);
+        /* A handler that trimmed its cache freed into the heap, as a scan does. */
+        if (s->on_limit)
+                c->release_pending = true;
+        if (--s->active == 0)
+                pthread_cond_broadcast(&c->cond);
+        shrinker_maybe_destroy(s);
+        client_unlock(c);
+}
+
 void shrinkers_run(struct pressure_client *c, struct work *w) {
         struct json_object *params = json_get(w->msg, "parameters"), *req = json_get(params, "request");
         struct json_object *reqs = json_get(params, "requests");
@@ -416,6 +450,10 @@ void shrinkers_run(struct pressure_client *c, struct work *w) {
         if (json_object_is_type(reqs, json_type_array))
                 for (size_t i = 0; i < json_object_array_length(reqs); i++)
                         run_request(c, json_object_array_get_idx(reqs, i), &answers);
+        struct json_object *limits = json_get(params, "limits");
+        if (json_object_is_type(limits, json_type_array))
+                for (size_t i = 0; i < json_object_array_length(limits); i++)
+                        apply_limit(c, json_object_array_get_idx(limits, i));
         answers_send(c, &answers);
 }
 
@@ -522,6 +560,14 @@ EXPORT int pressure_shrinker_set_callbacks(struct pressure_shrinker *s, pressure
 
 EXPORT int pressure_shrinker_set_userdata(struct pressure_shrinker *s, void *userdata, pressure_destroy_t destroy) {
         SETTER_BEGIN(s) s->userdata = userdata; s->destroy = destroy; SETTER_END(s);
+}
+
+EXPORT int pressure_shrinker_set_limit_handler(struct pressure_shrinker *s, pressure_limit_handler_t handler) {
+        SETTER_BEGIN(s) s->on_limit = handler; SETTER_END(s);
+}
+
+EXPORT uint64_t pressure_shrinker_get_limit(const struct pressure_shrinker *s) {
+        return s ? __atomic_load_n(&s->limit, __ATOMIC_RELAXED) : 0;
 }
 
 EXPORT void *pressure_shrinker_get_userdata(const struct pressure_shrinker *s) {

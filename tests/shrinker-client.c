@@ -17,12 +17,15 @@
  *        asked, or the OOM killer comes (with --shrinkers 0 nobody can ask).
  * --max N: with --grow, a cache in use whose room is N objects: it grows back towards N after each scan,
  *        and prints "full <n>" each time it gets there again.
+ * --limits: the shrinkers take growth limits; the cache keeps within the last one (trimmed when it is
+ *        told a lower one, grown only up to it), and prints "limit <id> bytes=<n> left=<n>" for each.
  */
 
 #include <errno.h>
 #include <getopt.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +59,23 @@ static int cache_add(void) {
         memset(o, 0x11, cache.size);
         cache.objects[cache.n++] = o;
         return 0;
+}
+
+/* The growth limit last told (0: none): the cache grows only up to it. */
+static uint64_t limit_bytes;
+
+static bool within_limit(size_t n) {
+        return limit_bytes == 0 || (uint64_t) n * cache.size <= limit_bytes;
+}
+
+static void on_limit(struct pressure_shrinker *s, uint64_t bytes, void *userdata) {
+        (void) userdata;
+        limit_bytes = bytes;
+        while (cache.n > 0 && !within_limit(cache.n))
+                free(cache.objects[--cache.n]);
+        printf("limit %llu bytes=%llu left=%zu\n", (unsigned long long) pressure_shrinker_get_id(s),
+               (unsigned long long) bytes, cache.n);
+        fflush(stdout);
 }
 
 static volatile sig_atomic_t sleep_ms;
@@ -145,12 +165,13 @@ int main(int argc, char *argv[]) {
                 { "max", required_argument, NULL, 'M' },
                 /* as an adapter: the shrinkers free memory of this other process */
                 { "serve-for", required_argument, NULL, 'F' },
+                { "limits", no_argument, NULL, 'L' },
                 {},
         };
         const char *socket_path = NULL;
         size_t objects = 10000, k = 1, max_objects = SIZE_MAX;
         unsigned flags = 0;
-        int use_thread = 0, pin = 0, no_release = 0, grow_ms = -1, serve_for = 0, c;
+        int use_thread = 0, pin = 0, no_release = 0, grow_ms = -1, serve_for = 0, limits = 0, c;
 
         cache.size = 1024;
         while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
@@ -172,6 +193,7 @@ int main(int argc, char *argv[]) {
                 case 'g': grow_ms = atoi(optarg); break;
                 case 'M': max_objects = strtoul(optarg, NULL, 10); break;
                 case 'F': serve_for = atoi(optarg); break;
+                case 'L': limits = 1; break;
                 default: return 2;
                 }
 
@@ -198,7 +220,13 @@ int main(int argc, char *argv[]) {
                 char name[32];
                 struct pressure_shrinker *s;
                 snprintf(name, sizeof(name), "test-cache-%zu", i);
-                r = pressure_shrinker_new(client, name, flags, -1, 0, count_objects, scan_objects, NULL, &s);
+                r = pressure_shrinker_alloc(client, flags, name, &s);
+                if (r >= 0)
+                        r = pressure_shrinker_set_callbacks(s, count_objects, scan_objects);
+                if (r >= 0 && limits)
+                        r = pressure_shrinker_set_limit_handler(s, on_limit);
+                if (r >= 0)
+                        r = pressure_shrinker_register(s);
                 if (r < 0) {
                         fprintf(stderr, "shrinker-client: register: %s\n", strerror(-r));
                         return 1;
@@ -233,7 +261,7 @@ int main(int argc, char *argv[]) {
                         return 1;
                 (void) pressure_client_dispatch(client);
                 if (now_ms() >= next_grow) {
-                        if (cache.n < max_objects && cache_add() == 0 && cache.n == max_objects) {
+                        if (cache.n < max_objects && within_limit(cache.n + 1) && cache_add() == 0 && cache.n == max_objects) {
                                 printf("full %zu\n", cache.n);
                                 fflush(stdout);
                         }

@@ -380,6 +380,140 @@ static void test_reply_held_to_interface(void) {
         unlink(path);
 }
 
+/* A daemon that takes a Serve call and tells its one shrinker a growth limit; every other call gets empty
+ * parameters. It notes whether the Serve call asked for limits. */
+#define SERVE_REGISTERED "{\"parameters\":{\"registered\":{\"token\":\"t\",\"shrinkers\":[{\"id\":7,\"name\":\"lru\"}]}}," \
+                         "\"continues\":true}"
+#define SERVE_LIMITS "{\"parameters\":{\"limits\":[{\"shrinker\":7,\"bytes\":40960}]},\"continues\":true}"
+#define SERVE_NO_LIMIT "{\"parameters\":{\"limits\":[{\"shrinker\":7,\"bytes\":0}]},\"continues\":true}"
+
+struct limit_script {
+        int lfd;
+        int asked; /* the Serve call had "limits": true */
+        sem_t lift; /* posted by the test: send SERVE_NO_LIMIT */
+};
+
+static void *limit_daemon(void *arg) {
+        struct limit_script *ls = arg;
+        struct pollfd p[4] = { { .fd = ls->lfd, .events = POLLIN } };
+        char buf[4][4096];
+        size_t len[4] = {}, n = 1;
+        int serve = -1;
+        for (;;) {
+                if (serve >= 0 && sem_trywait(&ls->lift) == 0)
+                        (void) !write(serve, SERVE_NO_LIMIT, sizeof(SERVE_NO_LIMIT));
+                if (poll(p, n, 50) < 0)
+                        return NULL;
+                if ((p[0].revents & POLLIN) && n < 4) {
+                        int fd = accept4(ls->lfd, NULL, NULL, SOCK_CLOEXEC);
+                        if (fd < 0)
+                                return NULL; /* shut down */
+                        p[n] = (struct pollfd){ .fd = fd, .events = POLLIN };
+                        len[n++] = 0;
+                }
+                for (size_t i = 1; i < n; i++) {
+                        if (!p[i].revents)
+                                continue;
+                        ssize_t k = read(p[i].fd, buf[i] + len[i], sizeof(buf[i]) - 1 - len[i]);
+                        if (k <= 0) {
+                                close(p[i].fd);
+                                p[i] = p[--n];
+                                memcpy(buf[i], buf[n], len[n]);
+                                len[i] = len[n];
+                                continue;
+                        }
+                        len[i] += (size_t) k;
+                        char *end;
+                        while ((end = memchr(buf[i], 0, len[i]))) {
+                                if (strstr(buf[i], "io.pressured.Serve")) {
+                                        ls->asked = strstr(buf[i], "\"limits\":true") != NULL;
+                                        serve = p[i].fd;
+                                        (void) !write(serve, SERVE_REGISTERED, sizeof(SERVE_REGISTERED));
+                                        (void) !write(serve, SERVE_LIMITS, sizeof(SERVE_LIMITS));
+                                } else
+                                        (void) !write(p[i].fd, "{\"parameters\":{}}", 18);
+                                size_t used = (size_t) (end - buf[i]) + 1;
+                                memmove(buf[i], end + 1, len[i] - used);
+                                len[i] -= used;
+                        }
+                }
+        }
+}
+
+struct lru_item {
+        struct pressure_lru_node node;
+        int freed;
+};
+
+static void lru_item_free(struct pressure_lru_node *n, void *userdata) {
+        (void) userdata;
+        ((struct lru_item *) n)->freed = 1;
+}
+
+/* pressure_lru's shrinker asks for growth limits, is trimmed at once to one it is told, trims what was
+ * added past it with pressure_lru_trim(), and grows freely once the limit is lifted. */
+static void test_lru_growth_limit(void) {
+        char path[108];
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        struct limit_script ls = {};
+        struct pressure_client *c;
+        struct pressure_lru *lru;
+        struct pressure_shrinker *sh;
+        static struct lru_item items[100];
+        pthread_t t;
+
+        snprintf(path, sizeof(path), "/tmp/pressured-limits-%d", (int) getpid());
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+        ls.lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        CU_ASSERT_FATAL(ls.lfd >= 0);
+        unlink(path);
+        CU_ASSERT_EQUAL_FATAL(bind(ls.lfd, (struct sockaddr *) &sa, sizeof(sa)), 0);
+        test_cleanup_path(path, false);
+        CU_ASSERT_EQUAL_FATAL(listen(ls.lfd, 64), 0);
+        sem_init(&ls.lift, 0, 0);
+        CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, limit_daemon, &ls), 0);
+
+        CU_ASSERT_EQUAL_FATAL(pressure_lru_new(1, &lru), 0);
+        for (size_t i = 0; i < 90; i++) {
+                pressure_lru_node_init(&items[i].node);
+                CU_ASSERT_EQUAL(pressure_lru_add(lru, &items[i].node, 0), 1);
+        }
+        CU_ASSERT_EQUAL(pressure_lru_trim(lru), 0u); /* no shrinker, no limit */
+        CU_ASSERT_EQUAL_FATAL(pressure_client_new(path, &c), 0);
+        CU_ASSERT_EQUAL_FATAL(pressure_lru_shrinker_new(lru, c, "lru", 0, 4096, NULL, lru_item_free, NULL, &sh), 0);
+        CU_ASSERT_EQUAL(pressure_shrinker_set_limit_handler(sh, NULL), -EBUSY); /* registered */
+        CU_ASSERT_TRUE(TEST_DISPATCH_UNTIL(c, pressure_shrinker_get_limit(sh) == 40960));
+        CU_ASSERT_TRUE(ls.asked);
+        /* 40960 bytes of 4096-byte objects: ten are left, the oldest went. */
+        CU_ASSERT_EQUAL(pressure_lru_count(lru), 10u);
+        CU_ASSERT_TRUE(items[0].freed && !items[89].freed);
+        for (size_t i = 90; i < 100; i++) {
+                pressure_lru_node_init(&items[i].node);
+                CU_ASSERT_EQUAL(pressure_lru_add(lru, &items[i].node, 0), 1);
+        }
+        CU_ASSERT_EQUAL(pressure_lru_trim(lru), 10u);
+        CU_ASSERT_EQUAL(pressure_lru_count(lru), 10u);
+        CU_ASSERT_TRUE(!items[99].freed);
+        /* Lifted: nothing more is trimmed. */
+        sem_post(&ls.lift);
+        CU_ASSERT_TRUE(TEST_DISPATCH_UNTIL(c, pressure_shrinker_get_limit(sh) == 0));
+        for (size_t i = 0; i < 10; i++) {
+                pressure_lru_node_init(&items[i].node);
+                CU_ASSERT_EQUAL(pressure_lru_add(lru, &items[i].node, 0), 1);
+        }
+        CU_ASSERT_EQUAL(pressure_lru_trim(lru), 0u);
+        CU_ASSERT_EQUAL(pressure_lru_count(lru), 20u);
+
+        pressure_shrinker_free(sh);
+        pressure_client_unref(c);
+        shutdown(ls.lfd, SHUT_RDWR);
+        pthread_join(t, NULL);
+        close(ls.lfd);
+        unlink(path);
+        pressure_lru_free(lru);
+        sem_destroy(&ls.lift);
+}
+
 /* A count callback takes the application's lock; another thread holds that lock and calls the library.
  * With callbacks under the client's lock this deadlocked. */
 static pthread_mutex_t app_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -602,6 +736,7 @@ int main(void) {
                 { "AddShrinker and RemoveShrinker refuse what is not the caller's", test_add_remove_refusals },
                 { "a daemon that accepts and never answers", test_silent_daemon },
                 { "replies are held to the interface", test_reply_held_to_interface },
+                { "pressure_lru keeps within the growth limit it is told", test_lru_growth_limit },
                 { "callbacks run without the library's lock", test_callbacks_without_library_lock },
                 { "made before the daemon, through its restarts", test_before_and_through_restarts },
                 { "the last reference dropped during a callback of the library's thread", test_last_unref_during_callback },

@@ -37,7 +37,7 @@ static void check_same(struct json_object *encoded, struct json_object *document
         json_object_put(encoded);
 }
 
-enum kind { STATE, CHANGE, REQUEST, RESULT, REGISTRATION, INFO, MEMORY_EVENT, _KIND_MAX };
+enum kind { STATE, CHANGE, REQUEST, RESULT, REGISTRATION, INFO, MEMORY_EVENT, LIMIT, _KIND_MAX };
 static unsigned seen[_KIND_MAX];
 
 static void round_trip(enum kind k, struct json_object *o) {
@@ -89,6 +89,12 @@ static void round_trip(enum kind k, struct json_object *o) {
                 free(i.nodes);
                 break;
         }
+        case LIMIT: {
+                struct shrinker_limit l;
+                CU_ASSERT_EQUAL_FATAL(protocol_decode_shrinker_limit(o, &l), 0);
+                check_same(protocol_encode_shrinker_limit(&l), o);
+                break;
+        }
         default:
                 abort();
         }
@@ -127,6 +133,8 @@ static void check_reply(struct json_object *msg) {
                 round_trip(REGISTRATION, v);
         if (json_object_object_get_ex(p, "shrinkers", &v))
                 each(INFO, v);
+        if (json_object_object_get_ex(p, "limits", &v))
+                each(LIMIT, v);
 }
 
 /* Every reply line of the page: "<- {...}", "S<- {...}". */
@@ -150,6 +158,7 @@ static void test_documented_replies(void) {
         CU_ASSERT(seen[REGISTRATION] >= 1);
         CU_ASSERT(seen[INFO] >= 1);
         CU_ASSERT(seen[MEMORY_EVENT] >= 1);
+        CU_ASSERT(seen[LIMIT] >= 1);
 }
 
 /* Decoded values are the documented ones; a hand-built snapshot encodes to the documented text. */

@@ -265,6 +265,17 @@ static void test_codec_against_idl(void) {
         struct shrinker_ref refs[] = { { .id = 1, .name = "n" } };
         sample("Registration", protocol_encode_registration(&(struct shrink_registration){
                                        .token = "t", .n_shrinkers = 1, .shrinkers = refs }));
+        sample("ShrinkerLimit", protocol_encode_shrinker_limit(&(struct shrinker_limit){ .shrinker = 1, .bytes = 2 }));
+        /* Serve's reply with growth limits: the live daemon sends one only under a stall it regulates. */
+        struct json_object *limits = protocol_reply_limits(&(struct shrinker_limit){ .shrinker = 1, .bytes = 2 }, 1);
+        const struct idl_method *serve = idl_method(idl, "Serve");
+        char *serve_err = NULL;
+        int sr = idl_validate(idl, &serve->out, limits, 0, &serve_err);
+        if (sr < 0)
+                printf("\n    Serve's limits as protocol.c writes them: %s", serve_err);
+        CU_ASSERT_EQUAL(sr, 0);
+        free(serve_err);
+        json_object_put(limits);
         struct shrinker_node_figures nodes[] = { { .node = 0, .objects = 1, .bytes = 2, .deferred = 3 } };
         sample("ShrinkerInfo", protocol_encode_shrinker_info(&(struct shrinker_info_snapshot){
                                        .id = 1, .name = "n", .for_pid = 2, .cgroup = "/", .flags = SHRINKER_NUMA_AWARE | SHRINKER_MEMCG_AWARE,
@@ -300,7 +311,7 @@ static void test_codec_against_idl(void) {
                                                "Registration", "ShrinkerInfo", "ScopeRef", "Pressure", "Stall",
                                                "NodeMemory", "CgroupMemory", "Headroom", "ShrinkerNode",
                                                "RegisteredShrinker", "LevelThresholds", "PsiThreshold", "RegulatedCgroup",
-                                               "Regulation" };
+                                               "Regulation", "ShrinkerLimit" };
         unsigned missing = 0;
         for (size_t i = 0; i < ELEMENTSOF(written); i++) {
                 const struct idl_struct *s = idl_type(idl, written[i]);
@@ -556,8 +567,8 @@ static void test_live_replies(void) {
         live_call(a, "{\"method\":\"io.pressured.Shrink\",\"parameters\":{\"nr_to_scan\":1}}");
         json_object_put(live_reply(a, "Shrink"));
 
-        live_call(srv, "{\"method\":\"io.pressured.Serve\",\"parameters\":{\"shrinkers\":[{\"name\":\"iface\"}]},"
-                       "\"more\":true}");
+        live_call(srv, "{\"method\":\"io.pressured.Serve\",\"parameters\":{\"shrinkers\":[{\"name\":\"iface\"}],"
+                       "\"limits\":true},\"more\":true}");
         struct json_object *reg = live_reply(srv, "Serve"), *token = NULL, *x = NULL;
         if (reg && json_object_object_get_ex(reg, "registered", &x))
                 (void) json_object_object_get_ex(x, "token", &token);

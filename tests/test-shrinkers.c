@@ -894,7 +894,7 @@ static void test_regulator_steps_below_the_levels(void) {
  * a 32 MiB group with the suite's writer; the regulator cuts it while the writer stalls the group, and once
  * the writer stops, the growth limit lets it back to its whole room ("full" from the client). Awaited, not
  * timed: the time it took and what it was asked to free meanwhile are printed (bench/ measures them). */
-static void test_regulator_gives_room_back(void) {
+static void regulator_gives_room_back(bool limits) {
 #if defined(__SANITIZE_ADDRESS__)
         /* Its allocator keeps what is freed in quarantine: a cache that frees and refills grows its
          * memory until the group's limit OOM-kills it (seen in CI: 23 to 36 MiB resident in 32). */
@@ -910,21 +910,30 @@ static void test_regulator_gives_room_back(void) {
                                       "critical=some 9900ms 10s\nregulate_interval=500ms\nrequest_timeout=5s\n");
         group_create_limited(&g, 32ULL << 20);
         static const char *const args[] = { "--memcg", "--objects", "128", "--size", "65536", "--grow", "40", "--max", "128", NULL };
-        CU_ASSERT_EQUAL_FATAL(client_start_in(&c, &g, args), 0);
+        static const char *const args_limits[] = { "--memcg", "--objects", "128", "--size", "65536", "--grow", "40", "--max",
+                                                   "128", "--limits", NULL };
+        CU_ASSERT_EQUAL_FATAL(client_start_in(&c, &g, limits ? args_limits : args), 0);
         CU_ASSERT_EQUAL_FATAL(client_wait(&c, "ready", 10000, line, sizeof(line)), 0);
         CU_ASSERT_EQUAL_FATAL(pressure_gen_start(&g), 0);
         test_cleanup_pid(g.pid);
 
-        /* Cut to half its room or less while the writer stalls the group. */
-        unsigned long long left = ROOM;
-        for (uint64_t end = test_now_ms() + 90000; left > ROOM / 2 && test_now_ms() < end;) {
+        /* Cut to half its room or less while the writer stalls the group: by scans, or by the growth
+         * limit it is told (then a limit of half its room or less comes). */
+        unsigned long long left = ROOM, limit = 0;
+        for (uint64_t end = test_now_ms() + 90000; (left > ROOM / 2 || (limits && limit == 0)) && test_now_ms() < end;) {
                 const char *p;
                 if (client_line(&c, (int) (end - test_now_ms()), line, sizeof(line)) < 0)
                         break;
-                if (strncmp(line, "scan ", 5) == 0 && (p = strstr(line, " left=")))
+                if ((strncmp(line, "scan ", 5) == 0 || strncmp(line, "limit ", 6) == 0) && (p = strstr(line, " left=")))
                         left = strtoull(p + 6, NULL, 10);
+                if (strncmp(line, "limit ", 6) == 0 && (p = strstr(line, " bytes=")) && strtoull(p + 7, NULL, 10) > 0)
+                        limit = strtoull(p + 7, NULL, 10);
         }
         CU_ASSERT_FATAL(left <= ROOM / 2);
+        if (limits) {
+                fprintf(stderr, "  told a growth limit of %llu bytes (its room: %d)\n", limit, ROOM * 65536);
+                CU_ASSERT_FATAL(limit > 0 && limit < (unsigned long long) ROOM * 65536);
+        }
 
         /* The writer stops; the cache grows back to its room. */
         test_cleanup_forget_pid(g.pid);
@@ -932,11 +941,14 @@ static void test_regulator_gives_room_back(void) {
         uint64_t stopped = test_now_ms();
         unsigned long long freed = 0;
         bool full = false;
+        unsigned long long raised = 0;
         for (uint64_t end = stopped + 120000; !full && test_now_ms() < end;) {
                 const char *p;
                 if (client_line(&c, (int) (end - test_now_ms()), line, sizeof(line)) < 0)
                         break;
                 full = strncmp(line, "full ", 5) == 0;
+                if (strncmp(line, "limit ", 6) == 0 && (p = strstr(line, " bytes=")))
+                        raised = strtoull(p + 7, NULL, 10);
                 if (strncmp(line, "scan ", 5) == 0 && (p = strstr(line, " freed=")))
                         freed += strtoull(p + 7, NULL, 10);
         }
@@ -946,8 +958,21 @@ static void test_regulator_gives_room_back(void) {
          * about one room on a quiet one; 30 s and five rooms in one run of six beside a build and the
          * suite; 118 s and 22 rooms when bursts of stall counted as rises): printed, not asserted. */
         CU_ASSERT(full);
+        /* Whole again only if the limit it keeps to rose to its room, or was lifted. */
+        if (limits)
+                CU_ASSERT(raised == 0 || raised >= (unsigned long long) ROOM * 65536);
         test_child_stop(&c);
         pressure_gen_destroy(&g);
+}
+
+static void test_regulator_gives_room_back(void) {
+        regulator_gives_room_back(false);
+}
+
+/* The same for a cache that takes growth limits: the regulator tells it a limit while the writer stalls
+ * the group, and raises or lifts it once the writer stops. */
+static void test_regulator_limits_room(void) {
+        regulator_gives_room_back(true);
 }
 
 /* One owner of what is still wanted: the suite's writer raises its group's level, with a client's cache
@@ -1301,6 +1326,7 @@ int main(void) {
                 { "a stopped client delays nobody", test_stopped_client_delays_nobody },
                 { "the regulator steps below the levels", test_regulator_steps_below_the_levels },
                 { "the regulator gives the room back when the stall stops", test_regulator_gives_room_back },
+                { "a cache that takes growth limits is told one, and its room back", test_regulator_limits_room },
                 { "a full ancestor asks nothing for a child's own stall", test_full_ancestor_asks_nothing },
                 { "a level the regulator answers asks no rounds of its own", test_level_beside_regulator },
                 { "an adapter serves for another process", test_serve_for_another_process },
