@@ -296,6 +296,15 @@ enum regulation_verdict regulation_decide(struct regulation *r, const struct reg
         return REGULATION_STEP;
 }
 
+uint64_t regulation_share(uint64_t limit, uint64_t scope_held, uint64_t client_held, uint64_t client_raw,
+                          uint64_t shrinker_bytes) {
+        if (limit == 0 || scope_held == 0 || client_raw == 0)
+                return limit;
+        double share = (double) MIN(shrinker_bytes, client_raw) / (double) client_raw *
+                       (double) MIN(client_held, scope_held) / (double) scope_held;
+        return MAX((uint64_t) ((double) limit * share), (uint64_t) 1);
+}
+
 uint64_t regulation_limit(const struct regulation *r) {
         assert(r);
         return r->limit;

@@ -153,6 +153,13 @@ enum regulation_verdict regulation_decide(struct regulation *r, const struct reg
  * the difference (after a fresh count). */
 uint64_t regulation_limit(const struct regulation *r);
 
+/* One shrinker's share of a scope's growth limit, in bytes (at least 1): the limit split by what each
+ * client in the scope holds (scope_held: their sum; client_held: this client's, at most its memory as the
+ * kernel shows it), and within the client by what its shrinkers counted (shrinker_bytes of client_raw,
+ * their uncapped sum). No client's claims move another's share by more than its own memory. */
+uint64_t regulation_share(uint64_t limit, uint64_t scope_held, uint64_t client_held, uint64_t client_raw,
+                          uint64_t shrinker_bytes);
+
 /* Forget the edge (and with it the limit): the caches it was learnt from are gone or were not the cause. */
 void regulation_forget_edge(struct regulation *r);
 

@@ -188,23 +188,46 @@ static void on_limit_counted(const struct round_outcome *o, void *userdata) {
         regulated_step(st, bytes, why);
 }
 
-/* What the kernel shows of the memory of the clients with shrinkers in the scope: a cheap read each
- * (statm or their cgroup's usage), so that caches that did not grow are not even asked to count. */
-static uint64_t scope_clients_resident(const struct regulator *g, const struct scope *s) {
-        uint64_t sum = 0;
-        for (struct shrink_client *cl = g->shrinkers->clients; cl; cl = cl->next)
-                for (size_t i = 0; i < cl->n_shrinkers; i++) {
-                        bool all_nodes;
-                        const char *cg;
-                        uint64_t r;
-                        if (!shrink_select(scope_get_type(s), scope_cgroup(s), cl->shrinkers[i]->flags, cl->cgroup,
-                                           &all_nodes, &cg))
-                                continue;
-                        if (shrink_client_resident(cl, &r) >= 0)
-                                sum = sat_add(sum, r);
-                        break;
-                }
-        return sum;
+/* What client cl's shrinkers in scope s last counted (each count is capped by the client's memory
+ * already), and at most what the kernel shows of its memory (resident: -1 not read yet, read here): a
+ * client with many shrinkers cannot claim its memory once for each and so draw the shares of other
+ * clients' limits onto itself. *ret_raw: the uncapped sum. false: none of its shrinkers is in s. */
+static bool client_held_in(const struct regulator *g, struct shrink_client *cl, const struct scope *s,
+                           int64_t *resident, uint64_t *ret_held, uint64_t *ret_raw) {
+        uint64_t raw = 0;
+        bool any = false;
+        for (size_t i = 0; i < cl->n_shrinkers; i++) {
+                bool all_nodes;
+                const char *cg;
+                if (!shrink_select(scope_get_type(s), scope_cgroup(s), cl->shrinkers[i]->flags, cl->cgroup, &all_nodes, &cg))
+                        continue;
+                any = true;
+                raw = sat_add(raw, round_engine_shrinker_bytes(g->engine, cl->shrinkers[i]));
+        }
+        if (any && *resident < 0) {
+                uint64_t r;
+                *resident = shrink_client_resident(cl, &r) >= 0 ? (int64_t) MIN(r, (uint64_t) INT64_MAX) : 0;
+        }
+        *ret_raw = raw;
+        *ret_held = any ? MIN(raw, (uint64_t) *resident) : 0;
+        return any;
+}
+
+/* What the kernel shows of the memory of the clients with shrinkers in the scope (a cheap read each:
+ * statm or their cgroup's usage, so that caches that did not grow are not even asked to count), and
+ * what they counted, each client at most its memory (client_held_in()). */
+static void scope_clients_sum(const struct regulator *g, const struct scope *s, uint64_t *ret_resident, uint64_t *ret_held) {
+        uint64_t resident = 0, held = 0;
+        for (struct shrink_client *cl = g->shrinkers->clients; cl; cl = cl->next) {
+                int64_t r = -1;
+                uint64_t h, raw;
+                if (!client_held_in(g, cl, s, &r, &h, &raw))
+                        continue;
+                resident = sat_add(resident, (uint64_t) r);
+                held = sat_add(held, h);
+        }
+        *ret_resident = resident;
+        *ret_held = held;
 }
 
 /* Growth below this since the last count is not worth a round of counts. */
@@ -236,20 +259,20 @@ static void regulated_log_run(struct regulated *st, enum regulation_verdict v, d
 
 /* After a look: what the shrinkers held (for the shares of the limit each is told, regulator_tell_limits()),
  * and how fast they grow: for what to ask under a limit (the last look's growth, its maximum decaying),
- * and, in a group, whether to look more often (a cache growing into a limit). held: as counted, if over. */
-static void regulated_follow(struct regulated *st, bool over, uint64_t held) {
+ * and, in a group, whether to look more often (a cache growing into a limit). */
+static void regulated_follow(struct regulated *st) {
         struct regulator *g = st->g;
         struct scope *s = st->scope;
         bool limit = regulation_limit(&st->reg) > 0;
 
-        st->limit_held = !limit ? 0
-                         : over ? held
-                                : round_engine_held_bytes(g->engine, scope_get_type(s), scope_cgroup(s), scope_node_index(s));
+        st->limit_held = 0;
         if (!limit && !(scope_get_type(s) == SCOPE_CGROUP && st->limited)) {
                 st->growing = false; /* no limit on its way up any more */
                 return;
         }
-        uint64_t resident = scope_clients_resident(g, s);
+        uint64_t resident, held;
+        scope_clients_sum(g, s, &resident, &held);
+        st->limit_held = limit ? held : 0;
         uint64_t grew = st->resident_seen > 0 && resident > st->resident_seen ? resident - st->resident_seen : 0;
         st->refill = MAX(st->refill - st->refill / 1000 * REFILL_DECAY_PERMILLE, grew);
         st->growing = grew >= GROWING_BYTES;
@@ -282,7 +305,7 @@ static void regulated_tick(struct regulated *st, uint64_t now) {
                           rate / 1000, (double) p.budget / 1000, regulation_verdict_to_string(v),
                           (unsigned long long) held, (unsigned long long) bytes);
         regulated_log_run(st, v, rate, p.budget, held);
-        regulated_follow(st, over, held);
+        regulated_follow(st);
         if (v == REGULATION_UNDER && regulation_limit(&st->reg) > 0 && !st->round) {
                 uint64_t resident = st->resident_seen;
                 if (resident > sat_add(st->resident_counted, LIMIT_RECOUNT_BYTES) || resident < st->resident_counted) {
@@ -309,10 +332,12 @@ static void regulated_tick(struct regulated *st, uint64_t now) {
 }
 
 /* The growth limit shrinker sh of cl is told: its share of the tightest limit among the scopes that hold
- * it (its client's cgroup, the limited groups above it, the system), split by what each shrinker there
- * last counted. 0: none; also for a shrinker that has counted nothing yet (a new cache is not held to
- * nothing: it is counted, and told, as it grows). */
-static uint64_t shrinker_limit(const struct regulator *g, const struct shrink_client *cl, const struct shrinker *sh) {
+ * it (its client's cgroup, the limited groups above it, the system), split by what each client there
+ * last counted, each at most its memory, and within a client by what each shrinker counted. 0: none;
+ * also for a shrinker that has counted nothing yet (a new cache is not held to nothing: it is counted,
+ * and told, as it grows). resident: the client's memory, read once for all its shrinkers (-1: not yet). */
+static uint64_t shrinker_limit(const struct regulator *g, struct shrink_client *cl, const struct shrinker *sh,
+                               int64_t *resident) {
         uint64_t mine = round_engine_shrinker_bytes(g->engine, sh), best = 0;
         if (mine == 0)
                 return 0;
@@ -320,13 +345,11 @@ static uint64_t shrinker_limit(const struct regulator *g, const struct shrink_cl
         for (size_t i = 0; i <= cl->n_watched; i++) {
                 struct scope *s = i < cl->n_watched ? cl->watched[i] : sys;
                 const struct regulated *st = s ? scope_regulated(g, s) : NULL;
-                bool all_nodes;
-                const char *cg;
+                uint64_t held, raw;
                 if (!st || regulation_limit(&st->reg) == 0 || st->limit_held == 0 ||
-                    !shrink_select(scope_get_type(s), scope_cgroup(s), sh->flags, cl->cgroup, &all_nodes, &cg))
+                    !client_held_in(g, cl, s, resident, &held, &raw) || raw == 0)
                         continue;
-                double share = (double) MIN(mine, st->limit_held) / (double) st->limit_held;
-                uint64_t bytes = MAX((uint64_t) ((double) regulation_limit(&st->reg) * share), 1u);
+                uint64_t bytes = regulation_share(regulation_limit(&st->reg), st->limit_held, held, raw, mine);
                 best = best ? MIN(best, bytes) : bytes;
         }
         return best;
@@ -367,9 +390,10 @@ static void regulator_tell_limits(struct regulator *g) {
         for (struct shrink_client *cl = g->shrinkers->clients; cl; cl = cl->next) {
                 struct shrinker_limit v[LIMITS_PER_MESSAGE];
                 size_t n = 0;
+                int64_t resident = -1;
                 for (size_t i = 0; i < cl->n_shrinkers; i++) {
                         const struct shrinker *sh = cl->shrinkers[i];
-                        uint64_t bytes = g->any_limit ? shrinker_limit(g, cl, sh) : 0;
+                        uint64_t bytes = g->any_limit ? shrinker_limit(g, cl, sh, &resident) : 0;
                         if (!told_update(g, sh, bytes))
                                 continue;
                         v[n++] = (struct shrinker_limit){ .shrinker = sh->id, .bytes = bytes };

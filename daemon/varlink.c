@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: MIT */
 #include "varlink.h"
-#include "varlink-private.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -17,15 +16,103 @@
 #define SO_PEERGROUPS 59
 #endif
 
-#include "frame.h"
+#include "clock.h"
 #include "hashmap.h"
 #include "json_build.h"
 #include "list.h"
-#include "clock.h"
+#include "listener.h"
 #include "log.h"
 #include "macro.h"
+#include "pidref.h"
 #include "sockets.h"
 #include "varlink_call.h"
+#include "varlink_stream.h"
+
+/* Stop reading calls from a peer while this much output waits for it: a client that pipelines calls and
+ * never reads cannot make the daemon buffer without bound. */
+#define OUTPUT_HIGH_WATER (256u * 1024u)
+
+/* What a connection may do next. Calls are read one at a time: none while one is open.
+ *
+ *   IDLE --call--> CALL --end--> IDLE            (a streaming call stays in CALL until its last reply)
+ *   IDLE --peer shuts down--> CLOSING           (close once the output is out)
+ *   CALL --peer shuts down--> CALL_CLOSING --end--> CLOSING --a call still buffered--> CALL_CLOSING
+ *   any --error, limit, close--> DEAD           (freed from the event loop) */
+enum connection_state {
+        CONNECTION_IDLE,
+        CONNECTION_CALL,
+        CONNECTION_CALL_CLOSING,
+        CONNECTION_CLOSING,
+        CONNECTION_DEAD,
+        _CONNECTION_STATE_MAX,
+};
+
+
+struct varlink_connection {
+        struct varlink_server *server;
+        struct varlink_connection *prev, *next;
+        struct varlink_stream io; /* its socket and buffers */
+        struct ucred peer;
+        struct pidref peer_ref; /* the process that connected, named as it was at accept */
+        sd_event_source *defer_source; /* processes buffered calls and deferred close */
+
+        enum connection_state state; /* written by connection_set_state() only */
+        unsigned call_flags;
+        void *call_data;
+        void (*call_data_free)(void *);
+        void (*drain)(struct varlink_connection *c, void *data);
+
+        uint64_t last_active_usec; /* when it connected, or a call of it began or ended */
+        size_t accounted; /* its buffers' memory as last counted in the server's total */
+        bool reading; /* in connection_read()'s loop, which goes on until EAGAIN by itself: not a state of
+                       * the connection but of the stack (call_end() must not re-arm under it) */
+};
+
+struct varlink_server {
+        sd_event *event;
+        const struct varlink_interface *interfaces;
+        size_t n_interfaces;
+        struct varlink_info info;
+        void *userdata;
+        size_t max_message_size;
+        struct json_text scratch; /* each message is written here, then framed */
+
+        int listen_fd;
+        char *socket_path; /* unlinked on free, if we created it */
+        struct listener *listener;
+        struct connection_quota *quota; /* shared with the other sockets; NULL: none */
+
+        /* Connections are watched by an epoll set of the server's own, one source in the event loop:
+         * one loop iteration serves up to CONNECTIONS_PER_WAKEUP ready connections, where a source per
+         * connection costs an iteration (and its system calls) each. */
+        int epoll_fd;
+        sd_event_source *epoll_source;
+
+        struct varlink_connection *connections;
+        size_t n_connections;
+
+        struct varlink_limits limits;
+        size_t buffered; /* memory of every connection's buffers, as last counted */
+        uint64_t n_overflow_closed;
+        struct ratelimit overflow_log;
+        struct hashmap *per_uid; /* uid -> connections open (as a pointer-sized count) */
+        struct hashmap *buffered_per_uid; /* uid -> bytes its connections' buffers hold, as last counted */
+        uint64_t n_refused; /* for the log line */
+        struct ratelimit refuse_log;
+        sd_event_source *idle_timer;
+        /* accept() ran out of file descriptors or memory: the listening socket rests a moment instead
+         * of waking the loop again at once (it is level-triggered) */
+};
+
+static inline bool connection_dead(const struct varlink_connection *c) {
+        return c->state == CONNECTION_DEAD;
+}
+
+static inline bool connection_in_call(const struct varlink_connection *c) {
+        return c->state == CONNECTION_CALL || c->state == CONNECTION_CALL_CLOSING;
+}
+
+
 
 static const char *const connection_state_names[_CONNECTION_STATE_MAX] = {
         [CONNECTION_IDLE] = "idle",
@@ -41,8 +128,11 @@ static const char *const connection_state_names[_CONNECTION_STATE_MAX] = {
 
 static void connection_free(struct varlink_connection *c);
 static void idle_timer_arm(struct varlink_server *s, uint64_t deadline);
-void connection_update_events(struct varlink_connection *c);
+static void connection_update_events(struct varlink_connection *c);
 static void connection_set_events(struct varlink_connection *c, bool rearm);
+static void connection_protocol_violation(struct varlink_connection *c, const char *reason);
+static void connection_account_buffers(struct varlink_connection *c);
+static void connection_call_end(struct varlink_connection *c);
 
 static void connection_set_state(struct varlink_connection *c, enum connection_state state) {
         assert(state >= 0 && state < _CONNECTION_STATE_MAX);
@@ -56,7 +146,7 @@ static void connection_set_state(struct varlink_connection *c, enum connection_s
 
 /* The peer shut down its side, nothing is open, and everything for it is out: nobody is left to talk to. */
 static bool connection_finished(const struct varlink_connection *c) {
-        return c->state == CONNECTION_CLOSING && frame_writer_queued(&c->out) == 0;
+        return c->state == CONNECTION_CLOSING && varlink_stream_queued(&c->io) == 0;
 }
 
 /* The peer shut down its side: answer what was asked (a call in progress goes on), then close. */
@@ -72,12 +162,12 @@ static bool connection_peer_gone(const struct varlink_connection *c) {
 }
 
 static bool connection_wants_input(const struct varlink_connection *c) {
-        return c->state == CONNECTION_IDLE && frame_writer_queued(&c->out) < OUTPUT_HIGH_WATER;
+        return c->state == CONNECTION_IDLE && varlink_stream_queued(&c->io) < OUTPUT_HIGH_WATER;
 }
 
 /* ---- output ---- */
 
-void connection_kill(struct varlink_connection *c) {
+static void connection_kill(struct varlink_connection *c) {
         assert(c);
 
         if (connection_dead(c))
@@ -86,10 +176,190 @@ void connection_kill(struct varlink_connection *c) {
         (void) sd_event_source_set_enabled(c->defer_source, SD_EVENT_ONESHOT);
 }
 
+/* ---- what goes out: replies, notifications, errors, framed into the output and written as far as
+ * the socket takes it (the rest on EPOLLOUT) ---- */
+
+/* Write what is queued now; whatever the socket does not take waits for EPOLLOUT. */
+static int flush_now(struct varlink_connection *c) {
+        int r = varlink_stream_flush(&c->io);
+        if (r < 0) {
+                log_debug_errno(r, "Connection of pid %d: write failed: %m", (int) c->peer.pid);
+                connection_kill(c);
+                return r;
+        }
+        connection_account_buffers(c);
+        connection_update_events(c);
+        return 0;
+}
+
+static int connection_send(struct varlink_connection *c, struct json_object *msg) {
+        struct json_text *text = &c->server->scratch;
+        int r;
+
+        if (connection_dead(c))
+                return -ECONNRESET;
+        /* A message that cannot be sent is a gap in the conversation: the peer must not go on as if
+         * nothing was lost. */
+        json_text_truncate(text, 0);
+        r = json_text_append_value(text, msg);
+        if (r >= 0)
+                r = varlink_stream_put(&c->io, text->data, text->len);
+        /* The scratch text serves every message; a huge one is not kept. */
+        if (text->size > 64 * 1024)
+                json_text_done(text);
+        if (r < 0) {
+                connection_kill(c);
+                return r;
+        }
+        return flush_now(c);
+}
+
+/* A message around parameters that are text already: no json-c tree of the whole. */
+static int send_serialized(struct varlink_connection *c, const char *params, size_t len, bool continues) {
+        static const char head[] = "{\"parameters\":", more[] = ",\"continues\":true}", end[] = "}";
+        const char *tail = continues ? more : end;
+        size_t tail_len = continues ? sizeof(more) - 1 : sizeof(end) - 1;
+        char stack[4096];
+
+        if (connection_dead(c))
+                return -ECONNRESET;
+        if (!params) {
+                connection_kill(c);
+                return -ENOMEM;
+        }
+        size_t total = sizeof(head) - 1 + len + tail_len;
+        char *msg = total <= sizeof(stack) ? stack : malloc(total);
+        if (!msg) {
+                connection_kill(c);
+                return -ENOMEM;
+        }
+        memcpy(msg, head, sizeof(head) - 1);
+        memcpy(msg + sizeof(head) - 1, params, len);
+        memcpy(msg + sizeof(head) - 1 + len, tail, tail_len);
+        int r = varlink_stream_put(&c->io, msg, total);
+        if (msg != stack)
+                free(msg);
+        if (r < 0) {
+                connection_kill(c);
+                return r;
+        }
+        return flush_now(c);
+}
+
+int varlink_notify_serialized(struct varlink_connection *c, const char *params, size_t len) {
+        assert(c);
+
+        if (!connection_in_call(c) || !(c->call_flags & VARLINK_CALL_MORE))
+                return -EPROTO;
+        return send_serialized(c, params, len, true);
+}
+
+
+int varlink_reply_serialized(struct varlink_connection *c, const char *params, size_t len) {
+        assert(c);
+
+        if (!connection_in_call(c))
+                return -EBADMSG; /* programmer error: nothing to answer */
+        int r = c->call_flags & VARLINK_CALL_ONEWAY ? 0 : send_serialized(c, params, len, false);
+        connection_call_end(c);
+        return r;
+}
+
+
+static int send_reply(struct varlink_connection *c, const char *error, struct json_object *params, bool continues) {
+        int r = 0;
+
+        if (!connection_in_call(c)) {
+                json_object_put(params);
+                return -EBADMSG; /* programmer error: nothing to answer */
+        }
+
+        /* NULL parameters: building them failed. The call cannot be answered as it should be, so the
+         * connection goes (as for any message that cannot be sent); a final answer still ends the call. */
+        if (!params) {
+                connection_kill(c);
+                r = -ENOMEM;
+        } else if (!(c->call_flags & VARLINK_CALL_ONEWAY)) {
+                struct json_object *msg = json_object_new_object();
+                if (error)
+                        jb_set_string(&msg, "error", error);
+                jb_set(&msg, "parameters", params);
+                jb_set_true(&msg, "continues", continues);
+                if (msg)
+                        r = connection_send(c, msg);
+                else {
+                        connection_kill(c);
+                        r = -ENOMEM;
+                }
+                json_object_put(msg);
+        } else
+                json_object_put(params);
+
+        if (!continues)
+                connection_call_end(c);
+        return r;
+}
+
+int varlink_reply(struct varlink_connection *c, struct json_object *params) {
+        assert(c);
+
+        return send_reply(c, NULL, params, false);
+}
+
+int varlink_notify(struct varlink_connection *c, struct json_object *params) {
+        assert(c);
+
+        if (!(c->call_flags & VARLINK_CALL_MORE)) {
+                json_object_put(params);
+                return -EPROTO;
+        }
+        return send_reply(c, NULL, params, true);
+}
+
+int varlink_error(struct varlink_connection *c, const char *error, struct json_object *params) {
+        assert(c);
+
+        return send_reply(c, error, params, false);
+}
+
+int varlink_error_invalid_parameter(struct varlink_connection *c, const char *parameter) {
+        assert(c);
+
+        struct json_object *p = json_object_new_object();
+        jb_set_string(&p, "parameter", parameter);
+        return varlink_error(c, VARLINK_ERROR_INVALID_PARAMETER, p);
+}
+
+static void connection_protocol_violation(struct varlink_connection *c, const char *reason) {
+        assert(c);
+
+        log_debug("Connection of pid %d broke the protocol (%s), closing it.", (int) c->peer.pid, reason);
+
+        /* A last, best-effort error so that the peer learns why; then the connection goes. */
+        struct json_object *msg = json_object_new_object();
+        jb_set_string(&msg, "error", VARLINK_ERROR_PROTOCOL);
+        jb_set(&msg, "parameters", jb_object_with("reason", json_object_new_string(reason)));
+        if (msg)
+                (void) connection_send(c, msg);
+        json_object_put(msg);
+        connection_kill(c);
+}
+
+int varlink_parse_params(struct varlink_connection *c, struct json_object *params, const struct param *table, void *out) {
+        assert(c);
+
+        const char *bad;
+        if (params_dispatch(params, table, out, &bad) < 0) {
+                (void) varlink_error_invalid_parameter(c, bad);
+                return -EINVAL;
+        }
+        return 0;
+}
+
 /* ---- the memory of all buffers together ---- */
 
 static size_t connection_buffered(const struct varlink_connection *c) {
-        return c->in.alloc + c->out.alloc;
+        return varlink_stream_buffered(&c->io);
 }
 
 static void close_for_buffers(struct varlink_server *s, struct varlink_connection *big, enum varlink_overflow why) {
@@ -128,7 +398,7 @@ static void buffers_enforce(struct varlink_server *s, uid_t uid) {
 }
 
 /* c's buffers may have grown or shrunk: bring the server's total and its user's up to date. */
-void connection_account_buffers(struct varlink_connection *c) {
+static void connection_account_buffers(struct varlink_connection *c) {
         assert(c);
 
         struct varlink_server *s = c->server;
@@ -148,7 +418,7 @@ void connection_account_buffers(struct varlink_connection *c) {
 
 /* ---- calls ---- */
 
-void connection_call_end(struct varlink_connection *c) {
+static void connection_call_end(struct varlink_connection *c) {
         void *data = c->call_data;
         void (*free_fn)(void *) = c->call_data_free;
 
@@ -272,10 +542,10 @@ static int process_message(struct varlink_connection *c, const char *text, size_
 /* Calls processed, at most *budget of them (each one counted off): one connection's flood of calls is
  * served a slice at a time, the others in between. */
 static int process_input(struct varlink_connection *c, unsigned *budget) {
-        while (!connection_dead(c) && !connection_in_call(c) && frame_writer_queued(&c->out) < OUTPUT_HIGH_WATER && *budget > 0) {
+        while (!connection_dead(c) && !connection_in_call(c) && varlink_stream_queued(&c->io) < OUTPUT_HIGH_WATER && *budget > 0) {
                 const char *text;
                 size_t len;
-                int r = frame_reader_next(&c->in, &text, &len);
+                int r = varlink_stream_next(&c->io, &text, &len);
                 if (r == -EMSGSIZE) {
                         connection_protocol_violation(c, "message exceeds the size limit");
                         return 0;
@@ -292,39 +562,21 @@ static int process_input(struct varlink_connection *c, unsigned *budget) {
 
 /* ---- connection plumbing ---- */
 
-/* Edge-triggered: with level-triggered sockets every wake-up would report again every connection that
- * has data waiting (O(n) per event with n busy clients). So each wake-up reads until EAGAIN, and whenever
- * the connection is ready for more input again the registration is renewed, which makes the kernel
- * report data that is already there. */
 static void connection_set_events(struct varlink_connection *c, bool rearm) {
-        uint32_t ev = EPOLLET;
-
-        if (connection_dead(c))
-                return;
-        if (connection_wants_input(c))
-                ev |= EPOLLIN;
-        if (frame_writer_queued(&c->out) > 0)
-                ev |= EPOLLOUT;
-        if (ev == c->events && !rearm)
-                return;
-        c->events = ev;
-        struct epoll_event e = { .events = ev, .data.ptr = c };
-        if (epoll_ctl(c->server->epoll_fd, EPOLL_CTL_MOD, c->fd, &e) < 0)
+        if (!connection_dead(c) && varlink_stream_watch(&c->io, connection_wants_input(c), rearm) < 0)
                 connection_kill(c);
 }
 
-void connection_update_events(struct varlink_connection *c) {
-        assert(c);
-
+static void connection_update_events(struct varlink_connection *c) {
         connection_set_events(c, false);
 }
 
 /* The socket takes output again. Returns false when the connection must go. */
 static bool connection_write_ready(struct varlink_connection *c) {
-        int r = frame_writer_flush(&c->out, c->fd);
-        if (r < 0 && r != -EAGAIN)
+        int r = varlink_stream_flush(&c->io);
+        if (r < 0)
                 return false;
-        if (r == 0 && c->drain)
+        if (r > 0 && c->drain)
                 c->drain(c, c->call_data);
         return !connection_dead(c) && !connection_finished(c);
 }
@@ -338,7 +590,7 @@ static bool connection_read_ready(struct varlink_connection *c) {
 
         c->reading = true;
         while (ok && connection_wants_input(c) && budget > 0) {
-                ssize_t n = frame_reader_read_fd(&c->in, c->fd);
+                ssize_t n = varlink_stream_read(&c->io);
                 if (n == -EAGAIN) {
                         drained = true;
                         break;
@@ -357,7 +609,7 @@ static bool connection_read_ready(struct varlink_connection *c) {
          * be reported again once input is wanted. */
         if (!drained && !connection_peer_gone(c) && connection_wants_input(c))
                 connection_set_events(c, true);
-        frame_reader_trim(&c->in);
+        varlink_stream_trim(&c->io);
         return !connection_finished(c);
 }
 
@@ -445,12 +697,8 @@ static void connection_free(struct varlink_connection *c) {
         s->buffered -= c->accounted;
         if (c->accounted > 0)
                 (void) hashmap_count_add_u64(s->buffered_per_uid, c->peer.uid, -(int) c->accounted);
-        (void) epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, c->fd, NULL); /* ENOENT if it never got there */
         sd_event_source_disable_unref(c->defer_source);
-        frame_reader_done(&c->in);
-        frame_writer_done(&c->out);
-        if (c->fd >= 0)
-                close(c->fd);
+        varlink_stream_done(&c->io);
 
         LIST_REMOVE(s->connections, c);
         s->n_connections--;
@@ -493,22 +741,18 @@ static int connection_new(struct varlink_server *s, int fd) {
                 return -ENOMEM;
         }
         c->server = s;
-        c->fd = fd;
         c->peer = peer;
         (void) pidref_set(&c->peer_ref, peer.pid); /* gone already: start 0, nothing will match it */
 
         c->last_active_usec = event_now(s->event);
-        frame_reader_init(&c->in, s->max_message_size);
-        frame_writer_init(&c->out);
+        varlink_stream_init(&c->io, fd, s->epoll_fd, c, s->max_message_size);
 
         LIST_PREPEND(s->connections, c);
         s->n_connections++;
         if (s->quota)
                 (void) connection_quota_take(s->quota, peer.uid);
 
-        c->events = EPOLLIN | EPOLLET;
-        struct epoll_event e = { .events = c->events, .data.ptr = c };
-        r = epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, fd, &e) < 0 ? -errno : 0;
+        r = varlink_stream_register(&c->io);
         if (r >= 0)
                 r = sd_event_add_defer(s->event, &c->defer_source, on_connection_defer, c);
         if (r >= 0)
@@ -613,7 +857,7 @@ void varlink_server_set_max_message_size(struct varlink_server *s, size_t size) 
 
         s->max_message_size = size;
         for (struct varlink_connection *c = s->connections; c; c = c->next)
-                c->in.max_size = size;
+                varlink_stream_set_max_message(&c->io, size);
 }
 
 int varlink_server_set_limits(struct varlink_server *s, const struct varlink_limits *limits) {
@@ -713,7 +957,7 @@ void varlink_connection_close(struct varlink_connection *c) {
 size_t varlink_connection_queued(const struct varlink_connection *c) {
         assert(c);
 
-        return frame_writer_queued(&c->out);
+        return varlink_stream_queued(&c->io);
 }
 
 int varlink_connection_peer_groups(const struct varlink_connection *c, gid_t **ret, size_t *ret_n) {
@@ -726,7 +970,7 @@ int varlink_connection_peer_groups(const struct varlink_connection *c, gid_t **r
                         return -ENOMEM;
                 g[0] = c->peer.gid;
                 socklen_t got = len;
-                if (getsockopt(c->fd, SOL_SOCKET, SO_PEERGROUPS, g + 1, &got) < 0) {
+                if (getsockopt(c->io.fd, SOL_SOCKET, SO_PEERGROUPS, g + 1, &got) < 0) {
                         if (errno == ERANGE && got > len) {
                                 len = got; /* the kernel says how much room it needs */
                                 continue;
@@ -746,7 +990,7 @@ int varlink_connection_peer_pidfd(const struct varlink_connection *c) {
          * (one descriptor per connection for the whole of its life would halve how many fit). */
         int pidfd = -EBADF;
         socklen_t len = sizeof(pidfd);
-        if (getsockopt(c->fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) < 0)
+        if (getsockopt(c->io.fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) < 0)
                 return -errno;
         return pidfd;
 }

@@ -490,6 +490,28 @@ static enum probe_verdict probe_feed(struct probe *pr, double rate, uint64_t rec
         return probe_decide(pr, &params, false, rate, reclaimable, bytes);
 }
 
+/* Shares of a growth limit: split by what each client holds, capped by its memory; a liar's claims do not
+ * take another client's share. */
+static void test_limit_share(void) {
+        const uint64_t M = 1ULL << 20;
+        /* Alone, with one shrinker: the whole limit. */
+        CU_ASSERT_EQUAL(regulation_share(40 * M, 50 * M, 50 * M, 50 * M, 50 * M), 40 * M);
+        /* Two clients holding 30 and 10: three quarters and a quarter. */
+        CU_ASSERT_EQUAL(regulation_share(40 * M, 40 * M, 30 * M, 30 * M, 30 * M), 30 * M);
+        CU_ASSERT_EQUAL(regulation_share(40 * M, 40 * M, 10 * M, 10 * M, 10 * M), 10 * M);
+        /* Within a client, by what each shrinker counted. */
+        CU_ASSERT_EQUAL(regulation_share(40 * M, 40 * M, 30 * M, 30 * M, 15 * M), 15 * M);
+        /* A client with 64 shrinkers, each claiming its 10 MiB of memory (640 MiB raw), counts for 10 in the
+         * scope (the caller caps it): the honest one with 30 keeps three quarters, not 30/670. */
+        CU_ASSERT_EQUAL(regulation_share(40 * M, 40 * M, 30 * M, 30 * M, 30 * M), 30 * M);
+        CU_ASSERT_EQUAL(regulation_share(40 * M, 40 * M, 10 * M, 640 * M, 10 * M), 10 * M / 64);
+        /* Never 0 (that would mean no limit), and no limit stays none. */
+        CU_ASSERT_EQUAL(regulation_share(40 * M, 40 * M, 1, 1, 1), 1u);
+        CU_ASSERT_EQUAL(regulation_share(0, 40 * M, 10 * M, 10 * M, 10 * M), 0u);
+        /* A client's claim beyond the scope's sum is taken as the sum. */
+        CU_ASSERT_EQUAL(regulation_share(40 * M, 10 * M, 20 * M, 20 * M, 20 * M), 40 * M);
+}
+
 static void test_probe(void) {
         struct probe pr;
         uint64_t bytes = 1;
@@ -576,6 +598,7 @@ int main(void) {
                 { "a sawtooth input does not escalate", test_sawtooth_input },
                 { "a stall in bursts is one stall", test_bursty_stall_is_one_stall },
                 { "a cache growing into its limit settles in a band", test_closed_loop },
+                { "shares of a growth limit are split by what each client holds", test_limit_share },
                 { "a probe's size", test_probe },
                 { "probes back off over the budget and when the kernel falls short", test_probe_backoff },
                 { "a page cache probed down to its hot set", test_probe_closed_loop },
