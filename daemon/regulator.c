@@ -71,6 +71,10 @@ struct regulated {
         uint64_t resident_seen;    /* ...and at the last look */
         uint64_t refill;           /* how much they grew between two looks lately (decaying maximum) */
         uint64_t limit_held;       /* what the shrinkers in it held at their last counts, while it has a limit */
+        /* What they may hold before the group's headroom falls to its low threshold: what they counted and
+         * the room left (0: no such bound). A cache growing back fast after a burst went past its room
+         * into the group's OOM killer: with nobody left reading files, nothing stalls on the way. */
+        uint64_t room_cap;
         uint64_t run_steps, run_asked, run_freed;
         double run_peak;
 };
@@ -105,6 +109,15 @@ static struct regulated *regulated_get(struct regulator *g, struct scope *s) {
         regulation_init(&st->reg);
         regulated_slot_set(s, g->slot, st);
         return st;
+}
+
+/* What the shrinkers in scope may hold now: the growth limit, or the room under the group's headroom if
+ * that is less (0: neither). */
+static uint64_t regulated_limit(const struct regulated *st) {
+        uint64_t limit = regulation_limit(&st->reg);
+        if (st->room_cap > 0 && (limit == 0 || st->room_cap < limit))
+                return st->room_cap;
+        return limit;
 }
 
 static struct regulation_params regulated_params(const struct regulated *st) {
@@ -167,7 +180,7 @@ static void on_limit_counted(const struct round_outcome *o, void *userdata) {
         struct scope *s = st->scope;
         (void) o;
         st->round = NULL;
-        uint64_t limit = regulation_limit(&st->reg);
+        uint64_t limit = regulated_limit(st);
         uint64_t held = round_engine_held_bytes(st->g->engine, scope_get_type(s), scope_cgroup(s), scope_node_index(s));
         if (limit == 0 || held <= limit)
                 return;
@@ -257,23 +270,41 @@ static void regulated_log_run(struct regulated *st, enum regulation_verdict v, d
         st->run_peak = MAX(st->run_peak, rate);
 }
 
+/* In a limited group, the room under its headroom bounds what they may hold: read again when they grew
+ * (or while it binds), as the headroom watch reads it (usage less file pages, of each limited group on
+ * the way up). Not with headroom=no. */
+static void regulated_follow_room(struct regulated *st, uint64_t held, bool grew) {
+        struct scope *s = st->scope;
+        if (!st->g->config->headroom || scope_get_type(s) != SCOPE_CGROUP || !st->limited) {
+                st->room_cap = 0;
+                return;
+        }
+        if (!grew && st->room_cap == 0)
+                return;
+        scope_refresh_headroom(s);
+        uint64_t room = scope_headroom_room_bytes(s);
+        st->room_cap = room == UINT64_MAX ? 0 : MAX(sat_add(held, room), (uint64_t) 1);
+}
+
 /* After a look: what the shrinkers held (for the shares of the limit each is told, regulator_tell_limits()),
  * and how fast they grow: for what to ask under a limit (the last look's growth, its maximum decaying),
  * and, in a group, whether to look more often (a cache growing into a limit). */
 static void regulated_follow(struct regulated *st) {
         struct regulator *g = st->g;
         struct scope *s = st->scope;
-        bool limit = regulation_limit(&st->reg) > 0;
+        bool limit = regulation_limit(&st->reg) > 0 || st->room_cap > 0;
 
         st->limit_held = 0;
         if (!limit && !(scope_get_type(s) == SCOPE_CGROUP && st->limited)) {
                 st->growing = false; /* no limit on its way up any more */
+                st->room_cap = 0;
                 return;
         }
         uint64_t resident, held;
         scope_clients_sum(g, s, &resident, &held);
-        st->limit_held = limit ? held : 0;
         uint64_t grew = st->resident_seen > 0 && resident > st->resident_seen ? resident - st->resident_seen : 0;
+        regulated_follow_room(st, held, grew > 0);
+        st->limit_held = regulated_limit(st) > 0 ? held : 0;
         st->refill = MAX(st->refill - st->refill / 1000 * REFILL_DECAY_PERMILLE, grew);
         st->growing = grew >= GROWING_BYTES;
         st->resident_seen = resident;
@@ -306,7 +337,7 @@ static void regulated_tick(struct regulated *st, uint64_t now) {
                           (unsigned long long) held, (unsigned long long) bytes);
         regulated_log_run(st, v, rate, p.budget, held);
         regulated_follow(st);
-        if (v == REGULATION_UNDER && regulation_limit(&st->reg) > 0 && !st->round) {
+        if (v == REGULATION_UNDER && regulated_limit(st) > 0 && !st->round) {
                 uint64_t resident = st->resident_seen;
                 if (resident > sat_add(st->resident_counted, LIMIT_RECOUNT_BYTES) || resident < st->resident_counted) {
                         st->resident_counted = resident;
@@ -319,7 +350,7 @@ static void regulated_tick(struct regulated *st, uint64_t now) {
         if (st->round)
                 return; /* the last step is still out (its budget ends it soon) */
         /* Held to a limit: down to it less what they refill before the next look, as under the budget. */
-        uint64_t limit = regulation_limit(&st->reg);
+        uint64_t limit = regulated_limit(st);
         if (limit > 0 && held > limit && bytes >= held - limit)
                 bytes = MIN(held - (limit > st->refill ? limit - st->refill : 0), held / 1000 * REGULATION_STEP_HARD_MAX_PERMILLE);
         st->run_steps++;
@@ -346,10 +377,10 @@ static uint64_t shrinker_limit(const struct regulator *g, struct shrink_client *
                 struct scope *s = i < cl->n_watched ? cl->watched[i] : sys;
                 const struct regulated *st = s ? scope_regulated(g, s) : NULL;
                 uint64_t held, raw;
-                if (!st || regulation_limit(&st->reg) == 0 || st->limit_held == 0 ||
+                if (!st || regulated_limit(st) == 0 || st->limit_held == 0 ||
                     !client_held_in(g, cl, s, resident, &held, &raw) || raw == 0)
                         continue;
-                uint64_t bytes = regulation_share(regulation_limit(&st->reg), st->limit_held, held, raw, mine);
+                uint64_t bytes = regulation_share(regulated_limit(st), st->limit_held, held, raw, mine);
                 best = best ? MIN(best, bytes) : bytes;
         }
         return best;
@@ -463,9 +494,9 @@ static int on_tick(sd_event_source *src, uint64_t usec, void *userdata) {
                  * far past the edge before the first step. A limited group whose caches grow, or that is
                  * in a stall, is looked at as often as one with a growth limit; a quiet one once an
                  * interval, so that idle groups cost no more wake-ups. */
-                g->hot = g->hot || regulation_limit(&st->reg) > 0 ||
+                g->hot = g->hot || regulated_limit(st) > 0 ||
                          (scope_get_type(s) == SCOPE_CGROUP && (st->growing || st->reg.was_over));
-                g->any_limit = g->any_limit || regulation_limit(&st->reg) > 0;
+                g->any_limit = g->any_limit || regulated_limit(st) > 0;
         }
         regulator_tell_limits(g);
         regulator_arm(g);
@@ -553,7 +584,7 @@ static void regulated_snapshot(const struct regulated *st, struct regulation_sna
                 .budget = p.budget,
                 .stall = (uint64_t) MAX(r->rate, 0.0),
                 .state = regulation_verdict_to_string(st->verdict),
-                .limit = regulation_limit(r),
+                .limit = regulated_limit(st),
                 .edge = r->edge,
                 .edge_found = r->edge > 0 && mono >= r->edge_usec && real >= mono - r->edge_usec ? real - (mono - r->edge_usec) : 0,
                 .rising = regulation_rise_permille(r),
@@ -589,7 +620,7 @@ int regulator_client_info(const struct regulator *g, const struct shrink_client 
                 const struct regulated *st = scope_regulated(g, cl->watched[i]);
                 if (!st || !st->reg.have_mark)
                         continue;
-                uint64_t l = regulation_limit(&st->reg), bl = best ? regulation_limit(&best->reg) : 0;
+                uint64_t l = regulated_limit(st), bl = best ? regulated_limit(best) : 0;
                 if (!best || (l > 0 && (bl == 0 || l < bl)))
                         best = st;
         }

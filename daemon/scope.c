@@ -129,6 +129,12 @@ uint64_t scope_headroom_over_bytes(const struct scope *s) {
         return s->hw.headroom.over_bytes;
 }
 
+uint64_t scope_headroom_room_bytes(const struct scope *s) {
+        assert(s);
+
+        return s->hw.watched && s->hw.headroom.limit != UINT64_MAX ? s->hw.headroom.room_bytes : UINT64_MAX;
+}
+
 bool scope_some_total(const struct scope *s, uint64_t *ret) {
         assert(ret);
 

@@ -72,6 +72,9 @@ const char *scope_reason(const struct scope *s);   /* why it is at its level (""
 bool scope_is_gone(const struct scope *s);
 /* How far the scope is past its low headroom threshold, as last read (scope_refresh_headroom()). */
 uint64_t scope_headroom_over_bytes(const struct scope *s);
+/* How far the scope's nearest limited group is from its low headroom threshold, as last read
+ * (scope_refresh_headroom()): 0 when past it, UINT64_MAX when no limit is known or not looked at. */
+uint64_t scope_headroom_room_bytes(const struct scope *s);
 /* SCOPE_CGROUP: every memory limit on its way to the root (its own and its ancestors') holds less than
  * half of what it allows, read now: no limit can be what makes it stall. False without a limit, or for
  * the system and nodes. */

@@ -18,7 +18,8 @@
  * --max N: with --grow, a cache in use whose room is N objects: it grows back towards N after each scan,
  *        and prints "full <n>" each time it gets there again.
  * --limits: the shrinkers take growth limits; the cache keeps within the last one (trimmed when it is
- *        told a lower one, grown only up to it), and prints "limit <id> bytes=<n> left=<n>" for each.
+ *        told a lower one, grown only up to it), and prints "limit <id> bytes=<n> left=<n>" for each, and
+ *        with --grow "capped <n>" once each time its growth stops at a limit.
  */
 
 #include <errno.h>
@@ -261,6 +262,12 @@ int main(int argc, char *argv[]) {
                         return 1;
                 (void) pressure_client_dispatch(client);
                 if (now_ms() >= next_grow) {
+                        static uint64_t capped_at;
+                        if (cache.n < max_objects && !within_limit(cache.n + 1) && capped_at != limit_bytes) {
+                                capped_at = limit_bytes;
+                                printf("capped %zu\n", cache.n);
+                                fflush(stdout);
+                        }
                         if (cache.n < max_objects && within_limit(cache.n + 1) && cache_add() == 0 && cache.n == max_objects) {
                                 printf("full %zu\n", cache.n);
                                 fflush(stdout);

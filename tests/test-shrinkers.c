@@ -969,6 +969,51 @@ static void test_regulator_gives_room_back(void) {
         regulator_gives_room_back(false);
 }
 
+/* A cache that grows without end in a limited group where nothing stalls (no file is read): it meets
+ * no stall before the OOM killer. With growth limits it is told the room under the group's headroom
+ * (its low threshold, 15% of the limit left by default) and stops there, alive; with headroom=no (the
+ * control) nothing bounds it and the kernel kills it. */
+static void room_under_headroom(bool headroom) {
+        struct test_child c = { .lines.fd = -1 };
+        struct pressure_gen g;
+        char line[512];
+
+        daemon_restart_with(headroom ? "room" : "room-off",
+                            headroom ? "log_level=debug\nlow=some 9500ms 10s\nmedium=some 9700ms 10s\ncritical=some 9900ms 10s\n"
+                                       "regulate_interval=500ms\nrequest_timeout=5s\n"
+                                     : "log_level=debug\nheadroom=no\nregulate_interval=500ms\nrequest_timeout=5s\n");
+        group_create_limited(&g, 32ULL << 20);
+        /* 64 KiB every 10 ms, up to 64 MiB: twice the group's limit. */
+        static const char *const args[] = { "--memcg", "--objects", "16", "--size", "65536", "--grow", "10", "--max", "1024",
+                                            "--limits", NULL };
+        CU_ASSERT_EQUAL_FATAL(client_start_in(&c, &g, args), 0);
+        CU_ASSERT_EQUAL_FATAL(client_wait(&c, "ready", 10000, line, sizeof(line)), 0);
+        int r = client_wait(&c, headroom ? "capped " : "full ", 60000, line, sizeof(line));
+        if (headroom) {
+                CU_ASSERT_EQUAL_FATAL(r, 0);
+                unsigned long n = strtoul(line + 7, NULL, 10);
+                fprintf(stderr, "  capped at %lu objects of 64 KiB in a 32 MiB group\n", n);
+                CU_ASSERT(n > 16 && n * 65536 < (32UL << 20));
+                /* Still running, not killed (a zombie's state is Z). */
+                char path[64], stat[256];
+                snprintf(path, sizeof(path), "/proc/%d/stat", (int) c.pid);
+                CU_ASSERT(test_read_text(path, stat, sizeof(stat)) > 0 && strstr(stat, ") Z ") == NULL);
+        } else {
+                /* Killed before it was full: its stdout ended. */
+                CU_ASSERT_EQUAL(r, -EPIPE);
+        }
+        test_child_stop(&c);
+        pressure_gen_destroy(&g);
+}
+
+static void test_room_under_headroom(void) {
+        room_under_headroom(true);
+}
+
+static void test_room_under_headroom_control(void) {
+        room_under_headroom(false);
+}
+
 /* The same for a cache that takes growth limits: the regulator tells it a limit while the writer stalls
  * the group, and raises or lifts it once the writer stops. */
 static void test_regulator_limits_room(void) {
@@ -1327,6 +1372,8 @@ int main(void) {
                 { "the regulator steps below the levels", test_regulator_steps_below_the_levels },
                 { "the regulator gives the room back when the stall stops", test_regulator_gives_room_back },
                 { "a cache that takes growth limits is told one, and its room back", test_regulator_limits_room },
+                { "a cache that grows without stall is held under its group's headroom", test_room_under_headroom },
+                { "...and without headroom the kernel kills it (control)", test_room_under_headroom_control },
                 { "a full ancestor asks nothing for a child's own stall", test_full_ancestor_asks_nothing },
                 { "a level the regulator answers asks no rounds of its own", test_level_beside_regulator },
                 { "an adapter serves for another process", test_serve_for_another_process },
