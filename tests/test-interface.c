@@ -244,6 +244,17 @@ static struct scope_snapshot full_scope(struct scope_id id) {
         return s;
 }
 
+/* A reply's parameters as protocol.c writes them, held to method name's output: 0 or -EINVAL (said). */
+static int reply_valid(const char *name, struct json_object *params) {
+        const struct idl_method *m = idl_method(idl, name);
+        char *err = NULL;
+        int r = m ? idl_validate(idl, &m->out, params, 0, &err) : -EINVAL;
+        if (r < 0)
+                printf("\n    %s's reply as the codec writes it: %s", name, err ? err : "no such method");
+        free(err);
+        return r < 0 ? -EINVAL : 0;
+}
+
 static void test_codec_against_idl(void) {
         CU_ASSERT_FATAL(idl != NULL);
         const struct scope_id ids[] = { { .type = SCOPE_SYSTEM }, { .type = SCOPE_NODE, .node = 1 },
@@ -268,13 +279,7 @@ static void test_codec_against_idl(void) {
         sample("ShrinkerLimit", protocol_encode_shrinker_limit(&(struct shrinker_limit){ .shrinker = 1, .bytes = 2 }));
         /* Serve's reply with growth limits: the live daemon sends one only under a stall it regulates. */
         struct json_object *limits = protocol_reply_limits(&(struct shrinker_limit){ .shrinker = 1, .bytes = 2 }, 1);
-        const struct idl_method *serve = idl_method(idl, "Serve");
-        char *serve_err = NULL;
-        int sr = idl_validate(idl, &serve->out, limits, 0, &serve_err);
-        if (sr < 0)
-                printf("\n    Serve's limits as protocol.c writes them: %s", serve_err);
-        CU_ASSERT_EQUAL(sr, 0);
-        free(serve_err);
+        CU_ASSERT_EQUAL(reply_valid("Serve", limits), 0);
         json_object_put(limits);
         struct shrinker_node_figures nodes[] = { { .node = 0, .objects = 1, .bytes = 2, .deferred = 3 } };
         sample("ShrinkerInfo", protocol_encode_shrinker_info(&(struct shrinker_info_snapshot){
@@ -290,12 +295,7 @@ static void test_codec_against_idl(void) {
         CU_ASSERT_EQUAL(config_set(&c, "headroom_critical", "64M", NULL), 0);
         struct json_object *conf = protocol_encode_configuration(&c, log_level_to_string(LOG_INFO));
         const struct idl_method *m = idl_method(idl, "GetConfiguration");
-        char *err = NULL;
-        int r = idl_validate(idl, &m->out, conf, 0, &err);
-        if (r < 0)
-                printf("\n    GetConfiguration as the codec writes it: %s", err);
-        CU_ASSERT_EQUAL(r, 0);
-        free(err);
+        CU_ASSERT_EQUAL(reply_valid("GetConfiguration", conf), 0);
         for (size_t i = 0; i < m->out.n_fields; i++)
                 CU_ASSERT_TRUE(json_object_object_get_ex(conf, m->out.fields[i].name, NULL));
         mark(idl_type(idl, "LevelThresholds"), json_object_array_get_idx(json_object_object_get(conf, "levels"), 0));
