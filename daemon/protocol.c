@@ -785,6 +785,8 @@ struct json_object *protocol_encode_shrinker_info(const struct shrinker_info_sna
         jb_set_string(&o, "state", i->quarantined ? "quarantined" : "active");
         if (i->have_regulation)
                 jb_set(&o, "regulation", protocol_encode_regulation(&i->regulation));
+        if (i->limit > 0)
+                jb_set_u64(&o, "limit", i->limit);
         return o;
 }
 
@@ -881,7 +883,9 @@ int protocol_decode_shrinker_info(struct json_object *o, struct shrinker_info_sn
         i.batch = (unsigned) batch;
         i.quarantined = streq(state, "quarantined");
         struct json_object *reg = NULL;
-        int r = get_object(o, "regulation", &reg);
+        int r = get_u64(o, "limit", false, &i.limit);
+        if (r >= 0)
+                r = get_object(o, "regulation", &reg);
         if (r >= 0 && reg) {
                 i.have_regulation = true;
                 r = protocol_decode_regulation(reg, &i.regulation);

@@ -147,6 +147,7 @@ struct shrinker_info_snapshot {
         bool quarantined;
         bool have_regulation;           /* the regulated scope its client is held in */
         struct regulation_snapshot regulation;
+        uint64_t limit;                 /* its share of a growth limit, as last told; 0: none */
 };
 
 /* ScopeRef. Decoding names the offending field in *ret_field on -EINVAL. */

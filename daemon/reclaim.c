@@ -590,8 +590,10 @@ int reclaim_shrinker_info(const struct reclaim *rc, const struct shrinker *sh, s
         assert(ret);
 
         int r = round_engine_shrinker_info(rc->engine, sh, ret);
-        if (r >= 0 && rc->regulator)
+        if (r >= 0 && rc->regulator) {
                 ret->have_regulation = regulator_client_info(rc->regulator, sh->client, &ret->regulation) >= 0;
+                ret->limit = regulator_shrinker_limit(rc->regulator, sh);
+        }
         return r;
 }
 

@@ -275,7 +275,8 @@ static void regulated_log_run(struct regulated *st, enum regulation_verdict v, d
  * the way up). Not with headroom=no. */
 static void regulated_follow_room(struct regulated *st, uint64_t held, bool grew) {
         struct scope *s = st->scope;
-        if (!st->g->config->headroom || scope_get_type(s) != SCOPE_CGROUP || !st->limited) {
+        const struct config *c = st->g->config;
+        if (!c->headroom || scope_get_type(s) != SCOPE_CGROUP || !st->limited) {
                 st->room_cap = 0;
                 return;
         }
@@ -628,6 +629,13 @@ int regulator_client_info(const struct regulator *g, const struct shrink_client 
                 return -ENOENT;
         regulated_snapshot(best, ret);
         return 0;
+}
+
+uint64_t regulator_shrinker_limit(const struct regulator *g, const struct shrinker *sh) {
+        assert(g && sh);
+
+        const struct told_limit *t = hashmap_get_u64(g->told, sh->id);
+        return t ? t->bytes : 0;
 }
 
 void regulator_get_stats(const struct regulator *g, struct regulator_stats *ret) {

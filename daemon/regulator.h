@@ -45,3 +45,6 @@ int regulator_scope_info(const struct regulator *g, const struct scope *s, struc
 /* The same for the scope that holds client cl back: the tightest growth limit among the scopes it is
  * watched in, else the first of them. */
 int regulator_client_info(const struct regulator *g, const struct shrink_client *cl, struct regulation_snapshot *ret);
+/* The growth limit shrinker sh was last told (its share; told to a client that asked for limits), in
+ * bytes; 0: none. */
+uint64_t regulator_shrinker_limit(const struct regulator *g, const struct shrinker *sh);

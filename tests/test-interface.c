@@ -285,7 +285,7 @@ static void test_codec_against_idl(void) {
         sample("ShrinkerInfo", protocol_encode_shrinker_info(&(struct shrinker_info_snapshot){
                                        .id = 1, .name = "n", .for_pid = 2, .cgroup = "/", .flags = SHRINKER_NUMA_AWARE | SHRINKER_MEMCG_AWARE,
                                        .n_nodes = 1, .nodes = nodes, .client_trust = 900, .have_regulation = true,
-                                       .regulation = full_regulation() }));
+                                       .regulation = full_regulation(), .limit = 5 }));
 
         /* GetConfiguration's reply is the codec's whole: held to the method's output. */
         struct config c;

@@ -994,6 +994,9 @@ static void room_under_headroom(bool headroom) {
                 unsigned long n = strtoul(line + 7, NULL, 10);
                 fprintf(stderr, "  capped at %lu objects of 64 KiB in a 32 MiB group\n", n);
                 CU_ASSERT(n > 16 && n * 65536 < (32UL << 20));
+                /* ListShrinkers (pressurectl's LIMIT) shows the share it was told. */
+                int64_t told = shrinker_stat(c.pid, "limit");
+                CU_ASSERT(told > 0 && (uint64_t) told < (32ULL << 20));
                 /* Still running, not killed (a zombie's state is Z). */
                 char path[64], stat[256];
                 snprintf(path, sizeof(path), "/proc/%d/stat", (int) c.pid);

@@ -903,7 +903,7 @@ static void shrinker_flags(struct json_object *sh, char *buf, size_t size) {
 }
 
 static void print_shrinker(struct json_object *sh, int name_w, int cgroup_w) {
-        char objs[256], fl[32], claimed[32], released[32], trust[16] = "-", for_pid[16] = "-";
+        char objs[256], fl[32], claimed[32], released[32], trust[16] = "-", for_pid[16] = "-", limit[32] = "-";
         struct json_object *t = jget(sh, "client_trust");
         shrinker_counts(sh, objs, sizeof(objs));
         shrinker_flags(sh, fl, sizeof(fl));
@@ -913,11 +913,13 @@ static void print_shrinker(struct json_object *sh, int name_w, int cgroup_w) {
                 snprintf(trust, sizeof(trust), "%d%%", json_object_get_int(t) / 10);
         bytes((uint64_t) json_object_get_int64(jget(sh, "client_claimed_bytes")), claimed, sizeof(claimed));
         bytes((uint64_t) json_object_get_int64(jget(sh, "client_released_bytes")), released, sizeof(released));
-        printf("%-5" PRId64 " %-*s %-7d %-7s %-*s %-5s %-20s %10" PRId64 " %8" PRId64 " %9s %9s %6s %-11s\n",
+        if (jget(sh, "limit"))
+                bytes((uint64_t) json_object_get_int64(jget(sh, "limit")), limit, sizeof(limit));
+        printf("%-5" PRId64 " %-*s %-7d %-7s %-*s %-5s %-20s %10" PRId64 " %8" PRId64 " %9s %9s %6s %8s %-11s\n",
                json_object_get_int64(jget(sh, "id")), name_w, json_object_get_string(jget(sh, "name")),
                json_object_get_int(jget(sh, "pid")), for_pid, cgroup_w, json_object_get_string(jget(sh, "cgroup")), fl,
                objs, json_object_get_int64(jget(sh, "freed")), json_object_get_int64(jget(sh, "timeouts")), claimed,
-               released, trust, json_object_get_string(jget(sh, "state")));
+               released, trust, limit, json_object_get_string(jget(sh, "state")));
 }
 
 /* The regulator, once per scope that holds a client back. */
@@ -960,7 +962,8 @@ static int cmd_shrinkers(void) {
         }
         struct json_object *list = jget(reply, "shrinkers");
         /* CLAIMED, RELEASED and TRUST are the client's: what it said it freed, how far its resident memory
-         * fell around the rounds that asked it, and how much of its claims counts towards goals. FOR is the
+         * fell around the rounds that asked it, and how much of its claims counts towards goals. LIMIT is
+         * the shrinker's share of the regulator's growth limit (told to it if it takes limits). FOR is the
          * process an adapter serves for. NAME and CGROUP are as wide as their longest (a 30-character
          * adapter name shifted every column). */
         int name_w = (int) strlen("NAME"), cgroup_w = (int) strlen("CGROUP");
@@ -969,8 +972,8 @@ static int cmd_shrinkers(void) {
                 name_w = MAX(name_w, (int) strlen(json_object_get_string(jget(sh, "name")) ?: ""));
                 cgroup_w = MAX(cgroup_w, (int) strlen(json_object_get_string(jget(sh, "cgroup")) ?: ""));
         }
-        printf("%-5s %-*s %-7s %-7s %-*s %-5s %-20s %10s %8s %9s %9s %6s %-11s\n", "ID", name_w, "NAME", "PID", "FOR",
-               cgroup_w, "CGROUP", "FLAGS", "COUNTED/NODE", "FREED", "TIMEOUTS", "CLAIMED", "RELEASED", "TRUST", "STATE");
+        printf("%-5s %-*s %-7s %-7s %-*s %-5s %-20s %10s %8s %9s %9s %6s %8s %-11s\n", "ID", name_w, "NAME", "PID", "FOR",
+               cgroup_w, "CGROUP", "FLAGS", "COUNTED/NODE", "FREED", "TIMEOUTS", "CLAIMED", "RELEASED", "TRUST", "LIMIT", "STATE");
         for (size_t i = 0; list && i < json_object_array_length(list); i++)
                 print_shrinker(json_object_array_get_idx(list, i), name_w, cgroup_w);
         print_regulators(list);
