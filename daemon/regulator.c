@@ -428,6 +428,8 @@ static void regulator_tell_limits(struct regulator *g) {
                         uint64_t bytes = g->any_limit ? shrinker_limit(g, cl, sh, &resident) : 0;
                         if (!told_update(g, sh, bytes))
                                 continue;
+                        log_debug("Shrinker %llu of pid %d: growth limit %llu bytes.", (unsigned long long) sh->id,
+                                  (int) cl->pid, (unsigned long long) bytes);
                         v[n++] = (struct shrinker_limit){ .shrinker = sh->id, .bytes = bytes };
                         if (n == LIMITS_PER_MESSAGE) {
                                 (void) round_engine_send_limits(g->engine, cl, v, n);
