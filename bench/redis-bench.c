@@ -50,6 +50,7 @@ struct run {
         double ws_reads_s;                 /* the neighbour's reads of 64 KiB per second (phase) */
         unsigned long long used_end, maxmemory_end;
         bool regrew, restored; /* adapter: maxmemory rose after the load; Redis's own came back */
+        unsigned limits_told;  /* adapter: growth limits the daemon told it */
 };
 
 static const char *build;
@@ -219,11 +220,33 @@ static void adapter_after(struct run *r, const char *sock, pid_t adapter) {
         r->restored = redis_maxmemory(sock, &now) == 0 && now == 0;
 }
 
+/* Lines of a small log file that contain needle. */
+static unsigned count_lines(const char *path, const char *needle) {
+        FILE *f = fopen(path, "re");
+        char line[1024];
+        unsigned n = 0;
+        while (f && fgets(line, sizeof(line), f))
+                n += strstr(line, needle) != NULL;
+        if (f)
+                fclose(f);
+        return n;
+}
+
+static void dump_file(const char *path) {
+        FILE *f = fopen(path, "re");
+        char line[1024];
+        while (f && fgets(line, sizeof(line), f))
+                fputs(line, stderr);
+        if (f)
+                fclose(f);
+}
+
 static int run_policy(struct run *r, double seconds) {
         struct pressure_gen g;
         struct test_daemon d = {};
         char cwd[400], sock[500], maxmem[32];
         pid_t adapter = -1;
+        char alog[64] = "";
 
         if (!getcwd(cwd, sizeof(cwd)) || pressure_gen_create(&g, cwd, (uint64_t) LIMIT_MIB << 20) < 0)
                 return -EIO;
@@ -254,8 +277,12 @@ static int run_policy(struct run *r, double seconds) {
                         pressure_gen_destroy(&g);
                         return -ECHILD;
                 }
-                int log = getenv("REDIS_BENCH_LOG") ? STDERR_FILENO : devnull;
-                adapter = start_adapter(d.socket, sock, log);
+                /* Its log is kept to count the growth limits it was told (and shown with REDIS_BENCH_LOG). */
+                snprintf(alog, sizeof(alog), "/tmp/redis-bench-adapt-%d.log", (int) getpid());
+                int log = open(alog, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+                adapter = start_adapter(d.socket, sock, log >= 0 ? log : devnull);
+                if (log >= 0)
+                        close(log);
                 /* Registered: the daemon lists the shrinker (its log says so). */
                 for (int i = 0; i < 100 && test_daemon_log_count(&d, "registered 1 shrinker for pid") == 0; i++)
                         usleep(100000);
@@ -273,6 +300,10 @@ static int run_policy(struct run *r, double seconds) {
                         waitpid(adapter, NULL, 0);
                 }
                 test_daemon_stop(&d);
+                r->limits_told = count_lines(alog, "growth limit");
+                if (getenv("REDIS_BENCH_LOG"))
+                        dump_file(alog);
+                unlink(alog);
         }
         kill(redis, SIGKILL);
         waitpid(redis, NULL, 0);
@@ -369,6 +400,8 @@ int main(int argc, char *argv[]) {
                        steady_hit_rate(adapter), steady_hit_rate(best), steady_hit_rate(adapter) / steady_hit_rate(best));
         else if (adapter && phase)
                 printf("\nno fixed cap kept the group's steady stall within 2 ms/s\n");
+        if (adapter)
+                printf("adapter: told %u growth limits by the daemon\n", adapter->limits_told);
         if (redis_bin[0] == '/' && strncmp(redis_bin, "/tmp/", 5) == 0)
                 unlink(redis_bin);
         return 0;

@@ -18,6 +18,8 @@ check() { if [ "$2" -eq 0 ]; then echo "ok - $1"; else echo "FAIL - $1"; fails=$
 check "redis-bench ran" $status
 check "without the daemon, Redis is OOM-killed" $(grep -q "^| none  *| killed at" "$out"; echo $?)
 check "with pressure-adapt, Redis survives" $(grep -q "^| adapter  *| survived" "$out"; echo $?)
+check "the adapter was told growth limits (Redis capped at the regulator's limit as it filled)" \
+        $(grep -Eq "^adapter: told [1-9][0-9]* growth limits" "$out"; echo $?)
 check "after the load maxmemory rose again, and Redis's own came back when the adapter stopped" \
         $(grep "^| adapter" "$out" | grep -q "rose again; restored"; echo $?)
 [ $fails = 0 ]

@@ -55,6 +55,7 @@ struct adapter {
         uint64_t original; /* the server's own cap before us (Redis: 0 for none) */
         bool have_original;
         uint64_t cap;      /* what we set; 0: nothing of ours in force */
+        uint64_t told;     /* the daemon's growth limit as a cap (floor + its limit); 0: none */
         uint64_t last_scan_usec;
         uint64_t claimed, measured; /* bytes: what the server said it freed, how far its RSS fell */
         /* Where the server's own cap is kept while ours is in force (NULL: nowhere), so that an adapter

@@ -35,6 +35,8 @@
 /* What an answer needs to reach the daemon: the server's work in a scan ends this long before the
  * request's deadline. */
 #define ANSWER_MARGIN_USEC (100 * USEC_PER_MSEC)
+/* A growth limit comes with no request: the command that sets it ends within this. */
+#define LIMIT_COMMAND_USEC (500 * USEC_PER_MSEC)
 
 void say(const struct adapter *a, int verbose, const char *fmt, ...) {
         if (verbose > a->verbose)
@@ -284,19 +286,47 @@ static uint64_t scan_objects(struct pressure_shrinker *s, struct pressure_shrink
         return n;
 }
 
+/* The daemon's growth limit for our shrinker: the server may hold the floor and that much. A lower one
+ * caps it at once (the server evicts as it fills, instead of being asked back a look later); a higher one
+ * only bounds the regrowth below, and a lifted one (0) leaves the regrowth to its ceiling. */
+static void on_limit(struct pressure_shrinker *s, uint64_t bytes, void *userdata) {
+        struct adapter *a = userdata;
+        (void) s;
+        a->told = bytes > 0 ? (bytes > UINT64_MAX - a->floor ? UINT64_MAX : a->floor + bytes) : 0;
+        say(a, 1, "%s: growth limit %" PRIu64 " bytes", a->address, bytes);
+        if (a->told == 0 || !a->connected || (a->cap > 0 && a->cap <= a->told))
+                return;
+        uint64_t ceiling = ceiling_of(a);
+        if (ceiling > 0 && a->told >= ceiling)
+                return; /* the server's own cap is lower */
+        conn_set_request_deadline(&a->conn, clock_now_usec(CLOCK_MONOTONIC) + LIMIT_COMMAND_USEC);
+        if (a->cap == 0)
+                state_save(a); /* before the server has our cap */
+        if (a->ops->set_cap(a, a->told) >= 0)
+                a->cap = a->told;
+        conn_set_request_deadline(&a->conn, 0);
+}
+
 /* Quiet for a while: raise the cap by a tenth of the room to the ceiling per step, and give the server
- * its own setting back once it is reached. */
+ * its own setting back once it is reached; never past the daemon's growth limit. */
 static void regrow(struct adapter *a) {
         if (a->cap == 0 || !a->connected || clock_now_usec(CLOCK_MONOTONIC) - a->last_scan_usec < a->quiet_usec)
                 return;
         uint64_t ceiling = ceiling_of(a);
         uint64_t used;
+        if (a->told > 0 && a->cap >= a->told)
+                return;
         if (a->ops->held(a, &used, NULL) < 0)
                 return;
         uint64_t step = ceiling > a->cap ? (ceiling - a->cap) / 10 : 0;
         if (ceiling == 0) /* no limit of its own: a tenth of what it uses, at least 1 MiB */
                 step = used / 10 > (1u << 20) ? used / 10 : (1u << 20);
         uint64_t next = a->cap + step;
+        if (a->told > 0 && next >= a->told && (ceiling == 0 || a->told < ceiling)) {
+                if (a->ops->set_cap(a, a->told) >= 0)
+                        a->cap = a->told;
+                return;
+        }
         /* Within a twentieth (at least 1 MiB) of the ceiling: the rest of the way at once, rather than a
          * tail of ever smaller steps. */
         uint64_t near = ceiling / 20 > (1u << 20) ? ceiling / 20 : (1u << 20);
@@ -501,6 +531,8 @@ static int register_shrinker(struct adapter *a, const char *socket_path, struct 
                 r = pressure_shrinker_set_callbacks(shrinker, count_objects, scan_objects);
         if (r >= 0)
                 r = pressure_shrinker_set_userdata(shrinker, a, NULL);
+        if (r >= 0)
+                r = pressure_shrinker_set_limit_handler(shrinker, on_limit);
         if (r >= 0)
                 r = pressure_shrinker_register(shrinker);
         if (r < 0) {
