@@ -50,6 +50,7 @@ struct run {
         double ws_reads_s;                 /* the neighbour's reads of 64 KiB per second (phase) */
         unsigned long long used_end, maxmemory_end;
         bool regrew, restored; /* adapter: maxmemory rose after the load; Redis's own came back */
+        bool at_limit;         /* adapter: or it stood at the daemon's growth limit (the group's room) */
         unsigned limits_told;  /* adapter: growth limits the daemon told it */
 };
 
@@ -208,12 +209,29 @@ static pid_t start_adapter(const char *daemon_sock, const char *sock, int log_fd
         return pid;
 }
 
-/* After the load: maxmemory rises again within 30 s; at SIGTERM Redis's own 0 comes back. */
-static void adapter_after(struct run *r, const char *sock, pid_t adapter) {
+/* The cap the adapter's last growth limit sets (its floor, 16 MiB by default, and the limit), from its
+ * log; 0 when it was told none, or the last lifted it. */
+static unsigned long long told_cap(const char *log) {
+        FILE *f = fopen(log, "re");
+        char line[1024];
+        unsigned long long cap = 0;
+        const char *p;
+        while (f && fgets(line, sizeof(line), f))
+                if ((p = strstr(line, "growth limit ")))
+                        cap = strtoull(p + 13, NULL, 10);
+        if (f)
+                fclose(f);
+        return cap > 0 ? cap + (16ULL << 20) : 0;
+}
+
+/* After the load: maxmemory rises again within 30 s, unless it stands at the daemon's growth limit (the
+ * room under the group's headroom, which Redis has filled); at SIGTERM Redis's own 0 comes back. */
+static void adapter_after(struct run *r, const char *sock, pid_t adapter, const char *log) {
         unsigned long long low = r->maxmemory_end, now = low;
-        for (int i = 0; i < 300 && low > 0 && !r->regrew; i++) {
+        for (int i = 0; i < 300 && low > 0 && !r->regrew && !r->at_limit; i++) {
                 usleep(100000);
                 r->regrew = redis_maxmemory(sock, &now) == 0 && (now > low || now == 0);
+                r->at_limit = !r->regrew && now > 0 && now == told_cap(log);
         }
         kill(adapter, SIGTERM);
         waitpid(adapter, NULL, 0);
@@ -294,7 +312,7 @@ static int run_policy(struct run *r, double seconds) {
         r->survived = r->survived && waitpid(redis, &status, WNOHANG) == 0;
         if (adapter > 0) {
                 if (r->survived)
-                        adapter_after(r, sock, adapter);
+                        adapter_after(r, sock, adapter, alog);
                 else {
                         kill(adapter, SIGTERM);
                         waitpid(adapter, NULL, 0);
@@ -328,6 +346,7 @@ static void print_row(const struct run *r) {
                r->seconds > 0 ? (double) r->requests / r->seconds : 0, r->stall_ms_s, r->st_stall_ms_s, ws,
                (double) r->used_end / 1048576,
                !r->adapter ? "" : !r->survived ? "" : r->regrew && r->restored ? "rose again; restored" :
+               r->at_limit && r->restored ? "at the daemon's limit; restored" :
                r->regrew ? "rose again; NOT restored" : r->restored ? "did not rise; restored" : "did not rise; NOT restored");
         fflush(stdout);
 }
