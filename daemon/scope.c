@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "scope-private.h"
+#include "scope.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -12,16 +12,82 @@
 #include <unistd.h>
 
 #include "fileio.h"
+#include "headroom_watch.h"
 #include "format.h"
 #include "kmsg.h"
 #include "level_reason.h"
 #include "clock.h"
 #include "log.h"
+#include "limit_stall.h"
 #include "macro.h"
 
 
+/* A scope: written by this file alone (build-aux/check-owners); everyone else reads it through scope.h. */
+struct scope {
+        struct scope_env *env;
+        enum scope_type type;
+        int node;          /* SCOPE_NODE: the node's id */
+        size_t node_index; /* SCOPE_NODE: index in the node monitor */
+        char *cgroup;      /* SCOPE_CGROUP: the v2 path */
+        uint64_t cgroup_ino; /* SCOPE_CGROUP: its directory's inode, the cgroup's id: a group made anew
+                              * under the same path has another */
+        char *name;        /* "system", "node:N" or the cgroup path: for logs */
+        uid_t owner_uid;   /* SCOPE_CGROUP: who owns its directory (a delegated subtree's user), whose log
+                            * lines its removals and kills count as (log_client()) */
+        unsigned n_refs;
+
+        /* PSI scopes */
+        char *pressure_path;
+        int trigger_fd;
+        sd_event_source *trigger_source;
+        struct psi_trigger trigger; /* as armed */
+        struct psi_stats psi;      /* as the kernel shows it */
+        bool have_psi;
+        struct limit_stall explained; /* the part of it that limits of groups below explain */
+        uint64_t explained_usec;      /* when that was last looked at */
+        struct psi_stats explained_at; /* psi then */
+        struct psi_stats own;         /* psi less what is explained: the totals the levels and the regulator read */
+        struct level_samples samples; /* of own */
+        struct limit_watch limits;    /* the limit events of its group and limited ancestors (shortage.c's) */
+        uint64_t triggered_usec; /* last POLLPRI */
+
+        /* memory figures behind the reclaim target */
+        uint64_t usage_bytes, limit_bytes; /* SCOPE_CGROUP; limit UINT64_MAX when none */
+        uint64_t anon_bytes, anon_usec; /* SCOPE_CGROUP: the last reading of its anonymous memory, and when */
+        uint64_t demand_bytes;          /* its growth per second between the last two readings */
+        uint64_t growth_bytes;          /* its growth between the last two readings (0: it shrank) */
+
+        enum level psi_raw;
+        struct headroom_watch hw; /* headroom_watch.c's: the second source of the level */
+
+        struct level_state level;
+        enum level_source source; /* what raised the level last */
+        enum level previous;
+        uint64_t changed_usec; /* CLOCK_MONOTONIC of the last change */
+        bool first_look;       /* deciding from the kernel's averages, before samples of its own */
+        char reason[256];      /* why it is at its level, in words, as of the last change ("" at ok) */
+        uint64_t reclaim_target;
+        bool gone;
+        bool announced; /* its owner has it: level changes are reported from now on */
+
+        void *slots[SCOPE_SLOTS_MAX];
+};
+
+/* What the registry gave every scope. */
+static inline const struct config *config_of(const struct scope *s) {
+        return s->env->config;
+}
+
+static inline const struct scope_events *events_of(const struct scope *s) {
+        return s->env->events;
+}
+
+static inline const struct node_monitor *nodes_of(const struct scope *s) {
+        return s->env->nodes;
+}
+
 /* What headroom_watch.c reports back. */
-static void scope_headroom_looked(struct scope *s, uint64_t now);
+static struct headroom_pace scope_headroom_looked(struct scope *s, uint64_t now);
 static const struct headroom_watch_ops headroom_ops = {
         .looked = scope_headroom_looked,
         .gone = scope_mark_gone,
@@ -51,7 +117,7 @@ struct scope *scope_free(struct scope *s) {
         sd_event_source_disable_unref(s->trigger_source);
         if (s->trigger_fd >= 0)
                 close(s->trigger_fd);
-        scope_unwatch_headroom(s);
+        headroom_watch_stop(&s->hw);
         headroom_watch_done(&s->hw);
         limit_stall_done(&s->explained);
         free(s->pressure_path);
@@ -375,10 +441,35 @@ static void scope_apply(struct scope *s, enum level psi_raw, uint64_t now) {
 }
 
 /* The headroom was read again: the memory behind the reclaim target and the next look, then the level. */
-static void scope_headroom_looked(struct scope *s, uint64_t now) {
+static struct headroom_pace scope_headroom_looked(struct scope *s, uint64_t now) {
         if (s->type == SCOPE_CGROUP)
                 scope_read_memory(s);
         scope_apply(s, s->psi_raw, now);
+        return (struct headroom_pace){ .level = s->level.level, .demand_bytes = s->demand_bytes };
+}
+
+static int scope_watch_headroom(struct scope *s) {
+        const struct headroom_subject subject = {
+                .env = s->env,
+                .scope = s,
+                .type = s->type,
+                .cgroup = s->cgroup,
+                .name = s->name,
+                .owner_uid = s->owner_uid,
+        };
+        return headroom_watch_start(&s->hw, &subject);
+}
+
+void scope_refresh_headroom(struct scope *s) {
+        assert(s);
+
+        headroom_watch_refresh(&s->hw);
+}
+
+void scope_check_headroom(struct scope *s, uint64_t now) {
+        assert(s);
+
+        headroom_watch_check(&s->hw, now);
 }
 
 void scope_announce(struct scope *s) {
@@ -604,7 +695,7 @@ void scope_mark_gone(struct scope *s) {
                 close(s->trigger_fd);
                 s->trigger_fd = -EBADF;
         }
-        scope_unwatch_headroom(s);
+        headroom_watch_gone(&s->hw);
         if (s->env->events && events_of(s)->gone)
                 events_of(s)->gone(s, s->env->userdata);
 }
@@ -718,6 +809,12 @@ struct scope *scope_ref(struct scope *s) {
 
         s->n_refs++;
         return s;
+}
+
+bool scope_is_held(const struct scope *s) {
+        assert(s);
+
+        return s->n_refs > 0;
 }
 
 bool scope_unref(struct scope *s) {

@@ -19,47 +19,15 @@
 #include "protocol.h"
 #include "psi.h"
 #include "scope_id.h"
+#include "scope_env.h"
 #include "shortage.h"
 
 struct scope;
 
-/* What a scope reports, to the registry that owns it. */
-struct scope_events {
-        void (*level_changed)(struct scope *s, void *userdata);
-        void (*gone)(struct scope *s, void *userdata);      /* the cgroup was removed */
-        void (*triggered)(struct scope *s, void *userdata); /* the kernel's trigger fired, or headroom left ok */
-        void (*memory_event)(struct scope *s, enum memory_event e, uint64_t count, void *userdata);
-};
-
-/* What every scope of one registry shares. */
-/* The kernel log is searched for an OOM kill's victim at most once a second, for all scopes together. */
-#define OOM_LOOKUP_INTERVAL_USEC (1000 * 1000)
-
-/* What the kernel takes from us as PSI windows, learnt by the first scope armed: scope.c's. */
-struct scope_psi_windows {
-        bool unprivileged; /* the kernel wants 2 s window steps from us */
-        bool logged;       /* the kind of windows was logged */
-};
-
-/* What every scope shares: made by the registry (scope_registry.c writes it), read by the scopes; the
- * parts that change have owners of their own (scope.c, shortage.c, log.c's rate limit). */
-struct scope_env {
-        sd_event *event;
-        const struct config *config;
-        const struct cgroup_layout *layout; /* NULL: no cgroup v2 hierarchy */
-        const struct node_monitor *nodes;   /* NULL: no node figures */
-        const char *system_pressure_path;   /* /proc/pressure/memory */
-        struct scope_psi_windows psi;
-        struct shortage machine;       /* whether the machine as a whole is short (shortage.h) */
-        struct ratelimit oom_lookups;  /* of the kernel log for an OOM kill's victim: the log is the machine's */
-        const struct scope_events *events;
-        void *userdata;
-};
-
 /* Per-observer data hung on a scope (subscriptions' watch list, reclaim's episode...). */
 #define SCOPE_SLOTS_MAX 10
 
-/* struct scope is scope.c's and its registry's (scope-private.h); everyone else reads it through these. */
+/* struct scope is scope.c's; everyone else, its registry included, reads it through these. */
 enum level scope_level(const struct scope *s);
 enum level scope_previous(const struct scope *s); /* before the last change */
 enum level_source scope_source(const struct scope *s);
@@ -134,6 +102,8 @@ void scope_refresh(struct scope *s);
  * it back with scope_registry_release(), which drops it with scope_unref(): true when it was the last. */
 struct scope *scope_ref(struct scope *s);
 bool scope_unref(struct scope *s);
+/* Whether anybody still holds it (the registry frees it from the loop once nobody does). */
+bool scope_is_held(const struct scope *s);
 /* Read the cumulative "some" stall now (one pread of the pressure file); false for a scope without PSI. */
 bool scope_read_some_total(struct scope *s, uint64_t *ret);
 /* Whether the scope's stall is for memory that is short where it is (the machine's, or a limit on its way

@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "scope_registry.h"
 
-#include "scope-private.h"
-
 #include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -24,7 +22,7 @@ static void on_level_changed(struct scope *s, void *userdata) {
 static void on_gone(struct scope *s, void *userdata) {
         struct scope_registry *reg = userdata;
 
-        hashmap_remove_string(reg->by_cgroup, s->cgroup);
+        hashmap_remove_string(reg->by_cgroup, scope_cgroup(s));
         /* Observers let go of the scope as they are told: keep it alive until all are. */
         scope_ref(s);
         for (size_t i = 0; i < reg->n_observers; i++)
@@ -71,15 +69,18 @@ static int on_gc(sd_event_source *src, void *userdata) {
         struct scope_registry *reg = userdata;
         (void) src;
 
-        for (struct scope *s = reg->cgroups, *next; s; s = next) {
-                next = s->next;
-                if (s->n_refs > 0)
+        for (struct registry_entry *e = reg->cgroups, *next; e; e = next) {
+                next = e->next;
+                struct scope *s = e->scope;
+                if (scope_is_held(s))
                         continue;
-                LIST_REMOVE(reg->cgroups, s);
+                LIST_REMOVE(reg->cgroups, e);
+                hashmap_remove_u64(reg->entries, (uintptr_t) s);
+                free(e);
                 reg->n_cgroups--;
-                if (!s->gone)
-                        hashmap_remove_string(reg->by_cgroup, s->cgroup);
-                log_debug("No longer watching cgroup %s.", s->name);
+                if (!scope_is_gone(s))
+                        hashmap_remove_string(reg->by_cgroup, scope_cgroup(s));
+                log_debug("No longer watching cgroup %s.", scope_name(s));
                 registry_free_scope(reg, s);
         }
         return 0;
@@ -107,6 +108,8 @@ int scope_registry_new(sd_event *event, const struct config *config, const struc
         if (r >= 0)
                 r = hashmap_new(HASHMAP_KEY_U64, &reg->held_per_uid);
         if (r >= 0)
+                r = hashmap_new(HASHMAP_KEY_U64, &reg->entries);
+        if (r >= 0)
                 r = sd_event_add_defer(event, &reg->gc_source, on_gc, reg);
         if (r < 0) {
                 scope_registry_free(reg);
@@ -122,9 +125,10 @@ struct scope_registry *scope_registry_free(struct scope_registry *reg) {
         if (!reg)
                 return NULL;
         while (reg->cgroups) {
-                struct scope *s = reg->cgroups;
-                reg->cgroups = s->next;
-                registry_free_scope(reg, s);
+                struct registry_entry *e = reg->cgroups;
+                reg->cgroups = e->next;
+                registry_free_scope(reg, e->scope);
+                free(e);
         }
         for (size_t i = 0; i < reg->n_nodes; i++)
                 registry_free_scope(reg, reg->nodes[i]);
@@ -133,6 +137,7 @@ struct scope_registry *scope_registry_free(struct scope_registry *reg) {
         free(reg->configured);
         hashmap_free(reg->by_cgroup);
         hashmap_free(reg->held_per_uid);
+        hashmap_free(reg->entries);
         sd_event_source_disable_unref(reg->gc_source);
         free(reg);
         return NULL;
@@ -196,7 +201,7 @@ void scope_registry_release(struct scope_registry *reg, struct scope *s) {
 
         if (!s)
                 return;
-        if (scope_unref(s) && s->type == SCOPE_CGROUP)
+        if (scope_unref(s) && scope_get_type(s) == SCOPE_CGROUP)
                 (void) sd_event_source_set_enabled(reg->gc_source, SD_EVENT_ONESHOT);
 }
 
@@ -204,7 +209,7 @@ struct scope *scope_registry_find_node(const struct scope_registry *reg, int nod
         assert(reg);
 
         for (size_t i = 0; i < reg->n_nodes; i++)
-                if (reg->nodes[i]->node == node)
+                if (scope_get_id(reg->nodes[i]).node == node)
                         return reg->nodes[i];
         return NULL;
 }
@@ -236,12 +241,24 @@ static int acquire_cgroup(struct scope_registry *reg, const char *path, struct s
         r = scope_new_cgroup(&reg->env, p, &s);
         if (r < 0)
                 return r;
-        r = hashmap_put_string(reg->by_cgroup, s->cgroup, s);
+        struct registry_entry *e = calloc(1, sizeof(*e));
+        if (!e) {
+                scope_free(s);
+                return -ENOMEM;
+        }
+        e->scope = s;
+        r = hashmap_put_u64(reg->entries, (uintptr_t) s, e);
+        if (r >= 0) {
+                r = hashmap_put_string(reg->by_cgroup, scope_cgroup(s), s);
+                if (r < 0)
+                        hashmap_remove_u64(reg->entries, (uintptr_t) s);
+        }
         if (r < 0) {
+                free(e);
                 scope_free(s);
                 return r;
         }
-        LIST_PREPEND(reg->cgroups, s);
+        LIST_PREPEND(reg->cgroups, e);
         reg->n_cgroups++;
         log_debug("Watching cgroup %s.", p);
         scope_announce(s);
@@ -313,7 +330,7 @@ void scope_registry_release_for(struct scope_registry *reg, uid_t uid, struct sc
 
         if (!s)
                 return;
-        if (s->type == SCOPE_CGROUP && uid != 0) {
+        if (scope_get_type(s) == SCOPE_CGROUP && uid != 0) {
                 (void) hashmap_count_add_u64(reg->held_per_uid, uid, -1);
                 if (reg->held_by_users > 0)
                         reg->held_by_users--;
@@ -358,16 +375,20 @@ struct scope *scope_registry_next(const struct scope_registry *reg, const struct
 
         if (!prev)
                 return reg->system;
-        if (prev->type == SCOPE_CGROUP)
-                return prev->next;
-        size_t i = prev->type == SCOPE_NODE ? prev->node_index + 1 : 0;
-        return i < reg->n_nodes ? reg->nodes[i] : reg->cgroups;
+        enum scope_type type = scope_get_type(prev);
+        if (type == SCOPE_CGROUP)
+                return scope_registry_next_cgroup(reg, prev);
+        size_t i = type == SCOPE_NODE ? scope_node_index(prev) + 1 : 0;
+        return i < reg->n_nodes ? reg->nodes[i] : scope_registry_next_cgroup(reg, NULL);
 }
 
 struct scope *scope_registry_next_cgroup(const struct scope_registry *reg, const struct scope *prev) {
         assert(reg);
 
-        return prev ? prev->next : reg->cgroups;
+        const struct registry_entry *e = prev ? hashmap_get_u64(reg->entries, (uintptr_t) prev) : NULL;
+        assert(!prev || e); /* a cgroup scope of this registry's */
+        const struct registry_entry *next = e ? e->next : reg->cgroups;
+        return next ? next->scope : NULL;
 }
 
 void scope_registry_rearm(struct scope_registry *reg) {
@@ -376,7 +397,7 @@ void scope_registry_rearm(struct scope_registry *reg) {
         SCOPE_REGISTRY_FOREACH(s, reg) {
                 int r = scope_rearm(s);
                 if (r < 0)
-                        log_warning_errno(r, "Failed to re-arm the trigger of %s: %m", s->name);
+                        log_warning_errno(r, "Failed to re-arm the trigger of %s: %m", scope_name(s));
         }
 }
 

@@ -25,12 +25,19 @@ struct scope_observer {
         void (*freed)(struct scope *s, void *userdata);         /* about to be freed: let go of the slot */
 };
 
+/* The registry's place of one cgroup scope, beside it (struct scope is scope.c's alone). */
+struct registry_entry {
+        struct scope *scope;
+        struct registry_entry *prev, *next;
+};
+
 struct scope_registry {
         struct scope_env env;
         struct scope *system;
         struct scope **nodes; /* one per node monitor entry */
         size_t n_nodes;
-        struct scope *cgroups; /* list */
+        struct registry_entry *cgroups; /* newest first */
+        struct hashmap *entries;        /* struct registry_entry by its scope's address */
         size_t n_cgroups;
         struct hashmap *by_cgroup; /* live (not gone) cgroup scopes by path */
         struct hashmap *held_per_uid; /* uid -> cgroup scope references taken on its behalf */
