@@ -13,10 +13,64 @@
 #include "log.h"
 #include "macro.h"
 #include "release.h"
-#include "round-private.h"
+#include "shrink_job.h"
 
 /* libpressure gives freed memory back at most every 100 ms after its answers: measure well after that. */
 #define RELEASE_SETTLE_USEC (300 * 1000)
+
+
+struct round_engine {
+        sd_event *event;
+        const struct config *config;
+        struct shrink_registry *shrinkers;
+        const struct reclaim_transport *transport;
+        void *userdata;
+        struct release_meter *meter;
+        struct job_engine *jobs;
+        uint64_t last_round_id;
+};
+
+/* A job's place in its round, while the round waits for it. */
+struct round_member {
+        struct round_member *prev, *next;
+        struct shrink_job *job;
+};
+
+/* One round. A job leaves its round early when the round's budget runs out (it is cut: it goes on by
+ * itself, the round no longer waits for it) or never joins it (the count that probes a quarantined
+ * shrinker): a round never waits for a shrinker that is slow. */
+struct shrink_round {
+        struct round_engine *rc;
+        uint64_t id;
+        char *label;            /* for the log: the scope's name, or NULL for an explicit Shrink */
+        enum scope_type type;   /* of the scope, and its level (-1: none), told to the clients */
+        int level;
+        round_done_fn on_done;  /* the owner (an episode), told when the round is over */
+        void *userdata;
+        bool explicit;
+        bool measure; /* answer once the clients were measured */
+        bool dry_run; /* count, scan nothing */
+        void *caller; /* the Shrink call to answer; NULL once it left */
+        struct shrink_result *results;
+        size_t n_results, n_alloc;
+        struct round_member *jobs; /* still counting here */
+        unsigned n_jobs;           /* not finished yet */
+        uint64_t want;             /* bytes to release; 0: the kernel's sizing alone */
+        bool share_sets_priority;
+        int floor;
+        uint64_t goal, goal_id;
+        unsigned n_share_jobs, n_shares_in; /* jobs asked for a share of the goal; those that had given it */
+        uint64_t known_weight;   /* the split: weights of the jobs whose shrinker counted before */
+        unsigned n_known, n_unknown;
+        sd_event_source *budget; /* episode rounds: when unfinished jobs are cut */
+        struct release_sample *sample; /* what its clients had resident, and claimed */
+        uint64_t freed, freed_bytes, scanned;
+        unsigned n_asked, n_busy;
+};
+
+static const struct config *round_config(const struct shrink_round *r) {
+        return r->rc->config;
+}
 
 /* ---- rounds ---- */
 
@@ -76,7 +130,7 @@ static void round_complete(struct shrink_round *r) {
         round_free(r);
 }
 
-static void round_add_result(struct shrink_round *r, const struct shrink_job *j) {
+static void round_add_result(struct shrink_round *r, const struct job_outcome *j) {
         if (r->n_results == r->n_alloc) {
                 size_t n = MAX(r->n_alloc * 2, 8u);
                 struct shrink_result *a = realloc(r->results, n * sizeof(*a));
@@ -105,60 +159,70 @@ static void round_add_result(struct shrink_round *r, const struct shrink_job *j)
                 .stopped = j->end == JOB_END_STOPPED,
                 .timed_out = j->end == JOB_END_TIMED_OUT,
                 .empty = j->end == JOB_END_EMPTY,
-                .quarantined = j->kind == JOB_PROBE,
+                .quarantined = j->probe,
                 .rejected = j->end == JOB_END_REJECTED,
-                .have_count = r->dry_run && j->n_answers > 0,
-                .count = j->freeable,
+                .have_count = r->dry_run && j->answered,
+                .count = j->count,
         };
 }
 
-static void round_note_share(struct shrink_round *r, bool given) {
+static void round_note_share(void *userdata, bool given) {
+        struct shrink_round *r = userdata;
         assert(r);
         r->n_share_jobs++;
         if (given)
                 r->n_shares_in++;
 }
 
-static void round_note_freed(struct shrink_round *r, uint64_t bytes) {
+static void round_note_freed(void *userdata, uint64_t bytes) {
+        struct shrink_round *r = userdata;
         assert(r);
         r->freed_bytes = sat_add(r->freed_bytes, bytes);
 }
 
-static void round_job_done(struct shrink_round *r, struct shrink_job *j) {
-        assert(r);
+/* A job left the round: done, or cut. */
+static void round_job_done(void *userdata, void *member, const struct job_outcome *o) {
+        struct shrink_round *r = userdata;
+        struct round_member *m = member;
+        assert(r && m);
 
-        LIST_REMOVE_F(in_round.prev, in_round.next, r->jobs, j);
-        j->in_round.round = NULL;
-        r->freed = sat_add(r->freed, j->freed);
-        r->scanned = sat_add(r->scanned, j->scanned);
+        LIST_REMOVE(r->jobs, m);
+        free(m);
+        r->freed = sat_add(r->freed, o->freed);
+        r->scanned = sat_add(r->scanned, o->scanned);
         if (r->explicit && r->caller)
-                round_add_result(r, j);
+                round_add_result(r, o);
         if (--r->n_jobs == 0)
                 round_complete(r);
 }
 
-static const struct round_reports round_reports = {
+static void round_split(void *userdata, struct shrink_split *ret) {
+        const struct shrink_round *r = userdata;
+        *ret = (struct shrink_split){
+                .want = r->want, .in_goal = r->goal_id > 0, .goal = r->goal,
+                .known_weight = r->known_weight, .n_known = r->n_known, .n_unknown = r->n_unknown,
+        };
+}
+
+static bool round_satisfied(void *userdata) {
+        const struct shrink_round *r = userdata;
+        return r->want > 0 && r->freed_bytes >= r->want;
+}
+
+static const struct job_round_ops round_job_ops = {
+        .split = round_split,
+        .satisfied = round_satisfied,
         .share = round_note_share,
         .freed = round_note_freed,
         .done = round_job_done,
 };
 
-/* A shrinker has done its part in the round's goal: it released its share, or it was asked for it in
- * GOAL_ASKS_MAX rounds of the goal (one that cannot or will not deliver, or whose claims its memory does
- * not bear out, holds the goal open, and with it everyone else's next goal, no longer than that). */
-#define GOAL_ASKS_MAX 3u
-static bool goal_done_for(const struct shrink_round *r, struct shrinker_state *ss, size_t node_index) {
-        if (r->explicit || r->goal_id == 0 || ss->goal_id != r->goal_id)
-                return false;
-        const struct shrinker_node_state *g = shrinker_state_node(ss, node_index);
-        return (g->goal_share > 0 && g->goal_freed >= g->goal_share) || g->goal_asks >= GOAL_ASKS_MAX;
-}
-
 /* A shrinker in scope that the round does not ask (busy, quarantined) still weighs what it held at its
  * last count: the others' shares are of the goal as if it had been asked, so that what it does not
  * deliver is nobody else's to make up. */
-static void round_weigh_absent(struct shrink_round *r, struct shrinker_state *ss, size_t node_index) {
-        uint64_t w = shrink_weight(shrinker_state_node(ss, node_index)->last_bytes, ss->shrinker->seeks);
+static void round_weigh_absent(struct shrink_round *r, const struct shrinker *sh, size_t node_index) {
+        const struct shrinker_node_state *ns = job_engine_node(r->rc->jobs, sh, node_index);
+        uint64_t w = ns ? shrink_weight(ns->last_bytes, sh->seeks) : 0;
         if (w == 0)
                 return;
         r->known_weight = sat_add(r->known_weight, w);
@@ -174,17 +238,56 @@ static enum job_kind round_job_kind(const struct shrink_round *r, uint64_t nr_to
         return JOB_EPISODE;
 }
 
-/* A job joins the round, weighing in the split what its shrinker counted last (0: not known). */
-static void round_take_job(struct shrink_round *r, struct shrink_job *j, uint64_t weight) {
-        j->in_round.start_weight = weight;
+/* A job of the round for one node of sh. It joins the round, weighing in the split what its shrinker
+ * counted last (0: not known), unless it is a probe of a quarantined shrinker in an episode's round:
+ * that runs beside it (its part of the goal stays its own); an explicit Shrink keeps it, to report it. */
+static int round_add_job(struct shrink_round *r, struct shrinker *sh, size_t k, const char *cgroup, int priority,
+                         uint64_t nr_to_scan) {
+        const struct shrinker_node_state *ns = job_engine_node(r->rc->jobs, sh, k);
+        uint64_t weight = ns ? shrink_weight(ns->last_bytes, sh->seeks) : 0;
+        bool beside = !r->explicit && job_engine_quarantined(r->rc->jobs, sh);
+        struct round_member *m = NULL;
+
+        if (!beside && !(m = calloc(1, sizeof(*m))))
+                return -ENOMEM;
+        const struct job_spec spec = {
+                .shrinker = sh,
+                .node_index = k,
+                .cgroup = cgroup,
+                .priority = priority,
+                .kind = round_job_kind(r, nr_to_scan),
+                .nr_to_scan = nr_to_scan,
+                .round_id = r->id,
+                .scope_type = r->type,
+                .level = r->level,
+                .want = r->want,
+                .goal_id = r->goal_id,
+                .share_sets_priority = r->share_sets_priority,
+                .floor = r->floor,
+                .start_weight = weight,
+                .ops = &round_job_ops,
+                .round = beside ? NULL : r,
+                .member = m,
+                .sample = beside ? NULL : r->sample,
+        };
+        struct shrink_job *j = job_new(r->rc->jobs, &spec);
+        if (!j) {
+                free(m);
+                return -ENOMEM;
+        }
+        if (beside) {
+                round_weigh_absent(r, sh, k);
+                return 0;
+        }
+        m->job = j;
         if (weight > 0) {
                 r->known_weight = sat_add(r->known_weight, weight);
                 r->n_known++;
         } else
                 r->n_unknown++;
-        j->in_round.round = r;
-        LIST_PREPEND_F(in_round.prev, in_round.next, r->jobs, j);
+        LIST_PREPEND(r->jobs, m);
         r->n_jobs++;
+        return 0;
 }
 
 /* Queue the jobs of one shrinker: one per node the scope selects. */
@@ -193,42 +296,28 @@ static void round_add_shrinker(struct shrink_round *r, struct shrinker *sh, enum
         size_t n_nodes = shrink_registry_n_nodes(r->rc->shrinkers);
         size_t first = type == SCOPE_NODE ? node_index : 0;
         size_t last = type == SCOPE_NODE ? node_index : all_nodes ? n_nodes - 1 : 0;
-
         uint64_t now = event_now(r->rc->event);
-        struct shrinker_state *qu = shrinker_state_get(r->rc, sh);
-        if (!qu) {
-                log_oom();
-                return;
-        }
+
         /* Paced on its own: a shrinker still busy with an earlier round's work is not asked again yet. Its
          * part of the goal stays its own: it weighs in the split as if it were asked. */
-        if (!r->explicit && qu->head) {
+        if (!r->explicit && job_engine_busy(r->rc->jobs, sh)) {
                 r->n_busy++;
                 for (size_t k = first; k <= last; k++)
-                        round_weigh_absent(r, qu, k);
+                        round_weigh_absent(r, sh, k);
                 return;
         }
         for (size_t k = first; k <= last; k++) {
-                if (!r->explicit && now < shrinker_state_node(qu, k)->empty_until)
+                const struct shrinker_node_state *ns = job_engine_node(r->rc->jobs, sh, k);
+                if (!r->explicit && ns && now < ns->empty_until)
                         continue; /* said EMPTY a moment ago */
-                if (goal_done_for(r, qu, k)) {
+                if (!r->explicit && job_engine_goal_done(r->rc->jobs, sh, k, r->goal_id)) {
                         /* Not even counted: it has done its part in this goal, and others' answers (or
                          * silence) must not make it asked more often than it would be alone. */
                         round_note_share(r, true);
                         continue;
                 }
-                struct shrink_job *j = job_new(r, sh, k, cgroup, priority, round_job_kind(r, nr_to_scan), nr_to_scan);
-                if (!j) {
+                if (round_add_job(r, sh, k, cgroup, priority, nr_to_scan) < 0)
                         log_oom();
-                        continue;
-                }
-                job_enqueue(j);
-                /* A probe of a quarantined shrinker runs beside an episode's round, not in it (its part of
-                 * the goal stays its own). An explicit Shrink keeps it, to report it. */
-                if (j->kind == JOB_PROBE && !r->explicit)
-                        round_weigh_absent(r, qu, k);
-                else
-                        round_take_job(r, j, shrink_weight(shrinker_state_node(qu, k)->last_bytes, sh->seeks));
         }
         r->n_asked++;
 }
@@ -254,12 +343,7 @@ static void round_add_jobs(struct shrink_round *r, enum scope_type type, size_t 
                         round_add_shrinker(r, sh, type, node_index, all_nodes, req_cgroup, priority, nr_to_scan);
                 }
         /* Start only after everything is queued: a job may finish at once. */
-        for (struct shrink_client *cl = reg->clients; cl; cl = cl->next)
-                for (size_t i = 0; i < cl->n_shrinkers; i++) {
-                        struct shrinker_state *qu = hashmap_get_u64(r->rc->states, cl->shrinkers[i]->id);
-                        if (qu && qu->head && qu->head->state == JOB_QUEUED)
-                                job_run(qu->head);
-                }
+        job_engine_start(r->rc->jobs);
 }
 
 /* The round's time is up: every job still in it leaves it and goes on at its shrinker's own pace (its
@@ -284,7 +368,10 @@ static void round_cut(struct shrink_round *r) {
                 return; /* complete, or completing */
         r->n_jobs++; /* hold the round until all are out */
         while (r->jobs) {
-                round_job_done(r, r->jobs);
+                struct round_member *m = r->jobs;
+                struct job_outcome o;
+                job_leave_round(m->job, &o);
+                round_job_done(r, m, &o);
         }
         if (--r->n_jobs == 0)
                 round_complete(r);
@@ -311,7 +398,6 @@ static struct shrink_round *round_alloc(struct round_engine *rc) {
         if (!r)
                 return NULL;
         r->rc = rc;
-        r->reports = &round_reports;
         r->id = ++rc->last_round_id;
         r->sample = release_sample_new(rc->meter, r->id);
         return r;
@@ -359,7 +445,7 @@ void round_run(struct shrink_round *r, const struct round_spec *s) {
         if (r->explicit)
                 round_arm_budget(r, ROUND_EXPLICIT_BUDGET_USEC);
         else if (s->budget)
-                round_arm_budget(r, round_engine_config(r->rc)->round_budget_usec);
+                round_arm_budget(r, round_config(r)->round_budget_usec);
         round_seal(r);
 }
 
@@ -377,13 +463,14 @@ void round_detach(struct shrink_round *r) {
 void round_engine_drop_shrinker(struct round_engine *rc, const struct shrinker *sh) {
         assert(rc);
 
-        struct shrinker_state *qu = hashmap_get_u64(rc->states, sh->id);
-        if (!qu)
-                return;
-        while (qu->head)
-                job_retire(qu->head);
-        hashmap_remove_u64(rc->states, sh->id);
-        free(qu);
+        job_engine_drop_shrinker(rc->jobs, sh);
+}
+
+int round_engine_answer(struct round_engine *rc, struct shrink_client *cl, const struct shrink_answer *a,
+                        const char **ret_reason) {
+        assert(rc);
+
+        return job_engine_answer(rc->jobs, cl, a, ret_reason);
 }
 
 int round_engine_shrinker_info(const struct round_engine *rc, const struct shrinker *sh,
@@ -394,15 +481,7 @@ int round_engine_shrinker_info(const struct round_engine *rc, const struct shrin
         int r = shrinker_info(sh, ret);
         if (r < 0)
                 return r;
-        const struct shrinker_state *ss = hashmap_get_u64(rc->states, sh->id);
-        for (size_t k = 0; ss && k < ss->n_nodes && k < ret->n_nodes; k++) {
-                ret->nodes[k].objects = ss->node[k].last_count;
-                ret->nodes[k].bytes = ss->node[k].last_bytes;
-        }
-        if (ss) {
-                ret->stats = ss->stats;
-                ret->quarantined = ss->health.quarantined;
-        }
+        job_engine_info(rc->jobs, sh, ret);
         release_meter_client_info(rc->meter, sh->client, ret);
         return 0;
 }
@@ -410,31 +489,29 @@ int round_engine_shrinker_info(const struct round_engine *rc, const struct shrin
 uint64_t round_engine_client_rejected(const struct round_engine *rc, const struct shrink_client *cl) {
         assert(rc);
 
-        const struct client_credit *c = hashmap_get_u64(rc->credits, (uint64_t) (uintptr_t) cl);
-        return c ? c->rejected : 0;
+        return job_engine_rejected(rc->jobs, cl);
 }
 
 unsigned round_engine_goal_asks(const struct round_engine *rc, const struct shrinker *sh, size_t node_index) {
         assert(rc);
 
-        const struct shrinker_state *ss = hashmap_get_u64(rc->states, sh->id);
-        return ss ? ss->node[shrinker_node_slot(sh, node_index)].goal_asks : 0;
+        const struct shrinker_node_state *ns = job_engine_node(rc->jobs, sh, node_index);
+        return ns ? ns->goal_asks : 0;
 }
 
 uint64_t round_engine_last_bytes(const struct round_engine *rc, const struct shrinker *sh, size_t node_index) {
         assert(rc);
 
-        const struct shrinker_state *ss = hashmap_get_u64(rc->states, sh->id);
-        return ss ? ss->node[shrinker_node_slot(sh, node_index)].last_bytes : 0;
+        const struct shrinker_node_state *ns = job_engine_node(rc->jobs, sh, node_index);
+        return ns ? ns->last_bytes : 0;
 }
 
 uint64_t round_engine_shrinker_bytes(const struct round_engine *rc, const struct shrinker *sh) {
         assert(rc && sh);
 
-        const struct shrinker_state *ss = hashmap_get_u64(rc->states, sh->id);
         uint64_t sum = 0;
-        for (size_t k = 0; ss && k < sh->n_nodes; k++)
-                sum = sat_add(sum, ss->node[k].last_bytes);
+        for (size_t k = 0; k < sh->n_nodes; k++)
+                sum = sat_add(sum, round_engine_last_bytes(rc, sh, k));
         return sum;
 }
 
@@ -450,7 +527,7 @@ void round_engine_drop_client(struct round_engine *rc, struct shrink_client *cl)
 
         for (size_t i = 0; i < cl->n_shrinkers; i++)
                 round_engine_drop_shrinker(rc, cl->shrinkers[i]);
-        free(hashmap_remove_u64(rc->credits, (uint64_t) (uintptr_t) cl));
+        job_engine_drop_client(rc->jobs, cl);
         release_meter_drop_client(rc->meter, cl);
 }
 
@@ -470,13 +547,9 @@ int round_engine_new(sd_event *event, const struct config *config, struct shrink
                 .transport = transport,
                 .userdata = userdata,
         };
-        r = request_queue_init(rc);
+        r = release_meter_new(event, shrinkers, RELEASE_SETTLE_USEC, &rc->meter);
         if (r >= 0)
-                r = hashmap_new(HASHMAP_KEY_U64, &rc->states);
-        if (r >= 0)
-                r = hashmap_new(HASHMAP_KEY_U64, &rc->credits);
-        if (r >= 0)
-                r = release_meter_new(event, shrinkers, RELEASE_SETTLE_USEC, &rc->meter);
+                r = job_engine_new(event, config, shrinkers, transport, userdata, rc->meter, &rc->jobs);
         if (r < 0) {
                 round_engine_free(rc);
                 return r;
@@ -489,10 +562,7 @@ int round_engine_new(sd_event *event, const struct config *config, struct shrink
 struct round_engine *round_engine_free(struct round_engine *rc) {
         if (!rc)
                 return NULL;
-        request_queue_done(&rc->queue);
-        assert(hashmap_size(rc->states) == 0 && hashmap_size(rc->credits) == 0);
-        hashmap_free(rc->states);
-        hashmap_free(rc->credits);
+        job_engine_free(rc->jobs);
         release_meter_free(rc->meter);
         free(rc);
         return NULL;

@@ -14,20 +14,8 @@
 
 #include "config.h"
 #include "protocol.h"
+#include "shrink_job.h"
 #include "shrinker.h"
-
-/* How rounds talk to clients: service.c implements it over Varlink, the unit tests with a fake. */
-struct reclaim_transport {
-        /* Send a request to the client that serves the shrinker. A failure is logged; the request then
-         * runs into its deadline unless the client goes away first. */
-        int (*send_request)(struct shrink_client *cl, const struct shrink_request_snapshot *q, void *userdata);
-        /* Tell the client the growth limits of some of its shrinkers (a client that did not ask for them
-         * is told nothing). NULL: limits are not sent. */
-        int (*send_limits)(struct shrink_client *cl, const struct shrinker_limit *limits, size_t n, void *userdata);
-        /* An explicit Shrink ended: its results, one per (shrinker, node) asked. Not called for a round
-         * whose caller left. */
-        void (*shrink_done)(void *caller, const struct shrink_result *results, size_t n_results, void *userdata);
-};
 
 struct round_engine;
 struct shrink_round;
