@@ -4,6 +4,12 @@
  * the IDL has and the code does not (or the other way round) fails here. */
 #include <CUnit/CUnit.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +20,7 @@
 #include "log.h"
 #include "macro.h"
 #include "protocol.h"
+#include "pressure.h"
 #include "service.h"
 #include "test-util.h"
 #include "varlink_idl.h"
@@ -624,6 +631,285 @@ static void test_live_replies(void) {
         CU_ASSERT_EQUAL(test_daemon_stop(&live), 0);
 }
 
+/* ---- the library's calls, relayed to a real daemon ---- */
+
+/* A relay between libpressure and a real daemon that holds every io.pressured call the library writes to
+ * the IDL's inputs, strictly: a key renamed in one of the library's encoders fails here, whether or not
+ * the daemon would have minded. Its thread writes the record under the lock; the test reads it. */
+#define RELAY_PAIRS 8
+struct relay {
+        int listen_fd, stop[2];
+        char path[128];
+        const char *daemon;
+        pthread_t thread;
+        pthread_mutex_t lock;
+        const char *seen[16]; /* methods, short names from the IDL */
+        size_t n_seen;
+        unsigned n_bad;
+        struct {
+                int c, d;
+                char *buf; /* what the client wrote, up to its last NUL */
+                size_t len;
+        } pair[RELAY_PAIRS];
+        size_t n_pairs;
+};
+
+static void relay_check(struct relay *rl, const char *frame) {
+        struct json_object *call = json_tokener_parse(frame), *method = NULL, *params = NULL;
+        const char *name = NULL, *why = NULL;
+        char *err = NULL;
+
+        if (!call || !json_object_object_get_ex(call, "method", &method))
+                why = "not a call";
+        else if (strncmp((name = json_object_get_string(method)), "io.pressured.", 13) != 0)
+                goto out; /* org.varlink.service's */
+        json_object_object_foreach(call, key, v) {
+                (void) v;
+                if (!why && !streq(key, "method") && !streq(key, "parameters") && !streq(key, "more") &&
+                    !streq(key, "oneway"))
+                        why = "a key outside the call's envelope";
+        }
+        const struct idl_method *m = name ? idl_method(idl, name + 13) : NULL;
+        if (!why && !m)
+                why = "a method the IDL does not have";
+        if (!why) {
+                (void) json_object_object_get_ex(call, "parameters", &params);
+                struct json_object *none = json_object_new_object();
+                if (idl_validate(idl, &m->in, params ?: none, 0, &err) < 0)
+                        why = err;
+                json_object_put(none);
+        }
+        pthread_mutex_lock(&rl->lock);
+        if (why) {
+                printf("\n    the library wrote %s: %s", frame, why);
+                rl->n_bad++;
+        } else {
+                bool known = false;
+                for (size_t i = 0; i < rl->n_seen; i++)
+                        known = known || streq(rl->seen[i], m->in.name);
+                if (!known && rl->n_seen < ELEMENTSOF(rl->seen))
+                        rl->seen[rl->n_seen++] = m->in.name;
+        }
+        pthread_mutex_unlock(&rl->lock);
+out:
+        free(err);
+        json_object_put(call);
+}
+
+/* The client side of pair i wrote: pass it on, and check each whole call. */
+static bool relay_from_client(struct relay *rl, size_t i) {
+        char chunk[65536];
+        ssize_t n = read(rl->pair[i].c, chunk, sizeof(chunk));
+        if (n <= 0 || test_send_raw(rl->pair[i].d, chunk, (size_t) n) < 0)
+                return false;
+        char *b = realloc(rl->pair[i].buf, rl->pair[i].len + (size_t) n);
+        if (!b)
+                return false;
+        memcpy(b + rl->pair[i].len, chunk, (size_t) n);
+        rl->pair[i].buf = b;
+        rl->pair[i].len += (size_t) n;
+        size_t start = 0;
+        for (size_t k = 0; k < rl->pair[i].len; k++)
+                if (b[k] == 0) {
+                        relay_check(rl, b + start);
+                        start = k + 1;
+                }
+        memmove(b, b + start, rl->pair[i].len - start);
+        rl->pair[i].len -= start;
+        return true;
+}
+
+static bool relay_from_daemon(struct relay *rl, size_t i) {
+        char chunk[65536];
+        ssize_t n = read(rl->pair[i].d, chunk, sizeof(chunk));
+        return n > 0 && test_send_raw(rl->pair[i].c, chunk, (size_t) n) == 0;
+}
+
+static void relay_drop(struct relay *rl, size_t i) {
+        close(rl->pair[i].c);
+        close(rl->pair[i].d);
+        free(rl->pair[i].buf);
+        rl->pair[i] = rl->pair[--rl->n_pairs];
+}
+
+static void *relay_run(void *userdata) {
+        struct relay *rl = userdata;
+        for (;;) {
+                struct pollfd p[2 + 2 * RELAY_PAIRS] = {
+                        { .fd = rl->stop[0], .events = POLLIN },
+                        { .fd = rl->listen_fd, .events = POLLIN },
+                };
+                for (size_t i = 0; i < rl->n_pairs; i++) {
+                        p[2 + 2 * i] = (struct pollfd){ .fd = rl->pair[i].c, .events = POLLIN };
+                        p[3 + 2 * i] = (struct pollfd){ .fd = rl->pair[i].d, .events = POLLIN };
+                }
+                if (poll(p, 2 + 2 * rl->n_pairs, -1) < 0 && errno != EINTR)
+                        break;
+                if (p[0].revents)
+                        break;
+                for (size_t i = rl->n_pairs; i-- > 0;) {
+                        bool ok = true;
+                        if (p[2 + 2 * i].revents)
+                                ok = relay_from_client(rl, i);
+                        if (ok && p[3 + 2 * i].revents)
+                                ok = relay_from_daemon(rl, i);
+                        if (!ok)
+                                relay_drop(rl, i);
+                }
+                if (p[1].revents && rl->n_pairs < RELAY_PAIRS) {
+                        int c = accept4(rl->listen_fd, NULL, NULL, SOCK_CLOEXEC), d = c >= 0 ? test_connect(rl->daemon) : -1;
+                        if (c >= 0 && d >= 0)
+                                rl->pair[rl->n_pairs++] = (typeof(rl->pair[0])){ .c = c, .d = d };
+                        else if (c >= 0)
+                                close(c);
+                }
+        }
+        while (rl->n_pairs > 0)
+                relay_drop(rl, 0);
+        return NULL;
+}
+
+static int relay_start(struct relay *rl, const char *daemon_socket, const char *dir) {
+        *rl = (struct relay){ .daemon = daemon_socket };
+        pthread_mutex_init(&rl->lock, NULL);
+        snprintf(rl->path, sizeof(rl->path), "%s/relay.sock", dir);
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        if (strlen(rl->path) >= sizeof(sa.sun_path))
+                return -ENAMETOOLONG;
+        memcpy(sa.sun_path, rl->path, strlen(rl->path) + 1);
+        rl->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (rl->listen_fd < 0 || bind(rl->listen_fd, (struct sockaddr *) &sa, sizeof(sa)) < 0 ||
+            listen(rl->listen_fd, 8) < 0 || pipe2(rl->stop, O_CLOEXEC) < 0)
+                return -errno;
+        test_cleanup_path(rl->path, false);
+        return -pthread_create(&rl->thread, NULL, relay_run, rl);
+}
+
+static void relay_stop(struct relay *rl) {
+        (void) !write(rl->stop[1], "x", 1);
+        pthread_join(rl->thread, NULL);
+        close(rl->stop[0]);
+        close(rl->stop[1]);
+        close(rl->listen_fd);
+        unlink(rl->path);
+        pthread_mutex_destroy(&rl->lock);
+}
+
+static bool relay_saw(struct relay *rl, const char *name) {
+        bool saw = false;
+        pthread_mutex_lock(&rl->lock);
+        for (size_t i = 0; i < rl->n_seen; i++)
+                saw = saw || streq(rl->seen[i], name);
+        pthread_mutex_unlock(&rl->lock);
+        return saw;
+}
+
+static unsigned lib_scans;
+
+static uint64_t lib_count(struct pressure_shrinker *sh, struct pressure_shrink_control *sc, void *userdata) {
+        (void) sh, (void) userdata;
+        sc->nr_bytes = 4096 * 10;
+        return 10;
+}
+
+static uint64_t lib_scan(struct pressure_shrinker *sh, struct pressure_shrink_control *sc, void *userdata) {
+        (void) sh, (void) userdata;
+        lib_scans++;
+        return sc->nr_to_scan;
+}
+
+static void lib_limit(struct pressure_shrinker *sh, uint64_t bytes, void *userdata) {
+        (void) sh, (void) bytes, (void) userdata;
+}
+
+static void lib_event(struct pressure_client *c, const struct pressure_scope *scope, int is_initial, void *userdata) {
+        (void) c, (void) scope, (void) is_initial, (void) userdata;
+}
+
+/* Dispatch the library until done() holds or timeout_ms passed; also returns when fd (>= 0) is readable. */
+static bool lib_dispatch_until(struct pressure_client *c, bool (*done)(void *), void *arg, int fd, int timeout_ms) {
+        uint64_t end = test_now_ms() + (uint64_t) timeout_ms;
+        while (!done(arg) && test_now_ms() < end) {
+                struct pollfd p[2] = { { .fd = pressure_client_get_fd(c), .events = POLLIN }, { .fd = fd, .events = POLLIN } };
+                (void) poll(p, fd >= 0 ? 2 : 1, MIN(timeout_ms, 100));
+                if (p[0].revents)
+                        (void) pressure_client_dispatch(c);
+                if (fd >= 0 && p[1].revents)
+                        return true;
+        }
+        return done(arg);
+}
+
+static bool shrinker_registered(void *arg) {
+        return pressure_shrinker_get_id(arg) > 0;
+}
+
+static bool never(void *arg) {
+        (void) arg;
+        return false;
+}
+
+static struct pressure_shrinker *lib_shrinker(struct pressure_client *c, const char *name) {
+        struct pressure_shrinker *sh = NULL;
+        CU_ASSERT_FATAL(pressure_shrinker_alloc(c, 0, name, &sh) == 0);
+        CU_ASSERT(pressure_shrinker_set_callbacks(sh, lib_count, lib_scan) == 0);
+        CU_ASSERT(pressure_shrinker_set_limit_handler(sh, lib_limit) == 0);
+        CU_ASSERT(pressure_shrinker_register(sh) == 0);
+        CU_ASSERT(lib_dispatch_until(c, shrinker_registered, sh, -1, 10000));
+        return sh;
+}
+
+static void test_library_calls(void) {
+        const char *skip = test_need_root_psi();
+        if (skip) {
+                printf("\n    not run: %s", skip);
+                return;
+        }
+        struct test_daemon d;
+        struct relay rl;
+        CU_ASSERT_FATAL(test_daemon_start(&d, NULL) == 0);
+        CU_ASSERT_FATAL(relay_start(&rl, d.socket, d.dir) == 0);
+        struct pressure_client *c = NULL;
+        CU_ASSERT_FATAL(pressure_client_new(rl.path, &c) == 0);
+
+        struct pressure_status *st = NULL;
+        CU_ASSERT(pressure_client_get_status(c, &st) == 0);
+        pressure_status_unref(st);
+        const char *scopes[] = { "system", NULL };
+        CU_ASSERT(pressure_client_subscribe(c, scopes, PRESSURE_LEVEL_LOW, lib_event, NULL) == 0);
+        /* The first registers with Serve, the second, once Serve is up, with AddShrinker. */
+        struct pressure_shrinker *a = lib_shrinker(c, "iface-a"), *b = lib_shrinker(c, "iface-b");
+
+        /* A scan, asked on a connection of the test's own: the library answers it with Answer. */
+        int raw = test_connect(d.socket);
+        CU_ASSERT_FATAL(raw >= 0);
+        char call[256];
+        snprintf(call, sizeof(call), "{\"method\":\"io.pressured.Shrink\",\"parameters\":{\"shrinker\":%llu,"
+                 "\"nr_to_scan\":4}}", (unsigned long long) pressure_shrinker_get_id(a));
+        CU_ASSERT_FATAL(test_send_raw(raw, call, strlen(call) + 1) == 0);
+        CU_ASSERT(lib_dispatch_until(c, never, NULL, raw, 10000)); /* the Shrink's reply: it was answered */
+        CU_ASSERT(lib_scans > 0);
+        close(raw);
+
+        pressure_shrinker_free(b); /* RemoveShrinker, one way: the relay is waited for */
+        uint64_t end = test_now_ms() + 10000;
+        while (!relay_saw(&rl, "RemoveShrinker") && test_now_ms() < end)
+                lib_dispatch_until(c, never, NULL, -1, 50);
+        pressure_shrinker_free(a);
+        pressure_client_unref(c);
+        relay_stop(&rl);
+
+        const char *want[] = { "GetStatus", "Subscribe", "Serve", "AddShrinker", "Answer", "RemoveShrinker" };
+        for (size_t i = 0; i < ELEMENTSOF(want); i++) {
+                bool saw = relay_saw(&rl, want[i]);
+                if (!saw)
+                        printf("\n    the library sent no %s", want[i]);
+                CU_ASSERT(saw);
+        }
+        CU_ASSERT_EQUAL(rl.n_bad, 0u);
+        CU_ASSERT_EQUAL(test_daemon_stop(&d), 0);
+}
+
 int main(void) {
         static const struct test_case cases[] = {
                 { "the IDL parses", test_parses },
@@ -634,6 +920,7 @@ int main(void) {
                 { "replies recorded in docs/protocol.md", test_recorded_replies },
                 { "every method's reply from a real daemon", test_live_replies },
                 { "pressurectl reads only keys the IDL has", test_pressurectl_keys },
+                { "the library writes only calls the IDL has", test_library_calls },
                 {},
         };
         int r = test_run("interface", cases, NULL);
