@@ -3,6 +3,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <math.h>
 #include <string.h>
 
 #include "level.h"
@@ -46,6 +47,15 @@ static int dispatch_one(const struct param *p, struct json_object *v, void *fiel
                         return -EINVAL;
                 *(struct json_object **) field = v;
                 return 0;
+        case PARAM_FLOAT: {
+                if (!json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int))
+                        return -EINVAL;
+                double d = json_object_get_double(v);
+                if (!isfinite(d))
+                        return -EINVAL;
+                *(double *) field = d;
+                return 0;
+        }
         case PARAM_LEVEL: {
                 int l = json_object_is_type(v, json_type_string) ? level_from_string(json_object_get_string(v)) : -EINVAL;
                 if (l < 0)

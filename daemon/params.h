@@ -17,6 +17,7 @@ enum param_type {
         PARAM_ARRAY,  /* struct json_object * */
         PARAM_OBJECT, /* struct json_object * */
         PARAM_LEVEL,  /* int: an enum level by name */
+        PARAM_FLOAT,  /* double: a finite number (an integer too); its range is the caller's to judge */
 };
 
 struct param {

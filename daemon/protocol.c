@@ -764,6 +764,8 @@ struct json_object *protocol_encode_shrinker_info(const struct shrinker_info_sna
                 jb_set_u64(&n, "objects", i->nodes[k].objects);
                 jb_set_u64(&n, "bytes", i->nodes[k].bytes);
                 jb_set_u64(&n, "deferred", i->nodes[k].deferred);
+                if (i->nodes[k].value > 0)
+                        jb_set(&n, "value", json_object_new_double(i->nodes[k].value));
                 jb_append(&nodes, n);
         }
         jb_set(&o, "nodes", nodes);
@@ -795,7 +797,11 @@ static int decode_node_figures(struct json_object *o, void *p) {
         TRY(get_int(o, "node", true, &n->node));
         TRY(get_u64(o, "objects", true, &n->objects));
         TRY(get_u64(o, "bytes", true, &n->bytes));
-        return get_u64(o, "deferred", true, &n->deferred);
+        TRY(get_u64(o, "deferred", true, &n->deferred));
+        n->value = 0;
+        if (get(o, "value") && (get_percent(o, "value", &n->value) < 0 || !(n->value >= 0 && n->value <= PROTOCOL_VALUE_MAX)))
+                return -EINVAL;
+        return 0;
 }
 
 static int decode_flags(struct json_object *o, unsigned *ret) {
@@ -921,7 +927,8 @@ struct answer_call {
         { "freed", PARAM_INT, (base) + offsetof(struct shrink_answer, freed), .min = INT64_MIN + 1 },     \
         { "scanned", PARAM_INT, (base) + offsetof(struct shrink_answer, scanned), .min = INT64_MIN + 1 }, \
         { "empty", PARAM_BOOL, (base) + offsetof(struct shrink_answer, empty) },                          \
-        { "stop", PARAM_BOOL, (base) + offsetof(struct shrink_answer, stop) }
+        { "stop", PARAM_BOOL, (base) + offsetof(struct shrink_answer, stop) },                            \
+        { "value", PARAM_FLOAT, (base) + offsetof(struct shrink_answer, value) }
 
 const struct param protocol_answer_params[] = {
         { "token", PARAM_STRING, offsetof(struct answer_call, token), .mandatory = true },
@@ -947,7 +954,8 @@ static const struct shrink_answer answer_absent = {
 
 static bool answer_has_fields(const struct shrink_answer *a) {
         return a->request >= 0 || a->count != SHRINK_ANSWER_ABSENT || a->bytes != SHRINK_ANSWER_ABSENT ||
-               a->freed != SHRINK_ANSWER_ABSENT || a->scanned != SHRINK_ANSWER_ABSENT || a->empty || a->stop;
+               a->freed != SHRINK_ANSWER_ABSENT || a->scanned != SHRINK_ANSWER_ABSENT || a->empty || a->stop ||
+               a->value != 0;
 }
 
 int protocol_decode_answer_call(struct json_object *params, const char **ret_token, struct shrink_answer **ret_items,

@@ -126,6 +126,7 @@ struct shrinker_stats {
 struct shrinker_node_figures {
         int node;
         uint64_t objects, bytes, deferred;
+        double value; /* its last count's (0: none given) */
 };
 
 /* A ShrinkerInfo for ListShrinkers. */
@@ -214,7 +215,11 @@ struct shrink_answer {
         int64_t request; /* the request's id */
         int64_t count, bytes, freed, scanned;
         bool empty, stop;
+        double value; /* count: the value of its last bytes (docs/shrinkers.md); 0: not known, or not given */
 };
+
+/* The most a value may claim (miss cost per second per MiB): past it, an answer is impossible. */
+#define PROTOCOL_VALUE_MAX 1e9
 
 /* The parameters of an Answer call: its token, and one answer in the call's own fields or a list of up
  * to PROTOCOL_ANSWERS_MAX in "answers" (every item well-formed, or the call is refused). Returns 0 with

@@ -550,6 +550,7 @@ static void job_counted(struct shrink_job *j, const struct shrink_answer *a) {
         struct shrinker_node_state *ns = shrinker_state_node(j->ss, j->node_index);
         ns->last_count = count;
         ns->last_bytes = bytes;
+        ns->last_value = a->empty ? 0 : a->value;
         if (a->empty) {
                 /* As the kernel skips a memcg's shrinker with no objects, rounds skip it for a while. */
                 j->ss->stats.empty++;
@@ -782,6 +783,7 @@ void job_engine_info(const struct job_engine *je, const struct shrinker *sh, str
         for (size_t k = 0; k < ss->n_nodes && k < ret->n_nodes; k++) {
                 ret->nodes[k].objects = ss->node[k].last_count;
                 ret->nodes[k].bytes = ss->node[k].last_bytes;
+                ret->nodes[k].value = ss->node[k].last_value;
         }
         ret->stats = ss->stats;
         ret->quarantined = ss->health.quarantined;

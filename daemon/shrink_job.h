@@ -58,6 +58,7 @@ enum job_end {
  * (an episode's goal, over its rounds). Read by round.c through job_engine_node(). */
 struct shrinker_node_state {
         uint64_t last_count, last_bytes;
+        double last_value; /* what the last count said its last bytes are worth (0: not known) */
         uint64_t empty_until; /* answered EMPTY: not asked in rounds before this time */
         uint64_t goal_share;  /* its share of the whole goal, from its last count */
         uint64_t goal_freed;  /* released towards it (as credited) */

@@ -11,15 +11,20 @@ static bool given(int64_t v) {
 
 const char *shrink_answer_check(enum shrink_op op, uint64_t nr_to_scan, const struct shrink_answer *a) {
         if ((given(a->count) && a->count < 0) || (given(a->bytes) && a->bytes < 0) ||
-            (given(a->freed) && a->freed < 0) || (given(a->scanned) && a->scanned < 0))
+            (given(a->freed) && a->freed < 0) || (given(a->scanned) && a->scanned < 0) ||
+            a->value < 0)
                 return "negative numbers";
         if (op == SHRINK_OP_COUNT) {
                 if (given(a->freed) || given(a->scanned) || a->stop)
                         return "a count request is answered with count, bytes or empty";
                 if (!given(a->count) && !a->empty)
                         return "count missing";
+                if (a->value > PROTOCOL_VALUE_MAX)
+                        return "value exceeds 1e9";
                 return NULL;
         }
+        if (a->value != 0)
+                return "a value answers a count, not a scan";
         if (given(a->count) || a->empty)
                 return "a scan request is answered with freed, scanned, bytes or stop";
         if (!a->stop && !given(a->freed))

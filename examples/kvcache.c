@@ -5,9 +5,14 @@
  * Protocol, one request per line on a unix stream socket:
  *   SET <key> <length>\n<length bytes>   ->  STORED
  *   GET <key>                            ->  VALUE <length>\n<bytes>   or   MISS
- *   STATS                                ->  items=<n> bytes=<n> hits=<n> misses=<n> evicted=<n>
+ *   STATS                                ->  items=<n> bytes=<n> hits=<n> misses=<n> evicted=<n> ...
+ *                                               shadow_hits=<n> value=<x>
  *
- * Usage: kvcache --listen PATH [--pressured SOCKET] [--max-bytes N | --drop-on-warning]
+ * Usage: kvcache --listen PATH [--pressured SOCKET] [--max-bytes N | --drop-on-warning] [--miss-cost USEC]
+ *
+ * Every miss is reported to the list (pressure_lru_miss(), with --miss-cost what one costs to make up
+ * for), which keeps shadow entries of what it evicted: the shrinker's counts then carry the value of the
+ * cache's last bytes, and pressured asks caches of lower value first.
  *
  * By default the values are the shrinker's to trim. Two other policies exist for comparison (the
  * benchmark bench/kvcache-bench.c runs all of them): --max-bytes keeps the values under a fixed size
@@ -24,6 +29,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,12 +55,27 @@ static struct entry *table[HASH_BUCKETS];
 static struct pressure_lru *lru;
 static unsigned long n_items, n_bytes, hits, misses, evicted, evicted_bytes, drops;
 static unsigned long max_bytes; /* --max-bytes; 0: no cap */
+static unsigned long miss_cost;  /* --miss-cost, microseconds; 0: not known */
+static unsigned long shadow_hits;
 
 static unsigned hash(const char *s) {
         unsigned h = 2166136261u;
         for (; *s; s++)
                 h = (h ^ (unsigned char) *s) * 16777619u;
         return h % HASH_BUCKETS;
+}
+
+/* The key's hash for shadow entries: 64 bits, so that two keys rarely share one. */
+static uint64_t key_hash(const char *s) {
+        uint64_t h = 14695981039346656037ULL;
+        for (; *s; s++)
+                h = (h ^ (unsigned char) *s) * 1099511628211ULL;
+        return h;
+}
+
+static uint64_t entry_key_hash(const struct pressure_lru_node *n, void *userdata) {
+        (void) userdata;
+        return key_hash(((const struct entry *) n)->key);
 }
 
 static struct entry **find_slot(const char *key) {
@@ -220,13 +241,16 @@ static int serve(struct client *c) {
                                 reply(c->fd, e->value, e->len);
                         } else {
                                 misses++;
+                                shadow_hits += pressure_lru_miss(lru, key_hash(key), miss_cost) > 0;
                                 reply(c->fd, "MISS\n", 5);
                         }
                 } else if (strcmp(line, "STATS") == 0) {
-                        char out[256];
+                        char out[320];
                         int n = snprintf(out, sizeof(out),
-                                         "items=%lu bytes=%lu hits=%lu misses=%lu evicted=%lu evicted_bytes=%lu drops=%lu\n",
-                                         n_items, n_bytes, hits, misses, evicted, evicted_bytes, drops);
+                                         "items=%lu bytes=%lu hits=%lu misses=%lu evicted=%lu evicted_bytes=%lu drops=%lu "
+                                         "shadow_hits=%lu value=%.3f\n",
+                                         n_items, n_bytes, hits, misses, evicted, evicted_bytes, drops, shadow_hits,
+                                         pressure_lru_get_value(lru));
                         reply(c->fd, out, (size_t) n);
                 } else
                         reply(c->fd, "ERROR\n", 6);
@@ -259,6 +283,7 @@ int main(int argc, char *argv[]) {
                 { "pressured", required_argument, NULL, 'p' },
                 { "max-bytes", required_argument, NULL, 'm' },
                 { "drop-on-warning", no_argument, NULL, 'd' },
+                { "miss-cost", required_argument, NULL, 'c' },
                 {},
         };
         const char *listen_path = NULL, *pressured = NULL;
@@ -272,17 +297,20 @@ int main(int argc, char *argv[]) {
                 case 'p': pressured = optarg; break;
                 case 'm': max_bytes = strtoul(optarg, NULL, 0); break;
                 case 'd': drop_on_warning = true; break;
+                case 'c': miss_cost = strtoul(optarg, NULL, 0); break;
                 default: return 2;
                 }
         if (!listen_path || (max_bytes > 0 && drop_on_warning)) {
-                fprintf(stderr, "usage: kvcache --listen PATH [--pressured SOCKET] [--max-bytes N | --drop-on-warning]\n");
+                fprintf(stderr, "usage: kvcache --listen PATH [--pressured SOCKET] [--max-bytes N | --drop-on-warning] "
+                                "[--miss-cost USEC]\n");
                 return 2;
         }
 
         signal(SIGTERM, on_term);
         signal(SIGINT, on_term);
         signal(SIGPIPE, SIG_IGN);
-        if (pressure_lru_new(0, &lru) < 0)
+        /* Shadow entries of 4 KiB objects, as the shrinker counts them. */
+        if (pressure_lru_new(0, &lru) < 0 || pressure_lru_set_shadow(lru, entry_key_hash, NULL, 0, 4096) < 0)
                 return 1;
 
         /* The whole integration: a client, and the LRU's shrinker. Without a daemon the cache still runs,

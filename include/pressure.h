@@ -343,6 +343,9 @@ struct pressure_shrink_control {
         enum pressure_level level;           /* of the scope under pressure; ok for an explicit Shrink */
         enum pressure_scope_type scope_type; /* the kind of that scope */
         uint64_t deadline; /* CLOCK_MONOTONIC microseconds: an answer after it is discarded */
+        /* Since LIBPRESSURE_1.3: */
+        double value; /* count: what one more MiB of this cache would save, in miss cost per second (0:
+                       * not known); pressure_lru_get_value() for a list with shadow entries */
 };
 
 typedef uint64_t (*pressure_count_objects_t)(struct pressure_shrinker *shrinker, struct pressure_shrink_control *sc,
@@ -612,6 +615,59 @@ uint64_t pressure_lru_shrink_count(const struct pressure_lru *lru, const struct 
  * limit. Since LIBPRESSURE_1.2.
  */
 uint64_t pressure_lru_trim(struct pressure_lru *lru);
+
+/* ---- Value: what the last bytes of a list are worth (since LIBPRESSURE_1.3) ----
+ *
+ * As the kernel measures its page cache by refault distance (mm/workingset.c): an object a walk evicts
+ * leaves a shadow entry, its key's hash; a miss the application reports that finds one tells that the
+ * list, had it been larger by the entries evicted since, would have kept the object. The rate of such
+ * misses (weighted by their cost) near the list's tail is the value of its last bytes, which pressured
+ * compares to decide whose cache gives memory first (docs/shrinkers.md, "Value").
+ */
+
+/** The hash of an object's key (the same one pressure_lru_miss() is given for it). Runs in a walk, under
+ * the node's lock: read the object only. */
+typedef uint64_t (*pressure_lru_key_t)(const struct pressure_lru_node *item, void *userdata);
+
+/**
+ * Keep a shadow entry for each object a walk evicts (every walk but pressure_lru_drain()'s: the built-in
+ * shrinker's, pressure_lru_trim()'s, and the application's own), in a table of max_entries (0: 4096) that
+ * covers the last max_entries evictions, 20 bytes each. object_size (bytes per object; 0: the built-in
+ * shrinker's) turns distances into bytes. Set it before other threads use the list. Returns 0, -EINVAL,
+ * -EBUSY (set already) or -ENOMEM.
+ */
+int pressure_lru_set_shadow(struct pressure_lru *lru, pressure_lru_key_t key_fn, void *userdata, size_t max_entries,
+                            size_t object_size);
+
+/**
+ * The application looked up the key with this hash and did not find it: a miss, costing cost_usec to
+ * make up for (0: not known; a cache gives every miss's cost or none, since the two do not add up).
+ * Returns the key's distance when a shadow entry had it: by how many objects a larger list would have
+ * kept it (1 + the objects evicted after it that are still out: Mattson's stack distance less the
+ * list's length, for a list kept at a fixed length); the entry is consumed. 0 when none had it, -EINVAL.
+ * Thread-safe; takes the shadow table's lock only.
+ */
+int64_t pressure_lru_miss(struct pressure_lru *lru, uint64_t hash, uint64_t cost_usec);
+
+/**
+ * The value of the list's last bytes: the miss cost per second that one more MiB would have saved
+ * (microseconds per second per MiB where misses have a cost, misses per second per MiB where not), from
+ * the shadow entries found in about the last 10 seconds at distances within a sixteenth of the list (at
+ * least 64 objects). 0 when not known: no shadow table, no object size, nothing evicted yet. The
+ * built-in shrinker answers each count with it.
+ */
+double pressure_lru_get_value(const struct pressure_lru *lru);
+
+/** The shadow table's counts since it was set. */
+struct pressure_lru_shadow_stats {
+        uint64_t evictions;   /* shadow entries made */
+        uint64_t misses;      /* pressure_lru_miss() calls */
+        uint64_t shadow_hits; /* of those, the ones a shadow entry had */
+        uint64_t entries;     /* the table's size */
+};
+/** Fill ret (of size bytes, sizeof(*ret) as compiled: later members are left alone). 0 or -EINVAL (no
+ * shadow table). */
+int pressure_lru_get_shadow_stats(const struct pressure_lru *lru, struct pressure_lru_shadow_stats *ret, size_t size);
 
 /** Walk the request's node for sc->nr_to_scan objects, as pressure_lru_walk_node(), and set
  * sc->nr_scanned to the number walked. Returns the number isolated onto *ret_dispose. Since

@@ -9,9 +9,12 @@
 #include <sched.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #include "macro.h"
 #include "pressure.h"
+#include "shadow.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -33,6 +36,14 @@ struct pressure_lru {
         pressure_lru_free_t free_fn;
         void *userdata;
         uint64_t limit_objects; /* the daemon's growth limit, in objects (0: none); atomic */
+
+        /* shadow entries of what walks evict (pressure_lru_set_shadow()), under shadow_lock, which is
+         * taken inside a node's lock, never around one */
+        pthread_mutex_t shadow_lock;
+        struct shadow *shadow;
+        pressure_lru_key_t key_fn;
+        void *key_userdata;
+        size_t shadow_object_size; /* 0: the built-in shrinker's */
 };
 
 EXPORT void pressure_lru_node_init(struct pressure_lru_node *item) {
@@ -57,6 +68,7 @@ EXPORT int pressure_lru_new(int n_nodes, struct pressure_lru **ret) {
                 return -ENOMEM;
         }
         lru->n_nodes = n_nodes;
+        pthread_mutex_init(&lru->shadow_lock, NULL);
         for (int i = 0; i < n_nodes; i++) {
                 struct lru_sublist *l = &lru->nodes[i];
                 pthread_mutex_init(&l->lock, NULL);
@@ -73,6 +85,8 @@ EXPORT struct pressure_lru *pressure_lru_free(struct pressure_lru *lru) {
                 return NULL;
         for (int i = 0; i < lru->n_nodes; i++)
                 pthread_mutex_destroy(&lru->nodes[i].lock);
+        shadow_free(lru->shadow);
+        pthread_mutex_destroy(&lru->shadow_lock);
         free(lru->nodes);
         free(lru);
         return NULL;
@@ -182,8 +196,16 @@ EXPORT uint64_t pressure_lru_count(const struct pressure_lru *lru) {
         return n;
 }
 
-EXPORT uint64_t pressure_lru_walk_node(struct pressure_lru *lru, int nid, pressure_lru_isolate_t isolate,
-                                       void *userdata, uint64_t *nr_to_walk, struct pressure_lru_node **ret_dispose) {
+/* An object a walk evicts leaves its shadow entry (under the node's lock: the object is still there). */
+static void lru_evicted(struct pressure_lru *lru, const struct pressure_lru_node *item) {
+        uint64_t hash = lru->key_fn(item, lru->key_userdata);
+        pthread_mutex_lock(&lru->shadow_lock);
+        shadow_evicted(lru->shadow, hash);
+        pthread_mutex_unlock(&lru->shadow_lock);
+}
+
+static uint64_t lru_walk(struct pressure_lru *lru, int nid, pressure_lru_isolate_t isolate, void *userdata,
+                         uint64_t *nr_to_walk, struct pressure_lru_node **ret_dispose, bool shadow) {
         struct pressure_lru_node *dispose = NULL, **tail = &dispose;
         uint64_t isolated = 0;
 
@@ -206,6 +228,8 @@ EXPORT uint64_t pressure_lru_walk_node(struct pressure_lru *lru, int nid, pressu
                         break;
                 switch (st) {
                 case PRESSURE_LRU_REMOVED:
+                        if (shadow && lru->shadow)
+                                lru_evicted(lru, p);
                         /* Isolated, not "on no list": add() refuses it and del() says so until its holder
                          * is done with it. Chained while the lock is held, so that nobody else ever
                          * writes its pointers meanwhile. */
@@ -239,6 +263,11 @@ EXPORT uint64_t pressure_lru_walk_node(struct pressure_lru *lru, int nid, pressu
         return isolated;
 }
 
+EXPORT uint64_t pressure_lru_walk_node(struct pressure_lru *lru, int nid, pressure_lru_isolate_t isolate,
+                                       void *userdata, uint64_t *nr_to_walk, struct pressure_lru_node **ret_dispose) {
+        return lru_walk(lru, nid, isolate, userdata, nr_to_walk, ret_dispose, true);
+}
+
 static enum pressure_lru_status take_all(struct pressure_lru_node *item, void *userdata) {
         (void) item;
         (void) userdata;
@@ -252,7 +281,8 @@ EXPORT uint64_t pressure_lru_drain(struct pressure_lru *lru, pressure_lru_free_t
         for (int nid = 0; nid < lru->n_nodes; nid++) {
                 struct pressure_lru_node *dispose;
                 uint64_t budget = UINT64_MAX;
-                freed += pressure_lru_walk_node(lru, nid, take_all, NULL, &budget, &dispose);
+                /* Not evictions: the program lets go of everything. */
+                freed += lru_walk(lru, nid, take_all, NULL, &budget, &dispose, false);
                 while (dispose) {
                         struct pressure_lru_node *next = dispose->next;
                         free_fn(dispose, userdata);
@@ -292,6 +322,7 @@ static uint64_t lru_count(struct pressure_shrinker *s, struct pressure_shrink_co
         (void) s;
         uint64_t n = pressure_lru_shrink_count(lru, sc);
         sc->nr_bytes = n * lru->object_size;
+        sc->value = pressure_lru_get_value(lru);
         return n > 0 ? n : PRESSURE_SHRINK_EMPTY;
 }
 
@@ -397,4 +428,89 @@ EXPORT int pressure_lru_shrinker_new(struct pressure_lru *lru, struct pressure_c
         if (r >= 0)
                 *ret = s;
         return r;
+}
+
+/* ---- value ---- */
+
+EXPORT int pressure_lru_set_shadow(struct pressure_lru *lru, pressure_lru_key_t key_fn, void *userdata,
+                                   size_t max_entries, size_t object_size) {
+        if (!lru || !key_fn || max_entries > ((size_t) 1 << 30))
+                return -EINVAL;
+        struct shadow *sh = shadow_new(max_entries > 0 ? max_entries : 4096);
+        if (!sh)
+                return -ENOMEM;
+        pthread_mutex_lock(&lru->shadow_lock);
+        bool busy = lru->shadow != NULL;
+        if (!busy) {
+                lru->key_fn = key_fn;
+                lru->key_userdata = userdata;
+                lru->shadow_object_size = object_size;
+                lru->shadow = sh;
+        }
+        pthread_mutex_unlock(&lru->shadow_lock);
+        if (busy) {
+                shadow_free(sh);
+                return -EBUSY;
+        }
+        return 0;
+}
+
+static uint64_t now_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
+}
+
+EXPORT int64_t pressure_lru_miss(struct pressure_lru *lru, uint64_t hash, uint64_t cost_usec) {
+        if (!lru)
+                return -EINVAL;
+        uint64_t t = now_usec(), distance = 0;
+        pthread_mutex_lock(&lru->shadow_lock);
+        if (lru->shadow)
+                distance = shadow_miss(lru->shadow, hash, cost_usec, t);
+        pthread_mutex_unlock(&lru->shadow_lock);
+        return (int64_t) MIN(distance, (uint64_t) INT64_MAX);
+}
+
+EXPORT double pressure_lru_get_value(const struct pressure_lru *lru) {
+        if (!lru)
+                return 0;
+        struct pressure_lru *l = (struct pressure_lru *) lru; /* the lock and the decay are not the list's state */
+        /* The tail's worth: the entries evicted last, a sixteenth of the list, but never fewer than 64
+         * (too few found misses to tell anything). */
+        uint64_t window = MAX(pressure_lru_count(lru) / 16, (uint64_t) 64), covered = 0;
+        double rate = 0;
+        size_t size = 0;
+        pthread_mutex_lock(&l->shadow_lock);
+        if (l->shadow) {
+                rate = shadow_rate(l->shadow, window, now_usec(), &covered);
+                size = l->shadow_object_size ? l->shadow_object_size : l->object_size;
+        }
+        pthread_mutex_unlock(&l->shadow_lock);
+        if (covered == 0 || size == 0)
+                return 0;
+        return rate / ((double) covered * (double) size / (1024.0 * 1024.0));
+}
+
+EXPORT int pressure_lru_get_shadow_stats(const struct pressure_lru *lru, struct pressure_lru_shadow_stats *ret,
+                                         size_t size) {
+        if (!lru || !ret || size == 0)
+                return -EINVAL;
+        struct pressure_lru *l = (struct pressure_lru *) lru;
+        struct shadow_counts c;
+        pthread_mutex_lock(&l->shadow_lock);
+        bool have = l->shadow != NULL;
+        if (have)
+                shadow_counts(l->shadow, &c);
+        pthread_mutex_unlock(&l->shadow_lock);
+        if (!have)
+                return -EINVAL;
+        const struct pressure_lru_shadow_stats st = {
+                .evictions = c.evictions,
+                .misses = c.misses,
+                .shadow_hits = c.hits,
+                .entries = c.entries,
+        };
+        memcpy(ret, &st, MIN(size, sizeof(st)));
+        return 0;
 }

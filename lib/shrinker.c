@@ -4,6 +4,7 @@
  * client's lock; their answers go back in one oneway Answer per batch. */
 
 #include <errno.h>
+#include <math.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -351,6 +352,9 @@ static struct json_object *answer_of(bool scan, uint64_t n, const struct pressur
                         json_object_object_add(p, "scanned", json_object_new_int64(clamp64(sc->nr_scanned)));
                 if (sc->nr_bytes > 0)
                         json_object_object_add(p, "bytes", json_object_new_int64(clamp64(sc->nr_bytes)));
+                /* Only what the daemon takes: a finite, positive number, within its cap. */
+                if (!scan && isfinite(sc->value) && sc->value > 0)
+                        json_object_object_add(p, "value", json_object_new_double(MIN(sc->value, PROTOCOL_VALUE_MAX)));
         }
         return p;
 }

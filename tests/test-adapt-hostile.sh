@@ -147,7 +147,7 @@ check "and never \"serving\"" $(! grep -q "pressure-adapt: serving" "$dir/adapt.
 check "without a runtime directory, a warning that there is no state file" $(grep -q "no state file" "$dir/adapt.err"; echo $?)
 kill "$adapt"; wait "$adapt" 2>/dev/null
 stop_fake
-check "pressure-adapt --version" $([ "$("$ADAPT_BIN" --version)" = "pressure-adapt 1.2.0" ]; echo $?)
+check "pressure-adapt --version" $([ "$("$ADAPT_BIN" --version)" = "pressure-adapt 1.3.0" ]; echo $?)
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

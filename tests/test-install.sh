@@ -54,8 +54,8 @@ san_flags=
 export PKG_CONFIG_PATH=$dest$libdir/pkgconfig PKG_CONFIG_SYSROOT_DIR=$dest
 cc $san_flags -o "$dest/client" "$SRC/tests/install-client.c" $(pkg-config --cflags --libs libpressure) 2>&1
 check "a client compiles against the installed pkg-config file" $?
-check "pkg-config says 1.2.0, the daemon's version" \
-        $([ "$(pkg-config --modversion libpressure)" = 1.2.0 ] && [ "$("$root/sbin/pressured" --version)" = "pressured 1.2.0" ]; echo $?)
+check "pkg-config says 1.3.0, the daemon's version" \
+        $([ "$(pkg-config --modversion libpressure)" = 1.3.0 ] && [ "$("$root/sbin/pressured" --version)" = "pressured 1.3.0" ]; echo $?)
 check "a project may require libpressure >= 1.0" $(pkg-config --atleast-version=1.0 libpressure; echo $?)
 sock=$dest/io.pressured
 "$root/sbin/pressured" --config /dev/null --socket "$sock" 2>/dev/null &

@@ -52,7 +52,8 @@ static void test_parses(void) {
 
 static const char *param_type_name(enum param_type t) {
         static const char *const names[] = { [PARAM_INT] = "int", [PARAM_BOOL] = "bool", [PARAM_STRING] = "string",
-                                             [PARAM_ARRAY] = "array", [PARAM_OBJECT] = "object", [PARAM_LEVEL] = "Level" };
+                                             [PARAM_ARRAY] = "array", [PARAM_OBJECT] = "object", [PARAM_LEVEL] = "Level",
+                                             [PARAM_FLOAT] = "float" };
         return names[t];
 }
 
@@ -288,7 +289,7 @@ static void test_codec_against_idl(void) {
         struct json_object *limits = protocol_reply_limits(&(struct shrinker_limit){ .shrinker = 1, .bytes = 2 }, 1);
         CU_ASSERT_EQUAL(reply_valid("Serve", limits), 0);
         json_object_put(limits);
-        struct shrinker_node_figures nodes[] = { { .node = 0, .objects = 1, .bytes = 2, .deferred = 3 } };
+        struct shrinker_node_figures nodes[] = { { .node = 0, .objects = 1, .bytes = 2, .deferred = 3, .value = 12.5 } };
         sample("ShrinkerInfo", protocol_encode_shrinker_info(&(struct shrinker_info_snapshot){
                                        .id = 1, .name = "n", .for_pid = 2, .cgroup = "/", .flags = SHRINKER_NUMA_AWARE | SHRINKER_MEMCG_AWARE,
                                        .n_nodes = 1, .nodes = nodes, .client_trust = 900, .have_regulation = true,

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -467,6 +470,133 @@ static void test_shrinker_again_after_free(void) {
         CU_ASSERT_STRING_EQUAL(pressure_get_version(), PRESSURED_VERSION);
 }
 
+/* ---- value: shadow entries against Mattson's stack algorithm ---- */
+
+#define MATTSON_KEYS 2000
+#define MATTSON_ACCESSES 100000
+#define MATTSON_CACHE 400  /* objects the list keeps */
+#define MATTSON_WINDOW 128 /* the marginal hit rate over this many more */
+
+/* A Zipf-like key (exponent about 0.8) from a fixed sequence: the same trace every run. */
+static int mattson_key(uint64_t *seed) {
+        *seed = *seed * 6364136223846793005ULL + 1442695040888963407ULL;
+        double u = (double) (*seed >> 11) / (double) (1ULL << 53);
+        int k = (int) (pow(u, 5.0) * MATTSON_KEYS); /* u^5: small keys far more often */
+        return k < MATTSON_KEYS ? k : MATTSON_KEYS - 1;
+}
+
+static uint64_t key_of(const struct pressure_lru_node *item, void *userdata) {
+        (void) userdata;
+        return (uint64_t) OBJ(item)->key * 2654435761u;
+}
+
+static enum pressure_lru_status evict(struct pressure_lru_node *item, void *userdata) {
+        (void) item, (void) userdata;
+        return PRESSURE_LRU_REMOVED;
+}
+
+/* The exact stack distance of each access (1: used last; 0: first use), as Mattson's algorithm finds it:
+ * a cache of C objects hits it exactly when it is at most C. */
+static int stack_distance(int *stack, int *depth, int key) {
+        int d = 0;
+        for (int i = 0; i < *depth; i++)
+                if (stack[i] == key) {
+                        d = i + 1;
+                        break;
+                }
+        int from = d > 0 ? d - 1 : (*depth)++;
+        memmove(stack + 1, stack, (size_t) from * sizeof(int));
+        stack[0] = key;
+        return d;
+}
+
+static void test_value_mattson(void) {
+        struct pressure_lru *lru;
+        struct obj *o = objs_new(MATTSON_KEYS);
+        int *stack = calloc(MATTSON_KEYS, sizeof(int)), depth = 0;
+        bool *cached = calloc(MATTSON_KEYS, sizeof(bool));
+        uint64_t seed = 42, exact = 0, found = 0, evictions = 0, misses = 0, found_any = 0;
+
+        CU_ASSERT_EQUAL_FATAL(pressure_lru_new(1, &lru), 0);
+        CU_ASSERT_EQUAL(pressure_lru_get_value(lru), 0);
+        CU_ASSERT_EQUAL(pressure_lru_set_shadow(lru, key_of, NULL, 1024, 4096), 0);
+        CU_ASSERT_EQUAL(pressure_lru_set_shadow(lru, key_of, NULL, 1024, 4096), -EBUSY);
+        for (int i = 0; i < MATTSON_ACCESSES; i++) {
+                int k = mattson_key(&seed), sd = stack_distance(stack, &depth, k);
+                exact += sd > MATTSON_CACHE && sd <= MATTSON_CACHE + MATTSON_WINDOW;
+                if (cached[k]) {
+                        CU_ASSERT(sd > 0 && sd <= MATTSON_CACHE); /* the list is an exact LRU */
+                        pressure_lru_del(lru, &o[k].lru);
+                        pressure_lru_add(lru, &o[k].lru, 0);
+                        continue;
+                }
+                misses++;
+                int64_t d = pressure_lru_miss(lru, key_of(&o[k].lru, NULL), 0);
+                found += d > 0 && d <= MATTSON_WINDOW;
+                found_any += d > 0;
+                pressure_lru_add(lru, &o[k].lru, 0);
+                cached[k] = true;
+                if (pressure_lru_count(lru) > MATTSON_CACHE) {
+                        uint64_t budget = 1;
+                        struct pressure_lru_node *dispose;
+                        CU_ASSERT_EQUAL(pressure_lru_walk_node(lru, 0, evict, NULL, &budget, &dispose), 1u);
+                        cached[OBJ(dispose)->key] = false;
+                        pressure_lru_node_init(dispose);
+                        evictions++;
+                }
+        }
+        /* The marginal hit rate of MATTSON_WINDOW more objects, per object, both ways. */
+        double est = (double) found / MATTSON_ACCESSES / MATTSON_WINDOW,
+               truth = (double) exact / MATTSON_ACCESSES / MATTSON_WINDOW;
+        printf("\n    marginal hit rate at %d objects: %.3g per object (exact %.3g, %llu of %d accesses)", MATTSON_CACHE,
+               est, truth, (unsigned long long) exact, MATTSON_ACCESSES);
+        CU_ASSERT(exact > 1000); /* the trace has a slope there to measure */
+        CU_ASSERT(est >= 0.9 * truth && est <= 1.1 * truth);
+
+        struct pressure_lru_shadow_stats st;
+        CU_ASSERT_EQUAL(pressure_lru_get_shadow_stats(lru, &st, sizeof(st)), 0);
+        CU_ASSERT_EQUAL(st.evictions, evictions);
+        CU_ASSERT_EQUAL(st.misses, misses);
+        CU_ASSERT_EQUAL(st.shadow_hits, found_any);
+        CU_ASSERT_EQUAL(st.entries, 1024u);
+        /* Found misses at the tail (the last 64 evicted: MAX(400 / 16, 64)) make a value; each cost one. */
+        CU_ASSERT(pressure_lru_get_value(lru) > 0);
+        CU_ASSERT_EQUAL(pressure_lru_miss(NULL, 1, 0), -EINVAL);
+        free(stack);
+        free(cached);
+        pressure_lru_free(lru);
+        free(o);
+}
+
+/* A scan never comes back to what it evicted: nothing is found, the tail is worth nothing. A list without
+ * a shadow table has no value to tell either. */
+static void test_value_scan(void) {
+        struct pressure_lru *lru, *plain;
+        struct obj *o = objs_new(256);
+        CU_ASSERT_EQUAL_FATAL(pressure_lru_new(1, &lru), 0);
+        CU_ASSERT_EQUAL_FATAL(pressure_lru_new(1, &plain), 0);
+        CU_ASSERT_EQUAL(pressure_lru_set_shadow(lru, key_of, NULL, 0, 4096), 0);
+        for (int round = 0; round < 100; round++)
+                for (int i = 0; i < 256; i++) {
+                        int k = round * 256 + i; /* every key new */
+                        CU_ASSERT_EQUAL(pressure_lru_miss(lru, (uint64_t) k * 2654435761u, 500), 0);
+                        o[i].key = k;
+                        pressure_lru_add(lru, &o[i].lru, 0);
+                        uint64_t budget = 1;
+                        struct pressure_lru_node *dispose;
+                        if (pressure_lru_walk_node(lru, 0, evict, NULL, &budget, &dispose) == 1)
+                                pressure_lru_node_init(dispose);
+                }
+        CU_ASSERT_EQUAL(pressure_lru_get_value(lru), 0);
+        CU_ASSERT_EQUAL(pressure_lru_miss(plain, 1, 0), 0);
+        CU_ASSERT_EQUAL(pressure_lru_get_value(plain), 0);
+        struct pressure_lru_shadow_stats st;
+        CU_ASSERT_EQUAL(pressure_lru_get_shadow_stats(plain, &st, sizeof(st)), -EINVAL);
+        pressure_lru_free(lru);
+        pressure_lru_free(plain);
+        free(o);
+}
+
 int main(void) {
         static const struct test_case cases[] = {
                 { "shrink count and walk helpers", test_shrink_helpers },
@@ -479,6 +609,8 @@ int main(void) {
                 { "concurrent adds of one object to two nodes", test_concurrent_add },
                 { "an unknown isolate status aborts", test_unknown_status_aborts },
                 { "drain before free", test_drain },
+                { "value: found misses against Mattson's stack distances", test_value_mattson },
+                { "value: a scan's tail is worth nothing", test_value_scan },
                 {},
         };
         return test_run("lru", cases, NULL);

@@ -69,8 +69,8 @@ check "status --nr exits 2" $([ $? -eq 2 ]; echo $?)
 check "config with an argument exits 2" $([ $? -eq 2 ]; echo $?)
 # One version for the daemon, the tool, the library and pkg-config.
 version=$("$PRESSURECTL_BIN" --version)
-check "pressurectl --version exits 0 and says 1.2.0" $([ "$version" = "pressurectl 1.2.0" ]; echo $?)
-check "pressured --version says the same" $([ "$("$PRESSURED_BIN" --version)" = "pressured 1.2.0" ]; echo $?)
+check "pressurectl --version exits 0 and says 1.3.0" $([ "$version" = "pressurectl 1.3.0" ]; echo $?)
+check "pressured --version says the same" $([ "$("$PRESSURED_BIN" --version)" = "pressured 1.3.0" ]; echo $?)
 # A bad option value names the option as it was written.
 "$PRESSURED_BIN" --sample-interval=0 --socket "$dir/unused" 2>"$dir/err"
 check "pressured --sample-interval=0 exits 2" $([ $? -eq 2 ]; echo $?)

@@ -902,8 +902,24 @@ static void shrinker_flags(struct json_object *sh, char *buf, size_t size) {
                 snprintf(buf, size, "-");
 }
 
+/* What its last counts said one more MiB would save (the largest over its nodes), or "-". */
+static void shrinker_value(struct json_object *sh, char *buf, size_t size) {
+        struct json_object *nodes = jget(sh, "nodes");
+        double best = 0;
+        for (size_t k = 0; nodes && k < json_object_array_length(nodes); k++) {
+                struct json_object *v = jget(json_object_array_get_idx(nodes, k), "value");
+                if (v)
+                        best = MAX(best, json_object_get_double(v));
+        }
+        if (best > 0)
+                snprintf(buf, size, "%.3g", best);
+        else
+                snprintf(buf, size, "-");
+}
+
 static void print_shrinker(struct json_object *sh, int name_w, int cgroup_w) {
-        char objs[256], fl[32], claimed[32], released[32], trust[16] = "-", for_pid[16] = "-", limit[32] = "-";
+        char objs[256], fl[32], claimed[32], released[32], trust[16] = "-", for_pid[16] = "-", limit[32] = "-",
+             value[32];
         struct json_object *t = jget(sh, "client_trust");
         shrinker_counts(sh, objs, sizeof(objs));
         shrinker_flags(sh, fl, sizeof(fl));
@@ -915,11 +931,12 @@ static void print_shrinker(struct json_object *sh, int name_w, int cgroup_w) {
         bytes((uint64_t) json_object_get_int64(jget(sh, "client_released_bytes")), released, sizeof(released));
         if (jget(sh, "limit"))
                 bytes((uint64_t) json_object_get_int64(jget(sh, "limit")), limit, sizeof(limit));
-        printf("%-5" PRId64 " %-*s %-7d %-7s %-*s %-5s %-20s %10" PRId64 " %8" PRId64 " %9s %9s %6s %8s %-11s\n",
+        shrinker_value(sh, value, sizeof(value));
+        printf("%-5" PRId64 " %-*s %-7d %-7s %-*s %-5s %-20s %10" PRId64 " %8" PRId64 " %9s %9s %6s %8s %8s %-11s\n",
                json_object_get_int64(jget(sh, "id")), name_w, json_object_get_string(jget(sh, "name")),
                json_object_get_int(jget(sh, "pid")), for_pid, cgroup_w, json_object_get_string(jget(sh, "cgroup")), fl,
                objs, json_object_get_int64(jget(sh, "freed")), json_object_get_int64(jget(sh, "timeouts")), claimed,
-               released, trust, limit, json_object_get_string(jget(sh, "state")));
+               released, trust, limit, value, json_object_get_string(jget(sh, "state")));
 }
 
 /* The regulator, once per scope that holds a client back. */
@@ -963,7 +980,8 @@ static int cmd_shrinkers(void) {
         struct json_object *list = jget(reply, "shrinkers");
         /* CLAIMED, RELEASED and TRUST are the client's: what it said it freed, how far its resident memory
          * fell around the rounds that asked it, and how much of its claims counts towards goals. LIMIT is
-         * the shrinker's share of the regulator's growth limit (told to it if it takes limits). FOR is the
+         * the shrinker's share of the regulator's growth limit (told to it if it takes limits). VALUE is what
+         * its last count said one more MiB of it would save (miss cost per second). FOR is the
          * process an adapter serves for. NAME and CGROUP are as wide as their longest (a 30-character
          * adapter name shifted every column). */
         int name_w = (int) strlen("NAME"), cgroup_w = (int) strlen("CGROUP");
@@ -972,8 +990,9 @@ static int cmd_shrinkers(void) {
                 name_w = MAX(name_w, (int) strlen(json_object_get_string(jget(sh, "name")) ?: ""));
                 cgroup_w = MAX(cgroup_w, (int) strlen(json_object_get_string(jget(sh, "cgroup")) ?: ""));
         }
-        printf("%-5s %-*s %-7s %-7s %-*s %-5s %-20s %10s %8s %9s %9s %6s %8s %-11s\n", "ID", name_w, "NAME", "PID", "FOR",
-               cgroup_w, "CGROUP", "FLAGS", "COUNTED/NODE", "FREED", "TIMEOUTS", "CLAIMED", "RELEASED", "TRUST", "LIMIT", "STATE");
+        printf("%-5s %-*s %-7s %-7s %-*s %-5s %-20s %10s %8s %9s %9s %6s %8s %8s %-11s\n", "ID", name_w, "NAME", "PID", "FOR",
+               cgroup_w, "CGROUP", "FLAGS", "COUNTED/NODE", "FREED", "TIMEOUTS", "CLAIMED", "RELEASED", "TRUST", "LIMIT",
+               "VALUE", "STATE");
         for (size_t i = 0; list && i < json_object_array_length(list); i++)
                 print_shrinker(json_object_array_get_idx(list, i), name_w, cgroup_w);
         print_regulators(list);
