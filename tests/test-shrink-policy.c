@@ -2,6 +2,7 @@
 #include "shrink_policy.h"
 #include "shrink_share.h"
 #include "test-util.h"
+#include "value_split.h"
 
 /* Run a whole pass the way the daemon does, every call scanning what it was asked. */
 static uint64_t run_pass(uint64_t freeable, int priority, unsigned seeks, unsigned batch, uint64_t *deferred,
@@ -322,6 +323,87 @@ static void test_claim_credit(void) {
         CU_ASSERT_EQUAL(claim, 1000u);
 }
 
+/* ---- value ---- */
+
+#define SPLIT(m) value_split((m), ELEMENTSOF(m), scratch)
+
+static void test_value_split(void) {
+        size_t scratch[8];
+        /* No values: the proportional shares stand. */
+        struct value_member none[] = { { .proportional = 60, .bytes = 1000, .arena = 1 },
+                                       { .proportional = 40, .bytes = 500, .arena = 2 } };
+        CU_ASSERT(!value_split_applies(none, ELEMENTSOF(none)));
+        SPLIT(none);
+        CU_ASSERT_EQUAL(none[0].share, 60u);
+        CU_ASSERT_EQUAL(none[1].share, 40u);
+
+        /* One uid's two caches: the one of lower value gives the pair's whole share, listed first or not. */
+        struct value_member two[] = { { .proportional = 50, .bytes = 1000, .value = 10, .arena = 1000 },
+                                      { .proportional = 50, .bytes = 1000, .value = 1, .arena = 1000 } };
+        CU_ASSERT(value_split_applies(two, ELEMENTSOF(two)));
+        SPLIT(two);
+        CU_ASSERT_EQUAL(two[0].share, 0u);
+        CU_ASSERT_EQUAL(two[1].share, 100u);
+
+        /* At most half of what it holds in one round; the rest from the next, lowest first. */
+        struct value_member bound[] = { { .proportional = 300, .bytes = 1000, .value = 1, .arena = 7 },
+                                        { .proportional = 300, .bytes = 1000, .value = 5, .arena = 7 } };
+        SPLIT(bound);
+        CU_ASSERT_EQUAL(bound[0].share, 500u);
+        CU_ASSERT_EQUAL(bound[1].share, 100u);
+
+        /* Past every step the proportional split takes over again, each at most what it holds: the round
+         * still gets what it wants. */
+        struct value_member over[] = { { .proportional = 500, .bytes = 1000, .value = 1, .arena = 7 },
+                                       { .proportional = 500, .bytes = 600, .value = 5, .arena = 7 } };
+        SPLIT(over);
+        CU_ASSERT_EQUAL(over[0].share, 700u);
+        CU_ASSERT_EQUAL(over[1].share, 300u);
+        CU_ASSERT_EQUAL(over[0].share + over[1].share, 1000u);
+
+        /* A shrinker without a value keeps its proportional share; the valued ones move theirs. */
+        struct value_member mixed[] = { { .proportional = 100, .bytes = 1000, .value = 1, .arena = 1 },
+                                        { .proportional = 100, .bytes = 1000, .arena = 1 },
+                                        { .proportional = 100, .bytes = 1000, .value = 10, .arena = 1 } };
+        SPLIT(mixed);
+        CU_ASSERT_EQUAL(mixed[0].share, 200u);
+        CU_ASSERT_EQUAL(mixed[1].share, 100u);
+        CU_ASSERT_EQUAL(mixed[2].share, 0u);
+}
+
+/* A value is a claim: another uid's, however high, moves nothing between uids. */
+static void test_value_arenas(void) {
+        size_t scratch[8];
+        struct value_member uids[] = { { .proportional = 50, .bytes = 1000, .value = 1e9, .arena = 1000 },
+                                       { .proportional = 50, .bytes = 1000, .value = 0.001, .arena = 1001 } };
+        SPLIT(uids);
+        CU_ASSERT_EQUAL(uids[0].share, 50u);
+        CU_ASSERT_EQUAL(uids[1].share, 50u);
+
+        /* Within uid 1000 the claim orders its own caches: its other cache gives uid 1000's share. */
+        struct value_member own[] = { { .proportional = 50, .bytes = 1000, .value = 1e9, .arena = 1000 },
+                                      { .proportional = 50, .bytes = 1000, .value = 0.001, .arena = 1001 },
+                                      { .proportional = 50, .bytes = 1000, .value = 3, .arena = 1000 } };
+        SPLIT(own);
+        CU_ASSERT_EQUAL(own[0].share, 0u);
+        CU_ASSERT_EQUAL(own[1].share, 50u);
+        CU_ASSERT_EQUAL(own[2].share, 100u);
+
+        /* In the cgroups root named (value_cgroup=), one arena across uids. */
+        struct value_member shared[] = { { .proportional = 50, .bytes = 1000, .value = 9, .arena = VALUE_ARENA_SHARED },
+                                         { .proportional = 50, .bytes = 1000, .value = 2, .arena = VALUE_ARENA_SHARED } };
+        SPLIT(shared);
+        CU_ASSERT_EQUAL(shared[0].share, 0u);
+        CU_ASSERT_EQUAL(shared[1].share, 100u);
+
+        /* Huge numbers saturate rather than wrap. */
+        struct value_member huge[] = { { .proportional = UINT64_MAX, .bytes = UINT64_MAX, .value = 1, .arena = 1 },
+                                       { .proportional = UINT64_MAX, .bytes = UINT64_MAX, .value = 2, .arena = 1 } };
+        SPLIT(huge);
+        CU_ASSERT_EQUAL(huge[0].share, UINT64_MAX / 2 + 1); /* half, and the last byte once both gave half */
+        CU_ASSERT_EQUAL(huge[1].share, UINT64_MAX / 2);
+}
+
 int main(void) {
         static const struct test_case cases[] = {
                 { "sizing worked by hand", test_sizing_by_hand },
@@ -339,6 +421,8 @@ int main(void) {
                 { "answers checked", test_answer_check },
                 { "a share of the goal", test_share_of_goal },
                 { "claims credited", test_claim_credit },
+                { "value: the split by value", test_value_split },
+                { "value: claims compared within an arena", test_value_arenas },
                 {},
         };
         return test_run("shrink-policy", cases, NULL);

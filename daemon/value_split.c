@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+#include "value_split.h"
+
+#include <assert.h>
+#include <stdbool.h>
+
+#include "macro.h"
+#include "shrink_policy.h"
+
+bool value_split_applies(const struct value_member *m, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if (m[i].value > 0)
+                        return true;
+        return false;
+}
+
+/* a before b: by arena, then lowest value first, ties in member order (the split must not depend on a
+ * sort's instability). */
+static bool before(const struct value_member *m, size_t a, size_t b) {
+        if (m[a].arena != m[b].arena)
+                return m[a].arena < m[b].arena;
+        if (m[a].value != m[b].value)
+                return m[a].value < m[b].value;
+        return a < b;
+}
+
+/* Insertion sort: a round's shrinkers are few. */
+static void sort_members(const struct value_member *m, size_t *idx, size_t k) {
+        for (size_t i = 1; i < k; i++) {
+                size_t x = idx[i], j = i;
+                for (; j > 0 && before(m, x, idx[j - 1]); j--)
+                        idx[j] = idx[j - 1];
+                idx[j] = x;
+        }
+}
+
+/* One arena's valued members, idx[0..k), lowest value first: their pool asked again by value. */
+static void split_arena(struct value_member *m, const size_t *idx, size_t k) {
+        uint64_t left = 0;
+        for (size_t i = 0; i < k; i++)
+                left = sat_add(left, m[idx[i]].proportional);
+        for (size_t i = 0; i < k; i++) {
+                struct value_member *x = &m[idx[i]];
+                x->share = MIN(left, mul_div(x->bytes, VALUE_STEP_NUM, VALUE_STEP_DEN));
+                left -= x->share;
+        }
+        for (size_t i = 0; left > 0 && i < k; i++) {
+                struct value_member *x = &m[idx[i]];
+                uint64_t more = MIN(MIN(x->proportional, x->bytes - MIN(x->bytes, x->share)), left);
+                x->share += more;
+                left -= more;
+        }
+}
+
+void value_split(struct value_member *m, size_t n, size_t *scratch) {
+        assert(m || n == 0);
+        assert(scratch || n == 0);
+
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++) {
+                m[i].share = m[i].proportional;
+                if (m[i].value > 0)
+                        scratch[k++] = i;
+        }
+        sort_members(m, scratch, k);
+        for (size_t first = 0, end; first < k; first = end) {
+                for (end = first + 1; end < k && m[scratch[end]].arena == m[scratch[first]].arena; end++)
+                        ;
+                split_arena(m, scratch + first, end - first);
+        }
+}
