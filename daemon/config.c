@@ -72,6 +72,9 @@ void config_done(struct config *c) {
         for (size_t i = 0; i < c->n_reclaim_cgroups; i++)
                 free(c->reclaim_cgroups[i]);
         free(c->reclaim_cgroups);
+        for (size_t i = 0; i < c->n_value_cgroups; i++)
+                free(c->value_cgroups[i]);
+        free(c->value_cgroups);
         free(c->sysfs_root);
         *c = (struct config){};
 }
@@ -449,6 +452,21 @@ static int parse_reclaim_cgroup(struct config *c, const struct config_key *k, co
         return 0;
 }
 
+/* "value_cgroup=/system.slice/foo-*.service": the shrinkers of clients in those groups (and below) have their
+ * values compared across uids; root's to name, since a value is a claim. */
+static int parse_value_cgroup(struct config *c, const struct config_key *k, const char *value, char **ret_error) {
+        (void) k;
+        _cleanup_free_ char *norm = NULL;
+        if (value[0] != '/' || cgroup_path_normalize(value, &norm) < 0)
+                return fail(ret_error, -EINVAL, "value_cgroup: expected a cgroup v2 path or glob, such as /system.slice/*.service, got \"%s\"", value);
+        char **a = realloc(c->value_cgroups, (c->n_value_cgroups + 1) * sizeof(char *));
+        if (!a)
+                return -ENOMEM;
+        c->value_cgroups = a;
+        a[c->n_value_cgroups++] = TAKE_PTR(norm);
+        return 0;
+}
+
 static bool regulate_pattern_covers(const char *pattern, const char *cgroup) {
         if (fnmatch(pattern, cgroup, FNM_PATHNAME) == 0)
                 return true;
@@ -456,6 +474,15 @@ static bool regulate_pattern_covers(const char *pattern, const char *cgroup) {
         if (strpbrk(pattern, "*?[") || strncmp(pattern, cgroup, n) != 0)
                 return false;
         return cgroup[n] == '/' || streq(pattern, "/");
+}
+
+bool config_value_shared(const struct config *c, const char *cgroup) {
+        assert(c);
+
+        for (size_t i = 0; cgroup && i < c->n_value_cgroups; i++)
+                if (regulate_pattern_covers(c->value_cgroups[i], cgroup))
+                        return true;
+        return false;
 }
 
 uint64_t config_regulate_budget(const struct config *c, const char *cgroup) {
@@ -525,6 +552,7 @@ static const struct config_key config_keys[] = {
         { "regulate_step_max", parse_permille_key, AT(regulate_step_max_permille), 1, 500, "0.1%..50%" },
         { "regulate_cgroup", parse_regulate_cgroup },
         { "reclaim_cgroup", parse_reclaim_cgroup },
+        { "value_cgroup", parse_value_cgroup },
         { "sysfs_root", parse_sysfs_root, AT(sysfs_root) },
 };
 
@@ -611,7 +639,7 @@ static int config_parse_lines(struct config *c, const char *text, const char *fi
 
                 const struct config_key *k = config_key_find(key);
                 if (k && k->parse != parse_cgroup && k->parse != parse_regulate_cgroup &&
-                    k->parse != parse_reclaim_cgroup) { /* lists: each line adds one */
+                    k->parse != parse_reclaim_cgroup && k->parse != parse_value_cgroup) { /* lists: each line adds one */
                         size_t i = (size_t) (k - config_keys);
                         if (seen[i])
                                 warn(w, userdata, "%s:%u: %s is also set on line %u; this line wins", filename, lineno,

@@ -58,6 +58,10 @@ struct config {
          * daemon takes through memory.reclaim, in steps, while their stall is under their budget */
         char **reclaim_cgroups;
         size_t n_reclaim_cgroups;
+        /* value_cgroup=: paths or globs (each covering its subtree) whose shrinkers' values are compared
+         * across uids (value_split.h); elsewhere only one uid's shrinkers with each other */
+        char **value_cgroups;
+        size_t n_value_cgroups;
 
         int log_level;    /* LOG_ERR ... LOG_DEBUG: what is logged (SetLogLevel changes it until a reload) */
         bool lock_memory; /* mlockall() at start-up */
@@ -103,6 +107,8 @@ int config_verify(const struct config *c, char **ret_error);
 /* The stall budget of a cgroup scope (NULL: the system's): the last regulate_cgroup= that covers it, or
  * regulate_budget. */
 uint64_t config_regulate_budget(const struct config *c, const char *cgroup);
+/* Whether a shrinker whose client is in cgroup has its value compared across uids (value_cgroup=). */
+bool config_value_shared(const struct config *c, const char *cgroup);
 
 /* systemd's time spans: "100ms", "2s", "1h 30min", "2d"; no suffix means milliseconds. */
 int config_parse_duration(const char *s, uint64_t *ret_usec);

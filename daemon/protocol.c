@@ -1047,6 +1047,10 @@ struct json_object *protocol_encode_configuration(const struct config *c, const 
         for (size_t i = 0; i < c->n_reclaim_cgroups; i++)
                 jb_append(&reclaimed, jb_new_string(c->reclaim_cgroups[i]));
         jb_set(&o, "reclaim_cgroups", reclaimed);
+        struct json_object *valued = json_object_new_array();
+        for (size_t i = 0; i < c->n_value_cgroups; i++)
+                jb_append(&valued, jb_new_string(c->value_cgroups[i]));
+        jb_set(&o, "value_cgroups", valued);
         jb_set_string(&o, "log_level", log_level);
         return o;
 }

@@ -14,6 +14,7 @@
 #include "macro.h"
 #include "release.h"
 #include "shrink_job.h"
+#include "value_split.h"
 
 /* libpressure gives freed memory back at most every 100 ms after its answers: measure well after that. */
 #define RELEASE_SETTLE_USEC (300 * 1000)
@@ -34,6 +35,11 @@ struct round_engine {
 struct round_member {
         struct round_member *prev, *next;
         struct shrink_job *job;
+        struct shrinker *shrinker;
+        size_t node_index;
+        uint64_t weight;   /* in the split when the round began (0: never counted) */
+        bool have_plan;    /* its share was planned by value (round_plan_by_value()) */
+        uint64_t planned;
 };
 
 /* One round. A job leaves its round early when the round's budget runs out (it is cut: it goes on by
@@ -204,6 +210,14 @@ static void round_split(void *userdata, struct shrink_split *ret) {
         };
 }
 
+static bool round_planned(void *userdata, void *member, uint64_t *ret_share) {
+        const struct round_member *m = member;
+        (void) userdata;
+        if (m->have_plan)
+                *ret_share = m->planned;
+        return m->have_plan;
+}
+
 static bool round_satisfied(void *userdata) {
         const struct shrink_round *r = userdata;
         return r->want > 0 && r->freed_bytes >= r->want;
@@ -211,6 +225,7 @@ static bool round_satisfied(void *userdata) {
 
 static const struct job_round_ops round_job_ops = {
         .split = round_split,
+        .planned = round_planned,
         .satisfied = round_satisfied,
         .share = round_note_share,
         .freed = round_note_freed,
@@ -280,6 +295,9 @@ static int round_add_job(struct shrink_round *r, struct shrinker *sh, size_t k, 
                 return 0;
         }
         m->job = j;
+        m->shrinker = sh;
+        m->node_index = k;
+        m->weight = weight;
         if (weight > 0) {
                 r->known_weight = sat_add(r->known_weight, weight);
                 r->n_known++;
@@ -322,6 +340,55 @@ static void round_add_shrinker(struct shrink_round *r, struct shrinker *sh, enum
         r->n_asked++;
 }
 
+static pid_t cl_pid(const struct shrinker *sh) {
+        return sh->client->pid;
+}
+
+/* Where the counts carry values, the goal's shares of the members that counted before are planned by
+ * value (value_split.h): the cache whose last bytes are worth least gives first, values compared
+ * within one uid, or across uids in root's value_cgroup= groups. Without values, nothing changes. */
+static void round_plan_by_value(struct shrink_round *r) {
+        if (r->explicit || r->want == 0 || r->n_jobs <= 2) /* n_jobs counts the seal's hold too */
+                return;
+        size_t n = 0;
+        for (struct round_member *m = r->jobs; m; m = m->next)
+                n++;
+        struct value_member *vm = calloc(n, sizeof(*vm));
+        size_t *scratch = calloc(n, sizeof(*scratch)), i = 0;
+        if (!vm || !scratch) {
+                free(vm);
+                free(scratch);
+                return; /* the proportional split stands */
+        }
+        struct shrink_split split;
+        round_split(r, &split);
+        for (struct round_member *m = r->jobs; m; m = m->next, i++) {
+                const struct shrinker_node_state *ns = job_engine_node(r->rc->jobs, m->shrinker, m->node_index);
+                const struct shrink_client *cl = m->shrinker->client;
+                vm[i] = (struct value_member){
+                        .proportional = shrink_share(&split, m->weight, m->weight),
+                        .bytes = ns ? ns->last_bytes : 0,
+                        .value = ns && m->weight > 0 ? ns->last_value : 0,
+                        .arena = config_value_shared(r->rc->config, cl->cgroup) ? VALUE_ARENA_SHARED : (uint64_t) cl->uid,
+                };
+        }
+        if (value_split_applies(vm, n)) {
+                value_split(vm, n, scratch);
+                i = 0;
+                for (struct round_member *m = r->jobs; m; m = m->next, i++) {
+                        m->have_plan = vm[i].value > 0;
+                        m->planned = vm[i].share;
+                        if (m->have_plan)
+                                log_debug("Reclaim round %llu: shrinker %s of pid %d, of value %.3g, is asked %llu bytes "
+                                          "(%llu by what it holds).", (unsigned long long) r->id, m->shrinker->name,
+                                          (int) cl_pid(m->shrinker), vm[i].value, (unsigned long long) vm[i].share,
+                                          (unsigned long long) vm[i].proportional);
+                }
+        }
+        free(vm);
+        free(scratch);
+}
+
 /* Queue one job per (shrinker, node) that the scope selects, then start the idle queues. The round is
  * held open (one extra count, dropped by round_seal()) while it is being filled. */
 static void round_add_jobs(struct shrink_round *r, enum scope_type type, size_t node_index, const char *cgroup,
@@ -342,6 +409,7 @@ static void round_add_jobs(struct shrink_round *r, enum scope_type type, size_t 
                                 continue;
                         round_add_shrinker(r, sh, type, node_index, all_nodes, req_cgroup, priority, nr_to_scan);
                 }
+        round_plan_by_value(r);
         /* Start only after everything is queued: a job may finish at once. */
         job_engine_start(r->rc->jobs);
 }

@@ -501,8 +501,10 @@ static void job_ask_share(struct shrink_job *j, uint64_t bytes) {
         if (!r->round || r->want == 0 || bytes == 0 || j->bytes_per_object_x1000 == 0)
                 return;
         struct shrink_split split;
+        uint64_t full;
         r->ops->split(r->round, &split);
-        uint64_t full = shrink_share(&split, shrink_weight(bytes, j->shrinker->seeks), r->start_weight);
+        if (!r->ops->planned(r->round, r->member, &full))
+                full = shrink_share(&split, shrink_weight(bytes, j->shrinker->seeks), r->start_weight);
         struct shrinker *sh = j->shrinker;
         struct shrinker_state *ss = j->ss;
         if (r->goal_id > 0 && ss->goal_id != r->goal_id) {

@@ -80,6 +80,9 @@ struct job_outcome {
 /* How a job reports to its round: round.c's. round and member are the round's own, handed back. */
 struct job_round_ops {
         void (*split)(void *round, struct shrink_split *ret); /* the split of its goal, as it stands */
+        /* Its share of the goal planned by value when the round began (value_split.h); false: none,
+         * the split's proportional share stands. */
+        bool (*planned)(void *round, void *member, uint64_t *ret_share);
         bool (*satisfied)(void *round);                       /* it has released what it wants */
         void (*share)(void *round, bool given); /* asked for its share; given: it had given it already */
         void (*freed)(void *round, uint64_t bytes); /* released towards the round, as credited */

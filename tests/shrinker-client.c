@@ -6,7 +6,7 @@
  *   scan <id> node=<n> cgroup=<path> nr=<n> freed=<n> left=<n>
  *
  * Usage: shrinker-client --socket PATH [--objects N] [--size BYTES] [--shrinkers K] [--numa] [--memcg]
- *                        [--sleep-in-scan MS] [--die-in-scan] [--thread] [--refill] [--lie]
+ *                        [--sleep-in-scan MS] [--die-in-scan] [--thread] [--refill] [--lie] [--value V]
  *
  * --refill: every object a scan frees is allocated again after it (a cache in use, never empty).
  * --endless: counts claim 2^62 objects of no stated size; every scan claims to have freed all it was asked
@@ -17,6 +17,7 @@
  *        asked, or the OOM killer comes (with --shrinkers 0 nobody can ask).
  * --max N: with --grow, a cache in use whose room is N objects: it grows back towards N after each scan,
  *        and prints "full <n>" each time it gets there again.
+ * --value V: every count says one more MiB of the cache would save V (ShrinkAnswer.value).
  * --limits: the shrinkers take growth limits; the cache keeps within the last one (trimmed when it is
  *        told a lower one, grown only up to it), and prints "limit <id> bytes=<n> left=<n>" for each, and
  *        with --grow "capped <n>" once each time its growth stops at a limit.
@@ -81,6 +82,7 @@ static void on_limit(struct pressure_shrinker *s, uint64_t bytes, void *userdata
 
 static volatile sig_atomic_t sleep_ms;
 static int die_in_scan, refill, lie, endless;
+static double value;
 
 static uint64_t now_ms(void) {
         struct timespec ts;
@@ -98,6 +100,7 @@ static uint64_t count_objects(struct pressure_shrinker *s, struct pressure_shrin
         (void) userdata;
         uint64_t n = endless ? 1ULL << 62 : cache.n;
         sc->nr_bytes = lie ? 1ULL << 40 : endless ? 0 : n * cache.size;
+        sc->value = value;
         printf("count %llu node=%d cgroup=%s -> %llu\n", (unsigned long long) pressure_shrinker_get_id(s), sc->node,
                sc->cgroup, (unsigned long long) n);
         fflush(stdout);
@@ -167,6 +170,7 @@ int main(int argc, char *argv[]) {
                 /* as an adapter: the shrinkers free memory of this other process */
                 { "serve-for", required_argument, NULL, 'F' },
                 { "limits", no_argument, NULL, 'L' },
+                { "value", required_argument, NULL, 'V' },
                 {},
         };
         const char *socket_path = NULL;
@@ -195,6 +199,7 @@ int main(int argc, char *argv[]) {
                 case 'M': max_objects = strtoul(optarg, NULL, 10); break;
                 case 'F': serve_for = atoi(optarg); break;
                 case 'L': limits = 1; break;
+                case 'V': value = strtod(optarg, NULL); break;
                 default: return 2;
                 }
 

@@ -56,6 +56,31 @@ static void test_regulate(void) {
         config_done(&c);
 }
 
+static void test_value_cgroups(void) {
+        struct config c;
+        char *err = NULL;
+        config_init(&c);
+        CU_ASSERT(!config_value_shared(&c, "/system.slice/a.service"));
+        CU_ASSERT_EQUAL(config_parse(&c, "value_cgroup=/system.slice/*.service\nvalue_cgroup=/cache.slice/\n", "t.conf",
+                                     NULL, NULL, &err), 0);
+        CU_ASSERT_EQUAL_FATAL(c.n_value_cgroups, 2u);
+        CU_ASSERT_STRING_EQUAL(c.value_cgroups[1], "/cache.slice"); /* normalised */
+        CU_ASSERT(config_value_shared(&c, "/system.slice/a.service"));
+        CU_ASSERT(!config_value_shared(&c, "/system.slice/a.service/sub")); /* a glob names groups */
+        CU_ASSERT(config_value_shared(&c, "/cache.slice/x/y"));               /* a path its subtree */
+        CU_ASSERT(!config_value_shared(&c, "/user.slice"));
+        CU_ASSERT(!config_value_shared(&c, NULL));
+        static const char *const bad[] = { "value_cgroup=", "value_cgroup=a.slice", "value_cgroup=/a/../b" };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                CU_ASSERT(config_parse(&c, bad[i], "t.conf", NULL, NULL, &err) < 0);
+                CU_ASSERT_PTR_NOT_NULL(err);
+                free(err);
+                err = NULL;
+        }
+        CU_ASSERT_EQUAL(c.n_value_cgroups, 2u); /* unchanged by what was refused */
+        config_done(&c);
+}
+
 static void test_reclaim_cgroups(void) {
         struct config c;
         char *err = NULL;
@@ -382,6 +407,7 @@ int main(void) {
                 { "durations", test_durations },
                 { "the regulator's keys", test_regulate },
                 { "proactive reclaim's groups", test_reclaim_cgroups },
+                { "groups whose values compare across users", test_value_cgroups },
                 { "a full file", test_file },
                 { "errors name file and line", test_errors_name_file_and_line },
                 { "missing file", test_missing_file },

@@ -1361,6 +1361,76 @@ static void test_serve_for_checked_while_it_lasts(void) {
         CU_ASSERT_EQUAL(verdict, 'd');
 }
 
+/* ---- value ---- */
+
+/* Two caches of 20 MB in one cgroup under real pressure, their counts saying what one more MiB of each
+ * would save (NULL: nothing); the second optionally a client of nobody's (the group is then delegated to
+ * nobody). Runs until they freed 4,000 objects between them, or 60 s; returns what each freed. */
+static void value_scenario(const char *first_value, const char *second_value, bool second_nobody,
+                           int64_t *ret_first, int64_t *ret_second) {
+        struct test_child first = { .lines.fd = -1 }, second = { .lines.fd = -1 };
+        struct pressure_gen g;
+        char line[512];
+
+        daemon_restart_with("value", "hold=1s\nsample_interval=250ms\nround_interval=100ms\n");
+        group_create(&g);
+        if (second_nobody) {
+                CU_ASSERT_EQUAL_FATAL(chown(g.v2_dir, 65534, 65534), 0); /* delegated to nobody */
+                chmod(daemon_.dir, 0755); /* the daemon's directory reachable for nobody */
+        }
+        const char *a1[] = { "--memcg", "--objects", "20000", first_value ? "--value" : NULL, first_value, NULL };
+        const char *a2[] = { "--memcg", "--objects", "20000", second_value ? "--value" : NULL, second_value, NULL };
+        CU_ASSERT_EQUAL_FATAL(client_start(&first, g.v2_dir, false, a1), 0);
+        CU_ASSERT_EQUAL_FATAL(client_start(&second, g.v2_dir, second_nobody, a2), 0);
+        CU_ASSERT_EQUAL(client_wait(&first, "ready", 10000, line, sizeof(line)), 0);
+        CU_ASSERT_EQUAL(client_wait(&second, "ready", 10000, line, sizeof(line)), 0);
+
+        CU_ASSERT_EQUAL_FATAL(pressure_gen_start(&g), 0);
+        test_cleanup_pid(g.pid);
+        int64_t f1 = 0, f2 = 0;
+        for (uint64_t end = test_now_ms() + 60000; f1 + f2 < 4000 && test_now_ms() < end;) {
+                (void) client_line(&first, 250, line, sizeof(line));
+                drain(&first);
+                drain(&second);
+                f1 = shrinker_stat(first.pid, "freed");
+                f2 = shrinker_stat(second.pid, "freed");
+        }
+        printf("(freed %lld and %lld objects) ", (long long) f1, (long long) f2);
+        *ret_first = f1;
+        *ret_second = f2;
+        test_cleanup_forget_pid(g.pid);
+        pressure_gen_stop(&g);
+        test_child_stop(&first);
+        test_child_stop(&second);
+        pressure_gen_destroy(&g);
+}
+
+/* One uid's two caches: the one whose last bytes are worth least gives first, at most half of itself a
+ * round, so the other is asked little. */
+static void test_value_low_gives_first(void) {
+        int64_t low, high;
+        value_scenario("1", "1000", false, &low, &high);
+        CU_ASSERT(low >= 2000);
+        CU_ASSERT(high * 4 <= low);
+}
+
+/* Without values, the proportional split as before: two equal caches give alike. */
+static void test_value_none_proportional(void) {
+        int64_t a, b;
+        value_scenario(NULL, NULL, false, &a, &b);
+        CU_ASSERT(a > 0 && b > 0);
+        CU_ASSERT(a * 4 >= b && b * 4 >= a);
+}
+
+/* Another uid's cache claiming the most a value may be gains nothing: it is asked its proportional share,
+ * as if it had said nothing. */
+static void test_value_other_uid_gains_nothing(void) {
+        int64_t root, nobody;
+        value_scenario("1", "1e9", true, &root, &nobody);
+        CU_ASSERT(root > 0 && nobody > 0);
+        CU_ASSERT(nobody * 4 >= root);
+}
+
 int main(void) {
         static const struct test_case cases[] = {
                 { "cgroup pressure asks only its subtree", test_cgroup_pressure_asks_only_its_subtree },
@@ -1383,6 +1453,9 @@ int main(void) {
                 { "serving for another process is checked while it lasts", test_serve_for_checked_while_it_lasts },
                 { "hostile clients cannot pause an honest one", test_hostile_clients },
                 { "a client that never runs out cannot hold a Shrink", test_endless_client },
+                { "value: the cache worth least gives first", test_value_low_gives_first },
+                { "value: without values, the proportional split", test_value_none_proportional },
+                { "value: another uid's claim gains it nothing", test_value_other_uid_gains_nothing },
                 { "daemon stops cleanly", test_stop },
                 {},
         };

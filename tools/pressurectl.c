@@ -366,6 +366,10 @@ static int cmd_config(void) {
         for (size_t i = 0; reclaimed && i < json_object_array_length(reclaimed); i++)
                 printf("%s %s\n", i == 0 ? "Proactive reclaim (memory.reclaim, within the budget above) of:" : " ",
                        json_object_get_string(json_object_array_get_idx(reclaimed, i)));
+        struct json_object *valued = jget(conf, "value_cgroups");
+        for (size_t i = 0; valued && i < json_object_array_length(valued); i++)
+                printf("%s %s\n", i == 0 ? "Values compared across users in:" : " ",
+                       json_object_get_string(json_object_array_get_idx(valued, i)));
         json_object_put(conf);
         return EXIT_OK;
 }
