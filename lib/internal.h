@@ -6,6 +6,7 @@
  *   client.c        the client: connections, reconnection, dispatch, synchronous calls
  *   subscription.c  subscriptions, one streaming Subscribe call each
  *   shrinker.c      shrinkers on the client's one Serve call, their requests and answers
+ *   lru.c, shadow.c pressure_lru, its built-in shrinker, and its shadow entries (public API only)
  *
  * Locking: every field of a client and of its subscriptions and shrinkers is guarded by the client's
  * mutex. Dispatch reads the sockets under it and turns what came into work items; it runs the
