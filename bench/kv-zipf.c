@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* kv-zipf: the workload of the headline benchmark (bench/kvcache-bench.c).
  *
- *   kv-zipf SOCKET SECONDS KEYS VALUE_BYTES SEED MISS_US [ZIPF_S]
+ *   kv-zipf SOCKET SECONDS KEYS VALUE_BYTES SEED MISS_US [ZIPF_S [RATE [AT:ZIPF_S:KEYS:MISS_US]]]
  *     GETs from a kvcache at SOCKET for SECONDS, keys drawn from a Zipf distribution (s = ZIPF_S, 0.99) over
  *     KEYS keys with a seeded generator (the same sequence for the same seed); a miss costs MISS_US of
- *     computation (a busy loop: the recompute) and SETs the value. Prints one line:
+ *     computation (a busy loop: the recompute) and SETs the value. RATE: at most so many GETs a second
+ *     (0: as fast as it can). AT:...: from AT seconds on, another workload (bench/multicache-bench.c's
+ *     swap). A kvcache is told each GET's miss cost ("GET key COST"), for its value. Prints one line:
  *       survived|lost seconds=S requests=N hits=H misses=M p50_us=P p99_us=Q
  *     ("lost" when the cache's connection broke: it died) and exits 0 or 1.
  *     SOCKET "redis:PATH": the same against a Redis at the Unix socket PATH, in RESP (GET; SET on a miss).
@@ -25,6 +27,8 @@
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
+
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
 
 static double zipf_s = 0.99; /* the optional 7th argument */
 #define LATENCY_BUCKETS 100000 /* 1 us each; slower requests land in the last */
@@ -133,11 +137,11 @@ static int read_reply(int fd) {
 
 
 /* GET: 1 a hit, 0 a miss, -1 the connection broke. */
-static int do_get(int fd, size_t key) {
+static int do_get(int fd, size_t key, uint64_t miss_us) {
         char cmd[128], k[32];
         int kn = snprintf(k, sizeof(k), "k%zu", key);
         int n = redis ? snprintf(cmd, sizeof(cmd), "*2\r\n$3\r\nGET\r\n$%d\r\n%s\r\n", kn, k)
-                      : snprintf(cmd, sizeof(cmd), "GET %s\n", k);
+                      : snprintf(cmd, sizeof(cmd), "GET %s %llu\n", k, (unsigned long long) miss_us);
         if (send_all(fd, cmd, (size_t) n) < 0)
                 return -1;
         return read_reply(fd);
@@ -191,15 +195,21 @@ static int reader(const char *file, double seconds) {
 int main(int argc, char *argv[]) {
         if (argc == 4 && strcmp(argv[1], "--read") == 0)
                 return reader(argv[2], atof(argv[3]));
-        if (argc != 7 && argc != 8) {
-                fprintf(stderr, "usage: kv-zipf SOCKET SECONDS KEYS VALUE_BYTES SEED MISS_US [ZIPF_S] | --read FILE SECONDS\n");
+        if (argc < 7 || argc > 10) {
+                fprintf(stderr, "usage: kv-zipf SOCKET SECONDS KEYS VALUE_BYTES SEED MISS_US [ZIPF_S [RATE "
+                                "[AT:ZIPF_S:KEYS:MISS_US]]] | --read FILE SECONDS\n");
                 return 2;
         }
-        if (argc == 8)
+        if (argc >= 8)
                 zipf_s = atof(argv[7]);
-        double seconds = atof(argv[2]);
-        size_t keys = strtoul(argv[3], NULL, 10), value_bytes = strtoul(argv[4], NULL, 10);
-        uint64_t miss_us = strtoull(argv[6], NULL, 10);
+        double seconds = atof(argv[2]), rate = argc >= 9 ? atof(argv[8]) : 0, switch_at = -1, switch_s = 0;
+        size_t keys = strtoul(argv[3], NULL, 10), value_bytes = strtoul(argv[4], NULL, 10), switch_keys = 0;
+        uint64_t miss_us = strtoull(argv[6], NULL, 10), switch_miss = 0;
+        if (argc >= 10 && sscanf(argv[9], "%lf:%lf:%zu:%llu", &switch_at, &switch_s, &switch_keys,
+                                 (unsigned long long *) &switch_miss) != 4) {
+                fprintf(stderr, "kv-zipf: expected AT:ZIPF_S:KEYS:MISS_US, got %s\n", argv[9]);
+                return 2;
+        }
         rng_state = strtoull(argv[5], NULL, 10);
         double *cdf = zipf_cdf(keys);
         char *value = malloc(value_bytes + 64);
@@ -223,8 +233,26 @@ int main(int argc, char *argv[]) {
                 uint64_t t0 = now_us();
                 if (t0 >= end)
                         break;
+                if (switch_at >= 0 && t0 - start >= (uint64_t) (switch_at * 1e6)) {
+                        /* The other workload from now on: its keys, its skew, its cost. */
+                        zipf_s = switch_s;
+                        free(cdf);
+                        cdf = zipf_cdf(keys = switch_keys);
+                        if (!cdf)
+                                return 2;
+                        miss_us = switch_miss;
+                        switch_at = -1;
+                }
+                /* Paced: the n-th request no sooner than n / rate after the start. */
+                if (rate > 0) {
+                        uint64_t due = start + (uint64_t) ((double) requests * 1e6 / rate);
+                        if (due > t0) {
+                                usleep((useconds_t) MIN(due - t0, (uint64_t) 100000));
+                                continue;
+                        }
+                }
                 size_t key = zipf_draw(cdf, keys);
-                int r = do_get(fd, key);
+                int r = do_get(fd, key, miss_us);
                 if (r == 0) {
                         /* The recompute, then the value goes in. */
                         while (now_us() - t0 < miss_us)

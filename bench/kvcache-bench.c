@@ -44,6 +44,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench-util.h"
 #include "pressure-gen.h"
 #include "test-util.h"
 
@@ -118,69 +119,6 @@ struct run {
 
 static const char *build;
 
-static unsigned long long field(const char *line, const char *key) {
-        const char *p = strstr(line, key);
-        return p ? strtoull(p + strlen(key), NULL, 10) : 0;
-}
-
-/* One STATS line from the cache; -1 once it is gone. */
-static int stats(int fd, char *line, size_t size) {
-        if (fd < 0 || send(fd, "STATS\n", 6, MSG_NOSIGNAL) != 6)
-                return -1;
-        size_t n = 0;
-        while (n < size - 1) {
-                struct pollfd p = { .fd = fd, .events = POLLIN };
-                if (poll(&p, 1, 2000) <= 0)
-                        return -1;
-                ssize_t k = read(fd, line + n, 1);
-                if (k <= 0)
-                        return -1;
-                if (line[n++] == '\n')
-                        break;
-        }
-        line[n] = 0;
-        return 0;
-}
-
-/* CPU seconds of a live process (utime and stime of /proc/PID/stat), 0 if unreadable. */
-static double proc_cpu_s(pid_t pid) {
-        char path[64], buf[1024];
-        snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
-        if (test_read_text(path, buf, sizeof(buf)) < 0)
-                return 0;
-        const char *p = strrchr(buf, ')');
-        unsigned long long ut = 0, st = 0;
-        /* after the name: state, then ten fields before utime and stime */
-        if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
-                return 0;
-        return (double) (ut + st) / (double) sysconf(_SC_CLK_TCK);
-}
-
-/* Reap a child, returning its CPU seconds; *status as waitpid's. */
-static double reap(pid_t pid, int *status) {
-        struct rusage ru = {};
-        int st = 0;
-        if (pid <= 0 || wait4(pid, &st, 0, &ru) != pid)
-                return 0;
-        if (status)
-                *status = st;
-        return (double) ru.ru_utime.tv_sec + (double) ru.ru_utime.tv_usec / 1e6 + (double) ru.ru_stime.tv_sec +
-               (double) ru.ru_stime.tv_usec / 1e6;
-}
-
-static int connect_to(const char *path) {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        if (strlen(path) >= sizeof(sa.sun_path))
-                return -1;
-        memcpy(sa.sun_path, path, strlen(path) + 1);
-        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd >= 0 && connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
-                close(fd);
-                return -1;
-        }
-        return fd;
-}
-
 static int run_policy(struct run *run, double seconds) {
         struct pressure_gen g;
         struct test_daemon d = {};
@@ -227,7 +165,7 @@ static int run_policy(struct run *run, double seconds) {
         FILE *kv_out = fdopen(p[0], "r");
         if (kv < 0 || !fgets(line, sizeof(line), kv_out))
                 return -EIO;
-        int sfd = connect_to(kv_sock);
+        int sfd = bench_connect(kv_sock);
 
         char rsecs[32];
         snprintf(rsecs, sizeof(rsecs), "%g", seconds + 60); /* until told to stop */
@@ -273,14 +211,14 @@ static int run_policy(struct run *run, double seconds) {
                         out_len += (size_t) n;
                         continue;
                 }
-                if (stats(sfd, line, sizeof(line)) < 0) {
+                if (bench_stats(sfd, line, sizeof(line)) < 0) {
                         if (sfd >= 0)
                                 close(sfd);
                         sfd = -1;
                 } else if (run->n_samples < MAX_SAMPLES) {
-                        unsigned long bytes = (unsigned long) field(line, "bytes=");
+                        unsigned long bytes = (unsigned long) bench_field(line, "bytes=");
                         double t = (double) (test_now_ms() - t0) / 1000;
-                        unsigned long long hits = field(line, "hits="), gets = hits + field(line, "misses=");
+                        unsigned long long hits = bench_field(line, "hits="), gets = hits + bench_field(line, "misses=");
                         if (!warm && t >= warm_s) {
                                 warm = true;
                                 t_warm = t;
@@ -302,12 +240,12 @@ static int run_policy(struct run *run, double seconds) {
                                 rd = pressure_gen_spawn_quiet(&g, read_argv, rp[1]);
                         } else if (wl->burst && rd > 0 && !burst_over && t >= warm_s + BURST_READ_S) {
                                 kill(rd, SIGTERM);
-                                run->cpu_neighbour_s += reap(rd, NULL);
+                                run->cpu_neighbour_s += bench_reap(rd, NULL);
                                 burst_over = true;
                                 run->stop_t = t;
-                                run->evicted_at_stop = (unsigned long) field(line, "evicted_bytes=");
+                                run->evicted_at_stop = (unsigned long) bench_field(line, "evicted_bytes=");
                         } else if (burst_over && run->regain_s < 0) {
-                                run->evicted_regaining = (unsigned long) field(line, "evicted_bytes=") - run->evicted_at_stop;
+                                run->evicted_regaining = (unsigned long) bench_field(line, "evicted_bytes=") - run->evicted_at_stop;
                                 if (bytes >= run->room_bytes / 10 * 9)
                                         run->regain_s = t - run->stop_t;
                         }
@@ -319,47 +257,47 @@ static int run_policy(struct run *run, double seconds) {
                         run->t[run->n_samples] = t;
                         run->bytes[run->n_samples++] = bytes;
                         run->peak_bytes = bytes > run->peak_bytes ? bytes : run->peak_bytes;
-                        run->evicted_bytes = (unsigned long) field(line, "evicted_bytes=");
-                        run->drops = (unsigned long) field(line, "drops=");
+                        run->evicted_bytes = (unsigned long) bench_field(line, "evicted_bytes=");
+                        run->drops = (unsigned long) bench_field(line, "drops=");
                 }
         }
         out[out_len] = 0;
-        run->cpu_load_s = reap(ld, NULL);
+        run->cpu_load_s = bench_reap(ld, NULL);
         run->stall_us = pressure_gen_some_total(&g) - stall0;
         close(q[0]);
         run->survived = strncmp(out, "survived", 8) == 0;
         run->seconds = atof(strstr(out, "seconds=") ? strstr(out, "seconds=") + 8 : "0");
-        run->requests = field(out, "requests=");
-        run->hits = field(out, "hits=");
-        run->misses = field(out, "misses=");
-        run->p50_us = field(out, "p50_us=");
-        run->p99_us = field(out, "p99_us=");
-        if (sfd >= 0 && stats(sfd, line, sizeof(line)) == 0) {
-                run->evicted_bytes = (unsigned long) field(line, "evicted_bytes=");
-                run->drops = (unsigned long) field(line, "drops=");
+        run->requests = bench_field(out, "requests=");
+        run->hits = bench_field(out, "hits=");
+        run->misses = bench_field(out, "misses=");
+        run->p50_us = bench_field(out, "p50_us=");
+        run->p99_us = bench_field(out, "p99_us=");
+        if (sfd >= 0 && bench_stats(sfd, line, sizeof(line)) == 0) {
+                run->evicted_bytes = (unsigned long) bench_field(line, "evicted_bytes=");
+                run->drops = (unsigned long) bench_field(line, "drops=");
         }
 
         close(rp[1]);
         if (rd > 0 && !burst_over) {
                 kill(rd, SIGTERM);
-                run->cpu_neighbour_s += reap(rd, NULL);
+                run->cpu_neighbour_s += bench_reap(rd, NULL);
         }
         if (rd2 > 0) {
                 kill(rd2, SIGTERM);
-                run->cpu_neighbour_s += reap(rd2, NULL);
+                run->cpu_neighbour_s += bench_reap(rd2, NULL);
         }
         ssize_t n = read(rp[0], line, sizeof(line) - 1);
         line[n > 0 ? n : 0] = 0;
-        run->ws_reads = field(line, "reads=");
+        run->ws_reads = bench_field(line, "reads=");
         run->ws_seconds = strstr(line, "seconds=") ? atof(strstr(line, "seconds=") + 8) : 0;
         close(rp[0]);
         if (sfd >= 0)
                 close(sfd);
         if (with_daemon)
-                run->cpu_daemon_s = proc_cpu_s(d.pid);
+                run->cpu_daemon_s = bench_proc_cpu_s(d.pid);
         kill(kv, SIGTERM);
         int status = 0;
-        run->cpu_cache_s = reap(kv, &status);
+        run->cpu_cache_s = bench_reap(kv, &status);
         if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
                 run->survived = 0; /* the OOM killer's signal */
         fclose(kv_out);
@@ -497,11 +435,11 @@ static double neighbour_alone(void) {
                 close(p[1]);
                 ssize_t n = rd > 0 ? read(p[0], line, sizeof(line) - 1) : -1;
                 line[n > 0 ? n : 0] = 0;
-                reap(rd, NULL);
+                bench_reap(rd, NULL);
                 close(p[0]);
                 const char *t = strstr(line, "seconds=");
                 double sec = t ? atof(t + 8) : 0;
-                rate = sec > 0 ? (double) field(line, "reads=") / sec : 0;
+                rate = sec > 0 ? (double) bench_field(line, "reads=") / sec : 0;
         }
         unlink(ws);
         pressure_gen_destroy(&g);

@@ -12,6 +12,7 @@
 #include "log.h"
 #include "macro.h"
 #include "regulation.h"
+#include "value_split.h"
 
 /* How much more often scopes are looked at than regulate_interval while one is hot (below). */
 #define HOT_LOOKS_PER_INTERVAL 4
@@ -32,6 +33,10 @@
 #define LIMIT_TELL_SHIFT 5
 /* Limits told to one client in one message, at most (a client has at most 64 shrinkers). */
 #define LIMITS_PER_MESSAGE 64
+/* Value: moves of growth limit per scope and look (one per arena), and the shrinkers of a scope looked at
+ * for them (more are held by what they hold alone). */
+#define VALUE_MOVES_MAX 4
+#define VALUE_CANDIDATES_MAX 256
 
 struct regulator {
         sd_event *event;
@@ -75,6 +80,11 @@ struct regulated {
          * the room left (0: no such bound). A cache growing back fast after a burst went past its room
          * into the group's OOM killer: with nobody left reading files, nothing stalls on the way. */
         uint64_t room_cap;
+        /* Value: this look's moves of growth limit down the gradient (value_split.h); under a limit its
+         * shrinkers are counted every VALUE_RECOUNT_USEC, since a value changes with the load, not the size. */
+        struct value_move moves[VALUE_MOVES_MAX];
+        size_t n_moves;
+        uint64_t value_counted_usec;
         uint64_t run_steps, run_asked, run_freed;
         double run_peak;
 };
@@ -311,6 +321,53 @@ static void regulated_follow(struct regulated *st) {
         st->resident_seen = resident;
 }
 
+/* Where its shrinkers' values differ, a step of the limit moves from the one worth least to the one
+ * worth most, within each arena (value_moves()). */
+static void regulated_plan_moves(struct regulated *st) {
+        struct regulator *g = st->g;
+        uint64_t limit = regulated_limit(st);
+        struct value_candidate c[VALUE_CANDIDATES_MAX];
+        size_t n = 0;
+
+        st->n_moves = 0;
+        if (limit == 0 || st->limit_held == 0)
+                return;
+        for (struct shrink_client *cl = g->shrinkers->clients; cl && n < ELEMENTSOF(c); cl = cl->next) {
+                int64_t resident = -1;
+                uint64_t held, raw;
+                if (!client_held_in(g, cl, st->scope, &resident, &held, &raw) || raw == 0)
+                        continue;
+                uint64_t arena = config_value_shared(g->config, cl->cgroup) ? VALUE_ARENA_SHARED : (uint64_t) cl->uid;
+                for (size_t i = 0; i < cl->n_shrinkers && n < ELEMENTSOF(c); i++) {
+                        const struct shrinker *sh = cl->shrinkers[i];
+                        c[n++] = (struct value_candidate){
+                                .id = sh->id,
+                                .value = round_engine_shrinker_value(g->engine, sh),
+                                .arena = arena,
+                                .share = regulation_share(limit, st->limit_held, held, raw,
+                                                          round_engine_shrinker_bytes(g->engine, sh)),
+                        };
+                }
+        }
+        st->n_moves = value_moves(c, n, limit / VALUE_MOVE_STEP_DIV, limit / VALUE_FLOOR_DIV, st->moves,
+                                  ELEMENTSOF(st->moves));
+        for (size_t i = 0; i < st->n_moves; i++)
+                log_debug("%s: growth limit by value: %llu bytes from shrinker %llu to %llu.", scope_name(st->scope),
+                          (unsigned long long) st->moves[i].bytes, (unsigned long long) st->moves[i].from,
+                          (unsigned long long) st->moves[i].to);
+}
+
+/* A shrinker's share of the scope's limit, after this look's moves by value. */
+static uint64_t regulated_share_by_value(const struct regulated *st, uint64_t id, uint64_t share) {
+        for (size_t i = 0; i < st->n_moves; i++) {
+                if (st->moves[i].from == id)
+                        share -= MIN(share - MIN(share, 1u), st->moves[i].bytes);
+                else if (st->moves[i].to == id)
+                        share = sat_add(share, st->moves[i].bytes);
+        }
+        return share;
+}
+
 static void regulated_tick(struct regulated *st, uint64_t now) {
         struct regulator *g = st->g;
         struct scope *s = st->scope;
@@ -338,10 +395,14 @@ static void regulated_tick(struct regulated *st, uint64_t now) {
                           (unsigned long long) held, (unsigned long long) bytes);
         regulated_log_run(st, v, rate, p.budget, held);
         regulated_follow(st);
+        regulated_plan_moves(st);
         if (v == REGULATION_UNDER && regulated_limit(st) > 0 && !st->round) {
                 uint64_t resident = st->resident_seen;
-                if (resident > sat_add(st->resident_counted, LIMIT_RECOUNT_BYTES) || resident < st->resident_counted) {
+                /* Counted again when they grew or shrank, and every so often for their values. */
+                if (resident > sat_add(st->resident_counted, LIMIT_RECOUNT_BYTES) || resident < st->resident_counted ||
+                    now - st->value_counted_usec >= VALUE_RECOUNT_USEC) {
                         st->resident_counted = resident;
+                        st->value_counted_usec = now;
                         regulated_count(st);
                 }
                 return;
@@ -381,7 +442,8 @@ static uint64_t shrinker_limit(const struct regulator *g, struct shrink_client *
                 if (!st || regulated_limit(st) == 0 || st->limit_held == 0 ||
                     !client_held_in(g, cl, s, resident, &held, &raw) || raw == 0)
                         continue;
-                uint64_t bytes = regulation_share(regulated_limit(st), st->limit_held, held, raw, mine);
+                uint64_t bytes = regulated_share_by_value(st, sh->id,
+                                                          regulation_share(regulated_limit(st), st->limit_held, held, raw, mine));
                 best = best ? MIN(best, bytes) : bytes;
         }
         return best;

@@ -574,6 +574,18 @@ uint64_t round_engine_last_bytes(const struct round_engine *rc, const struct shr
         return ns ? ns->last_bytes : 0;
 }
 
+double round_engine_shrinker_value(const struct round_engine *rc, const struct shrinker *sh) {
+        assert(rc && sh);
+
+        double best = 0;
+        for (size_t k = 0; k < sh->n_nodes; k++) {
+                const struct shrinker_node_state *ns = job_engine_node(rc->jobs, sh, k);
+                if (ns && ns->last_value > best)
+                        best = ns->last_value;
+        }
+        return best;
+}
+
 uint64_t round_engine_shrinker_bytes(const struct round_engine *rc, const struct shrinker *sh) {
         assert(rc && sh);
 

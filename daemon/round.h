@@ -37,6 +37,8 @@ int round_engine_shrinker_info(const struct round_engine *rc, const struct shrin
                                struct shrinker_info_snapshot *ret);
 /* The bytes the shrinker said it holds on node index node_index at its last count (0: never counted). */
 uint64_t round_engine_last_bytes(const struct round_engine *rc, const struct shrinker *sh, size_t node_index);
+/* What its last counts said its last bytes are worth (the most over its nodes; 0: not known). */
+double round_engine_shrinker_value(const struct round_engine *rc, const struct shrinker *sh);
 /* What the shrinker's objects held at its last counts, over all its nodes. */
 uint64_t round_engine_shrinker_bytes(const struct round_engine *rc, const struct shrinker *sh);
 /* Tell cl the growth limits of its shrinkers, through the transport. */

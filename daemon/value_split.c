@@ -52,6 +52,38 @@ static void split_arena(struct value_member *m, const size_t *idx, size_t k) {
         }
 }
 
+size_t value_moves(const struct value_candidate *c, size_t n, uint64_t step, uint64_t floor, struct value_move *ret,
+                   size_t max) {
+        assert(c || n == 0);
+        assert(ret || max == 0);
+
+        size_t k = 0;
+        for (size_t i = 0; i < n && k < max; i++) {
+                if (!(c[i].value > 0))
+                        continue;
+                /* The first valued candidate of its arena finds the arena's lowest and highest. */
+                bool first = true;
+                for (size_t j = 0; j < i && first; j++)
+                        first = !(c[j].value > 0 && c[j].arena == c[i].arena);
+                if (!first)
+                        continue;
+                size_t lo = i, hi = i;
+                for (size_t j = i + 1; j < n; j++) {
+                        if (!(c[j].value > 0) || c[j].arena != c[i].arena)
+                                continue;
+                        if (c[j].value < c[lo].value)
+                                lo = j;
+                        if (c[j].value > c[hi].value)
+                                hi = j;
+                }
+                if (lo == hi || c[hi].value <= c[lo].value * VALUE_MOVE_RATIO || c[lo].share <= floor)
+                        continue;
+                ret[k++] = (struct value_move){ .from = c[lo].id, .to = c[hi].id,
+                                                .bytes = MIN(step, c[lo].share - floor) };
+        }
+        return k;
+}
+
 void value_split(struct value_member *m, size_t n, size_t *scratch) {
         assert(m || n == 0);
         assert(scratch || n == 0);

@@ -37,6 +37,38 @@ struct value_member {
 /* Whether any member has a value: otherwise the proportional shares stand, untouched. */
 bool value_split_applies(const struct value_member *m, size_t n);
 
+/* ---- growth limits by value ----
+ *
+ * Between rounds, a limited group's caches are held by the growth limits the regulator tells them, each
+ * its share of the group's limit by what it holds: whatever each held when the group filled, it keeps.
+ * Where values differ, each look moves a step of limit from the cache whose last bytes are worth least
+ * to the one whose are worth most (Cliffhanger's credits), within one arena, until their values meet
+ * (the highest no more than VALUE_MOVE_RATIO times the lowest) or the giver is down to its floor. The
+ * giver trims at once; the taker grows into the room as its load brings values. */
+
+/* A shrinker in a limited scope: its share of the limit now, and what its last count said. */
+struct value_candidate {
+        uint64_t id;
+        double value; /* 0: not known */
+        uint64_t arena;
+        uint64_t share;
+};
+
+/* step bytes of limit from shrinker from to shrinker to, this look. */
+struct value_move {
+        uint64_t from, to, bytes;
+};
+
+#define VALUE_MOVE_RATIO 1.5      /* values closer than this are noise: nothing moves */
+#define VALUE_MOVE_STEP_DIV 32u   /* a look moves a 32nd of the scope's limit... */
+#define VALUE_FLOOR_DIV 16u       /* ...and never takes a cache below a 16th of it */
+#define VALUE_RECOUNT_USEC (5ULL * 1000 * 1000) /* values are counted again this often while they matter */
+
+/* One move per arena whose values differ enough, from its lowest to its highest, of at most step and
+ * never past the giver's floor; in ret (at most max). Returns how many. */
+size_t value_moves(const struct value_candidate *c, size_t n, uint64_t step, uint64_t floor, struct value_move *ret,
+                   size_t max);
+
 /* Set every member's share: for members without a value, their proportional one; for the others, arena
  * by arena, the sum of their proportional shares asked again, lowest value first, each at most
  * VALUE_STEP of its bytes, and what that leaves from each again up to its proportional share (and its

@@ -4,15 +4,17 @@
  *
  * Protocol, one request per line on a unix stream socket:
  *   SET <key> <length>\n<length bytes>   ->  STORED
- *   GET <key>                            ->  VALUE <length>\n<bytes>   or   MISS
+ *   GET <key> [<miss cost, us>]          ->  VALUE <length>\n<bytes>   or   MISS
  *   STATS                                ->  items=<n> bytes=<n> hits=<n> misses=<n> evicted=<n> ...
  *                                               shadow_hits=<n> value=<x>
  *
  * Usage: kvcache --listen PATH [--pressured SOCKET] [--max-bytes N | --drop-on-warning] [--miss-cost USEC]
+ *                [--no-value]
  *
  * Every miss is reported to the list (pressure_lru_miss(), with --miss-cost what one costs to make up
- * for), which keeps shadow entries of what it evicted: the shrinker's counts then carry the value of the
- * cache's last bytes, and pressured asks caches of lower value first.
+ * for, or what the GET says), which keeps shadow entries of what it evicted: the shrinker's counts then
+ * carry the value of the cache's last bytes, and pressured asks caches of lower value first. --no-value:
+ * no shadow entries and no value (the proportional split, for the benchmarks). 
  *
  * By default the values are the shrinker's to trim. Two other policies exist for comparison (the
  * benchmark bench/kvcache-bench.c runs all of them): --max-bytes keeps the values under a fixed size
@@ -222,6 +224,8 @@ static int serve(struct client *c) {
                 line[head - 1] = 0;
 
                 size_t used = head;
+                unsigned long cost = 0;
+                int got;
                 if (sscanf(line, "SET %255s %zu", key, &len) == 2) {
                         if (len > MAX_VALUE)
                                 return -1;
@@ -230,7 +234,7 @@ static int serve(struct client *c) {
                         set(key, c->buf + head, len);
                         used += len;
                         reply(c->fd, "STORED\n", 7);
-                } else if (sscanf(line, "GET %255s", key) == 1) {
+                } else if ((got = sscanf(line, "GET %255s %lu", key, &cost)) >= 1) {
                         struct entry *e = *find_slot(key);
                         if (e) {
                                 char hdr[64];
@@ -241,7 +245,7 @@ static int serve(struct client *c) {
                                 reply(c->fd, e->value, e->len);
                         } else {
                                 misses++;
-                                shadow_hits += pressure_lru_miss(lru, key_hash(key), miss_cost) > 0;
+                                shadow_hits += pressure_lru_miss(lru, key_hash(key), got == 2 ? cost : miss_cost) > 0;
                                 reply(c->fd, "MISS\n", 5);
                         }
                 } else if (strcmp(line, "STATS") == 0) {
@@ -284,10 +288,11 @@ int main(int argc, char *argv[]) {
                 { "max-bytes", required_argument, NULL, 'm' },
                 { "drop-on-warning", no_argument, NULL, 'd' },
                 { "miss-cost", required_argument, NULL, 'c' },
+                { "no-value", no_argument, NULL, 'n' },
                 {},
         };
         const char *listen_path = NULL, *pressured = NULL;
-        bool drop_on_warning = false;
+        bool drop_on_warning = false, no_value = false;
         struct client clients[MAX_CLIENTS];
         int c, r;
 
@@ -298,11 +303,12 @@ int main(int argc, char *argv[]) {
                 case 'm': max_bytes = strtoul(optarg, NULL, 0); break;
                 case 'd': drop_on_warning = true; break;
                 case 'c': miss_cost = strtoul(optarg, NULL, 0); break;
+                case 'n': no_value = true; break;
                 default: return 2;
                 }
         if (!listen_path || (max_bytes > 0 && drop_on_warning)) {
                 fprintf(stderr, "usage: kvcache --listen PATH [--pressured SOCKET] [--max-bytes N | --drop-on-warning] "
-                                "[--miss-cost USEC]\n");
+                                "[--miss-cost USEC] [--no-value]\n");
                 return 2;
         }
 
@@ -310,7 +316,7 @@ int main(int argc, char *argv[]) {
         signal(SIGINT, on_term);
         signal(SIGPIPE, SIG_IGN);
         /* Shadow entries of 4 KiB objects, as the shrinker counts them. */
-        if (pressure_lru_new(0, &lru) < 0 || pressure_lru_set_shadow(lru, entry_key_hash, NULL, 0, 4096) < 0)
+        if (pressure_lru_new(0, &lru) < 0 || (!no_value && pressure_lru_set_shadow(lru, entry_key_hash, NULL, 0, 4096) < 0))
                 return 1;
 
         /* The whole integration: a client, and the LRU's shrinker. Without a daemon the cache still runs,

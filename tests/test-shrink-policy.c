@@ -371,6 +371,40 @@ static void test_value_split(void) {
         CU_ASSERT_EQUAL(mixed[2].share, 0u);
 }
 
+/* Growth limits by value: a step from the lowest to the highest of each arena, while they differ. */
+static void test_value_moves(void) {
+        struct value_move mv[4];
+        const struct value_candidate c[] = {
+                { .id = 1, .value = 2, .arena = 1000, .share = 40 },
+                { .id = 2, .value = 50, .arena = 1000, .share = 30 },
+                { .id = 3, .value = 10, .arena = 1000, .share = 30 },
+                { .id = 4, .value = 1, .arena = 1001, .share = 10 }, /* alone in its arena */
+                { .id = 5, .arena = 1000, .share = 10 },             /* no value: not moved */
+        };
+        CU_ASSERT_EQUAL_FATAL(value_moves(c, ELEMENTSOF(c), 8, 4, mv, ELEMENTSOF(mv)), 1u);
+        CU_ASSERT_EQUAL(mv[0].from, 1u);
+        CU_ASSERT_EQUAL(mv[0].to, 2u);
+        CU_ASSERT_EQUAL(mv[0].bytes, 8u);
+        /* Near its floor: only down to it; at it, nothing. */
+        const struct value_candidate near[] = { { .id = 1, .value = 1, .arena = 7, .share = 6 },
+                                                { .id = 2, .value = 9, .arena = 7, .share = 90 } };
+        CU_ASSERT_EQUAL_FATAL(value_moves(near, 2, 8, 4, mv, 4), 1u);
+        CU_ASSERT_EQUAL(mv[0].bytes, 2u);
+        CU_ASSERT_EQUAL(value_moves(near, 2, 8, 6, mv, 4), 0u);
+        /* Values within the ratio are noise. */
+        const struct value_candidate close[] = { { .id = 1, .value = 10, .arena = 7, .share = 50 },
+                                                 { .id = 2, .value = 14, .arena = 7, .share = 50 } };
+        CU_ASSERT_EQUAL(value_moves(close, 2, 8, 4, mv, 4), 0u);
+        /* Two arenas, a move in each. */
+        const struct value_candidate two[] = { { .id = 1, .value = 1, .arena = 1, .share = 50 },
+                                               { .id = 2, .value = 9, .arena = 2, .share = 50 },
+                                               { .id = 3, .value = 9, .arena = 1, .share = 50 },
+                                               { .id = 4, .value = 1, .arena = 2, .share = 50 } };
+        CU_ASSERT_EQUAL_FATAL(value_moves(two, 4, 8, 4, mv, 4), 2u);
+        CU_ASSERT(mv[0].from == 1 && mv[0].to == 3);
+        CU_ASSERT(mv[1].from == 4 && mv[1].to == 2);
+}
+
 /* A value is a claim: another uid's, however high, moves nothing between uids. */
 static void test_value_arenas(void) {
         size_t scratch[8];
@@ -423,6 +457,7 @@ int main(void) {
                 { "claims credited", test_claim_credit },
                 { "value: the split by value", test_value_split },
                 { "value: claims compared within an arena", test_value_arenas },
+                { "value: growth limits move down the gradient", test_value_moves },
                 {},
         };
         return test_run("shrink-policy", cases, NULL);
