@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* LRU speed: pressure_lru against the baseline an application would write itself, a plain doubly-linked
  * list under one mutex, in the same run. Operations: add+delete pairs, and touch (mark used) of objects on
- * the list, on 1 and 2 threads. Prints a table with millions of operations per second and the ratio. */
+ * the list, on 1 and 2 threads. Prints a table with millions of operations per second and the ratio.
+ * Then value: a full list's eviction (add one, evict the oldest) and its hits (touch), with shadow
+ * entries and without, and a miss looked up in them; and what the shadow table holds against the list. */
 
 #include <pthread.h>
 #include <stdint.h>
@@ -146,6 +148,82 @@ static void measure_trim(void) {
                trim_s / free_s);
 }
 
+/* Value: the same list with shadow entries and without. Each eviction makes one; each miss looks one
+ * up; a hit (touch) never goes near them. */
+static uint64_t obj_key(const struct pressure_lru_node *n, void *userdata) {
+        (void) userdata;
+        return (uint64_t) (uintptr_t) n * 0x9e3779b97f4a7c15ULL;
+}
+
+static enum pressure_lru_status evict_one(struct pressure_lru_node *n, void *userdata) {
+        (void) n, (void) userdata;
+        return PRESSURE_LRU_REMOVED;
+}
+
+/* OPS evictions from a full list of OBJECTS / 2: add the next object, evict the oldest. */
+static double measure_evict(struct pressure_lru *l, struct obj *o) {
+        for (int i = 0; i < OBJECTS / 2; i++)
+                pressure_lru_add(l, &o[i].lru, 0);
+        double start = now();
+        for (unsigned i = 0; i < OPS; i++) {
+                struct pressure_lru_node *dispose;
+                uint64_t budget = 1;
+                pressure_lru_add(l, &o[(OBJECTS / 2 + i) % OBJECTS].lru, 0);
+                if (pressure_lru_walk_node(l, 0, evict_one, NULL, &budget, &dispose) == 1)
+                        pressure_lru_node_init(dispose);
+        }
+        double rate = (double) OPS / (now() - start) / 1e6;
+        struct pressure_lru_node *dispose;
+        uint64_t all = UINT64_MAX;
+        if (pressure_lru_walk_node(l, 0, evict_one, NULL, &all, &dispose) > 0)
+                for (struct pressure_lru_node *n = dispose, *next; n; n = next) {
+                        next = n->next;
+                        pressure_lru_node_init(n);
+                }
+        return rate;
+}
+
+static double measure_touch(struct obj *o) {
+        double start = now();
+        for (unsigned i = 0; i < OPS; i++)
+                pressure_lru_touch(&o[(i * 7919u) % OBJECTS].lru);
+        return (double) OPS / (now() - start) / 1e6;
+}
+
+static void measure_value(void) {
+        struct pressure_lru *with, *without;
+        struct obj *o = calloc(OBJECTS, sizeof(*o)), *p = calloc(OBJECTS, sizeof(*p));
+        if (!o || !p || pressure_lru_new(1, &with) < 0 || pressure_lru_new(1, &without) < 0 ||
+            pressure_lru_set_shadow(with, obj_key, NULL, 0, 4096) < 0)
+                return;
+        for (int i = 0; i < OBJECTS; i++) {
+                pressure_lru_node_init(&o[i].lru);
+                pressure_lru_node_init(&p[i].lru);
+        }
+        printf("\n%-30s %14s %14s %8s\n", "value (1 thread)", "shadow", "none", "ratio");
+        double a = measure_evict(with, o), b = measure_evict(without, p);
+        printf("%-30s %11.1f M/s %11.1f M/s %7.2fx\n", "evict from a full list", a, b, a / b);
+        for (int i = 0; i < OBJECTS; i++) {
+                pressure_lru_add(with, &o[i].lru, 0);
+                pressure_lru_add(without, &p[i].lru, 0);
+        }
+        a = measure_touch(o), b = measure_touch(p);
+        printf("%-30s %11.1f M/s %11.1f M/s %7.2fx\n", "hit (touch)", a, b, a / b);
+        double start = now();
+        for (unsigned i = 0; i < OPS; i++)
+                (void) pressure_lru_miss(with, (uint64_t) i * 0x9e3779b97f4a7c15ULL, 0);
+        printf("%-30s %11.1f M/s\n", "miss looked up", (double) OPS / (now() - start) / 1e6);
+        struct pressure_lru_shadow_stats st;
+        if (pressure_lru_get_shadow_stats(with, &st, sizeof(st)) == 0)
+                printf("shadow table: %llu entries, %llu KiB (20 bytes each): %.2f%% of a list of %d objects of 4 KiB\n",
+                       (unsigned long long) st.entries, (unsigned long long) st.entries * 20 / 1024,
+                       100.0 * (double) st.entries * 20 / ((double) OBJECTS * 4096), OBJECTS);
+        pressure_lru_free(with);
+        pressure_lru_free(without);
+        free(o);
+        free(p);
+}
+
 int main(void) {
         /* Two sublists even on a one-node machine, so that two threads can use one each, as they would on
          * two nodes. */
@@ -171,5 +249,6 @@ int main(void) {
                 printf("%-14s %8d %11.1f M/s %11.1f M/s %7.2fx\n", "touch", threads, a, b, a / b);
         }
         measure_trim();
+        measure_value();
         return 0;
 }

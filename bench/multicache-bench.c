@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "bench-util.h"
+#include "macro.h"
 #include "pressure-gen.h"
 #include "test-util.h"
 
@@ -279,6 +280,44 @@ static void write_csv(FILE *csv, const char *workload, const char *policy, const
                         run->bytes[k][2]);
 }
 
+/* Each cache's size over time: value-aware solid, proportional dashed, one colour per cache. */
+static void write_svg(const char *dir, const char *workload, const struct run *value, const struct run *prop,
+                      double seconds) {
+        static const char *const colours[N_CACHES] = { "#1f77b4", "#d62728", "#2ca02c" };
+        const double w = 760, left = 60, top = 24, pw = 670, ph = 300, ymax = 64;
+        char path[700];
+        snprintf(path, sizeof(path), "%s/multicache-bench-%s.svg", dir, workload);
+        FILE *f = fopen(path, "we");
+        if (!f)
+                return;
+        fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" "
+                   "font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", w, top + ph + 90);
+        fprintf(f, "<text x=\"%.0f\" y=\"16\">%s: each cache's values (MiB) over %.0f s; value-aware solid, proportional "
+                   "dashed</text>\n", left, workload, seconds);
+        for (int y = 0; y <= (int) ymax; y += 16)
+                fprintf(f, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#ddd\"/><text x=\"%.0f\" "
+                           "y=\"%.1f\" text-anchor=\"end\">%d</text>\n",
+                        left, top + ph - y / ymax * ph, left + pw, top + ph - y / ymax * ph, left - 6,
+                        top + ph - y / ymax * ph + 4, y);
+        const struct run *runs[2] = { value, prop };
+        for (int r = 0; r < 2; r++)
+                for (size_t i = 0; runs[r] && i < N_CACHES; i++) {
+                        fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s points=\"", colours[i],
+                                r ? " stroke-dasharray=\"6 4\"" : "");
+                        for (size_t k = 0; k < runs[r]->n_samples; k++)
+                                fprintf(f, "%.1f,%.1f ", left + runs[r]->t[k] / seconds * pw,
+                                        top + ph - MIN(runs[r]->bytes[k][i] / 1048576.0, ymax) / ymax * ph);
+                        fprintf(f, "\"/>\n");
+                }
+        for (size_t i = 0; i < N_CACHES; i++)
+                fprintf(f, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"%s\" stroke-width=\"2\"/>"
+                           "<text x=\"%.0f\" y=\"%.0f\">%s: Zipf %s, a miss %u us</text>\n",
+                        left + 200 * (double) i, top + ph + 40, left + 200 * (double) i + 24, top + ph + 40, colours[i],
+                        left + 200 * (double) i + 30, top + ph + 44, loads[i].name, loads[i].zipf, loads[i].miss_us);
+        fprintf(f, "</svg>\n");
+        fclose(f);
+}
+
 /* The smallest group limit (of a few below LIMIT_MIB) at which value-aware costs no more than target. */
 static void memory_for_equal_service(double target, double seconds) {
         static const unsigned limits[] = { 48, 58, 67, 77, 86 };
@@ -299,8 +338,9 @@ static void memory_for_equal_service(double target, double seconds) {
 
 static const char *only; /* MULTICACHE_BENCH_ONLY */
 
-static void run_workload(const char *name, unsigned repeat, double seconds, FILE *csv, double *ret_vs_best,
-                         double *ret_vs_prop, double *ret_stall) {
+static void run_workload(const char *name, unsigned repeat, double seconds, FILE *csv, const char *dir,
+                         double *ret_vs_best, double *ret_vs_prop, double *ret_stall) {
+        static struct run first[_POLICY_MAX];
         double grid_cost[N_GRID][N_CACHES] = {};
         printf("== %s: %s ==\n", name,
                swap ? "steep and flat exchange their loads halfway" : "steep, flat and scan, each its own load");
@@ -338,10 +378,14 @@ static void run_workload(const char *name, unsigned repeat, double seconds, FILE
                                run.n_samples ? run.bytes[run.n_samples - 1][0] / 1048576.0 : 0,
                                run.n_samples ? run.bytes[run.n_samples - 1][1] / 1048576.0 : 0,
                                run.n_samples ? run.bytes[run.n_samples - 1][2] / 1048576.0 : 0);
-                        if (rep == 0)
+                        if (rep == 0) {
                                 write_csv(csv, name, policy_names[p], &run);
+                                first[p] = run;
+                        }
                         fflush(stdout);
                 }
+        write_svg(dir, name, first[VALUE].ok ? &first[VALUE] : NULL, first[PROPORTIONAL].ok ? &first[PROPORTIONAL] : NULL,
+                  seconds);
         double vs_best[MAX_REPEAT], vs_prop[MAX_REPEAT];
         for (unsigned rep = 0; rep < repeat; rep++) {
                 vs_best[rep] = best > 0 ? cost[VALUE][rep] / best : 0;
@@ -372,6 +416,7 @@ int main(int argc, char *argv[]) {
                 fprintf(stderr, "usage: multicache-bench BUILD_DIR [OUT_DIR] [--repeat N] [--seconds S]\n");
                 return 2;
         }
+        setvbuf(stdout, NULL, _IOLBF, 0); /* a table row as soon as its run is over */
         const char *skip = test_need_root_psi();
         if (skip) {
                 fprintf(stderr, "multicache-bench: %s\n", skip);
@@ -387,7 +432,7 @@ int main(int argc, char *argv[]) {
         only = getenv("MULTICACHE_BENCH_ONLY");
         for (int w = 0; w < (only ? 1 : 2); w++) {
                 swap = w == 1;
-                run_workload(names[w], repeat, seconds, csv, &vs_best[w], &vs_prop[w], &stall[w]);
+                run_workload(names[w], repeat, seconds, csv, out_dir ? out_dir : ".", &vs_best[w], &vs_prop[w], &stall[w]);
         }
         if (csv)
                 fclose(csv);

@@ -437,34 +437,30 @@ static int parse_regulate_cgroup(struct config *c, const struct config_key *k, c
         return 0;
 }
 
+/* A cgroup path or glob onto a list key's list, normalised; the root itself only where allowed. */
+static int path_list_add(char ***list, size_t *n, const char *value, bool root, const char *key, char **ret_error) {
+        _cleanup_free_ char *norm = NULL;
+        if (value[0] != '/' || (!root && streq(value, "/")) || cgroup_path_normalize(value, &norm) < 0)
+                return fail(ret_error, -EINVAL, "%s: expected a cgroup v2 path or glob%s, such as /system.slice/*.service, got \"%s\"",
+                            key, root ? "" : " below the root", value);
+        char **a = realloc(*list, (*n + 1) * sizeof(char *));
+        if (!a)
+                return -ENOMEM;
+        *list = a;
+        a[(*n)++] = TAKE_PTR(norm);
+        return 0;
+}
+
 /* "reclaim_cgroup=/system.slice/foo-*.service": groups the daemon reclaims from itself. Globs match whole
  * paths component by component (FNM_PATHNAME): a pattern names groups, not subtrees. */
 static int parse_reclaim_cgroup(struct config *c, const struct config_key *k, const char *value, char **ret_error) {
-        (void) k;
-        _cleanup_free_ char *norm = NULL;
-        if (value[0] != '/' || streq(value, "/") || cgroup_path_normalize(value, &norm) < 0)
-                return fail(ret_error, -EINVAL, "reclaim_cgroup: expected a cgroup v2 path or glob below the root, such as /system.slice/*.service, got \"%s\"", value);
-        char **a = realloc(c->reclaim_cgroups, (c->n_reclaim_cgroups + 1) * sizeof(char *));
-        if (!a)
-                return -ENOMEM;
-        c->reclaim_cgroups = a;
-        a[c->n_reclaim_cgroups++] = TAKE_PTR(norm);
-        return 0;
+        return path_list_add(&c->reclaim_cgroups, &c->n_reclaim_cgroups, value, false, k->name, ret_error);
 }
 
 /* "value_cgroup=/system.slice/foo-*.service": the shrinkers of clients in those groups (and below) have their
  * values compared across uids; root's to name, since a value is a claim. */
 static int parse_value_cgroup(struct config *c, const struct config_key *k, const char *value, char **ret_error) {
-        (void) k;
-        _cleanup_free_ char *norm = NULL;
-        if (value[0] != '/' || cgroup_path_normalize(value, &norm) < 0)
-                return fail(ret_error, -EINVAL, "value_cgroup: expected a cgroup v2 path or glob, such as /system.slice/*.service, got \"%s\"", value);
-        char **a = realloc(c->value_cgroups, (c->n_value_cgroups + 1) * sizeof(char *));
-        if (!a)
-                return -ENOMEM;
-        c->value_cgroups = a;
-        a[c->n_value_cgroups++] = TAKE_PTR(norm);
-        return 0;
+        return path_list_add(&c->value_cgroups, &c->n_value_cgroups, value, true, k->name, ret_error);
 }
 
 static bool regulate_pattern_covers(const char *pattern, const char *cgroup) {
