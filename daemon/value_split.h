@@ -60,7 +60,10 @@ struct value_move {
 };
 
 #define VALUE_MOVE_RATIO 1.5      /* values closer than this are noise: nothing moves */
-#define VALUE_MOVE_STEP_DIV 32u   /* a look moves a 32nd of the scope's limit... */
+/* A look moves a 32nd of the scope's limit: per look, not per second, since a step only takes effect when
+ * its giver is told (a limit moved by more than a 32nd of what it was told) and its holdings then follow;
+ * a scope whose caches grow is looked at up to four times an interval, and then moves faster. */
+#define VALUE_MOVE_STEP_DIV 32u
 #define VALUE_FLOOR_DIV 16u       /* ...and never takes a cache below a 16th of it */
 #define VALUE_RECOUNT_USEC (5ULL * 1000 * 1000) /* values are counted again this often while they matter */
 
