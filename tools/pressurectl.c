@@ -19,6 +19,7 @@
 #include "format.h"
 #include "macro.h"
 #include "pressure-private.h"
+#include "protocol.h"
 
 /* Exit codes */
 enum {
@@ -879,68 +880,58 @@ static int call(struct pressure_client *c, const char *method, const char *param
 
 /* COUNTED/NODE: each node's last count, "-" before the first (a 0 would read as an empty cache). A dry
  * run counts without scanning: its counts show. */
-static void shrinker_counts(struct json_object *sh, char *buf, size_t size) {
-        struct json_object *nodes = jget(sh, "nodes");
-        size_t n = nodes ? json_object_array_length(nodes) : 0, off = 0;
-        bool counted = json_object_get_int64(jget(sh, "calls")) > 0;
-        for (size_t k = 0; k < n; k++)
-                counted = counted || json_object_get_int64(jget(json_object_array_get_idx(nodes, k), "objects")) > 0;
+/* COUNTED/NODE: each node's last count, or "-" before any. */
+static void shrinker_counts(const struct shrinker_info_snapshot *sh, char *buf, size_t size) {
+        bool counted = sh->stats.calls > 0;
+        size_t off = 0;
+        for (size_t k = 0; k < sh->n_nodes; k++)
+                counted = counted || sh->nodes[k].objects > 0;
         snprintf(buf, size, "-");
-        for (size_t k = 0; counted && k < n && off < size; k++) {
-                struct json_object *node = json_object_array_get_idx(nodes, k);
-                off += (size_t) snprintf(buf + off, size - off, "%s%d:%" PRId64, k ? " " : "",
-                                         json_object_get_int(jget(node, "node")), json_object_get_int64(jget(node, "objects")));
-        }
+        for (size_t k = 0; counted && k < sh->n_nodes && off < size; k++)
+                off += (size_t) snprintf(buf + off, size - off, "%s%d:%" PRIu64, k ? " " : "", sh->nodes[k].node,
+                                         sh->nodes[k].objects);
 }
 
 /* FLAGS: N for numa_aware, M for memcg_aware. */
-static void shrinker_flags(struct json_object *sh, char *buf, size_t size) {
-        struct json_object *flags = jget(sh, "flags");
-        buf[0] = 0;
-        for (size_t k = 0; flags && k < json_object_array_length(flags); k++) {
-                const char *f = json_object_get_string(json_object_array_get_idx(flags, k));
-                strncat(buf, strcmp(f, "numa_aware") == 0 ? "N" : strcmp(f, "memcg_aware") == 0 ? "M" : "?",
-                        size - strlen(buf) - 1);
-        }
+static void shrinker_flags(const struct shrinker_info_snapshot *sh, char *buf, size_t size) {
+        snprintf(buf, size, "%s%s", sh->flags & SHRINKER_NUMA_AWARE ? "N" : "", sh->flags & SHRINKER_MEMCG_AWARE ? "M" : "");
         if (!buf[0])
                 snprintf(buf, size, "-");
 }
 
 /* What its last counts said one more MiB would save (the largest over its nodes), or "-". */
-static void shrinker_value(struct json_object *sh, char *buf, size_t size) {
-        struct json_object *nodes = jget(sh, "nodes");
+static void shrinker_value(const struct shrinker_info_snapshot *sh, char *buf, size_t size) {
         double best = 0;
-        for (size_t k = 0; nodes && k < json_object_array_length(nodes); k++) {
-                struct json_object *v = jget(json_object_array_get_idx(nodes, k), "value");
-                if (v)
-                        best = MAX(best, json_object_get_double(v));
-        }
+        for (size_t k = 0; k < sh->n_nodes; k++)
+                best = MAX(best, sh->nodes[k].value);
         if (best > 0)
                 snprintf(buf, size, "%.3g", best);
         else
                 snprintf(buf, size, "-");
 }
 
-static void print_shrinker(struct json_object *sh, int name_w, int cgroup_w) {
-        char objs[256], fl[32], claimed[32], released[32], trust[16] = "-", for_pid[16] = "-", limit[32] = "-",
-             value[32];
-        struct json_object *t = jget(sh, "client_trust");
-        shrinker_counts(sh, objs, sizeof(objs));
-        shrinker_flags(sh, fl, sizeof(fl));
-        if (jget(sh, "for_pid"))
-                snprintf(for_pid, sizeof(for_pid), "%d", json_object_get_int(jget(sh, "for_pid")));
-        if (t)
-                snprintf(trust, sizeof(trust), "%d%%", json_object_get_int(t) / 10);
-        bytes((uint64_t) json_object_get_int64(jget(sh, "client_claimed_bytes")), claimed, sizeof(claimed));
-        bytes((uint64_t) json_object_get_int64(jget(sh, "client_released_bytes")), released, sizeof(released));
-        if (jget(sh, "limit"))
-                bytes((uint64_t) json_object_get_int64(jget(sh, "limit")), limit, sizeof(limit));
-        shrinker_value(sh, value, sizeof(value));
-        printf("%-5" PRId64 " %-*s %-7d %-7s %-*s %-5s %-20s %10" PRId64 " %8" PRId64 " %9s %9s %6s %8s %8s %-11s\n",
-               json_object_get_int64(jget(sh, "id")), name_w, json_object_get_string(jget(sh, "name")),
-               json_object_get_int(jget(sh, "pid")), for_pid, cgroup_w, json_object_get_string(jget(sh, "cgroup")), fl,
-               objs, json_object_get_int64(jget(sh, "freed")), json_object_get_int64(jget(sh, "timeouts")), claimed,
-               released, trust, limit, value, json_object_get_string(jget(sh, "state")));
+/* One row, from the reply as the daemon's own codec reads it (a ShrinkerInfo it cannot read is said). */
+static void print_shrinker(struct json_object *o, int name_w, int cgroup_w) {
+        char objs[256], fl[32], claimed[32], released[32], trust[16], for_pid[16] = "-", limit[32] = "-", value[32];
+        struct shrinker_info_snapshot sh;
+        if (protocol_decode_shrinker_info(o, &sh) < 0) {
+                printf("(a shrinker the daemon described in a way this pressurectl cannot read)\n");
+                return;
+        }
+        shrinker_counts(&sh, objs, sizeof(objs));
+        shrinker_flags(&sh, fl, sizeof(fl));
+        shrinker_value(&sh, value, sizeof(value));
+        if (sh.for_pid > 0)
+                snprintf(for_pid, sizeof(for_pid), "%d", (int) sh.for_pid);
+        snprintf(trust, sizeof(trust), "%u%%", sh.client_trust / 10);
+        bytes(sh.client_claimed_bytes, claimed, sizeof(claimed));
+        bytes(sh.client_released_bytes, released, sizeof(released));
+        if (sh.limit > 0)
+                bytes(sh.limit, limit, sizeof(limit));
+        printf("%-5" PRIu64 " %-*s %-7d %-7s %-*s %-5s %-20s %10" PRIu64 " %8" PRIu64 " %9s %9s %6s %8s %8s %-11s\n", sh.id,
+               name_w, sh.name, (int) sh.pid, for_pid, cgroup_w, sh.cgroup, fl, objs, sh.stats.freed, sh.stats.timeouts, claimed,
+               released, trust, limit, value, sh.quarantined ? "quarantined" : "active");
+        free(sh.nodes);
 }
 
 /* The regulator, once per scope that holds a client back. */
