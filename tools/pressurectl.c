@@ -1054,49 +1054,57 @@ static int cmd_shrink(void) {
         return EXIT_OK;
 }
 
+/* One result of a Shrink, as the daemon's codec reads it (ok false: it could not). */
+static bool shrink_result_of(struct json_object *list, size_t i, struct shrink_result *ret) {
+        return protocol_decode_shrink_result(json_object_array_get_idx(list, i), ret) >= 0;
+}
+
+static void print_shrink_result(const struct shrink_result *x, int name_w, int cgroup_w) {
+        const char *note = x->timed_out ? "timed out" : x->stopped ? "stopped" : x->quarantined ? "quarantined" : x->empty ? "empty" : "";
+        if (arg_dry_run && !x->have_count && !*note)
+                note = "did not count";
+        if (arg_dry_run)
+                printf("%-5" PRIu64 " %-*s %-5d %-*s %10" PRIu64 "  %s\n", x->shrinker, name_w, x->name, x->node, cgroup_w,
+                       x->cgroup, x->count, note);
+        else
+                printf("%-5" PRIu64 " %-*s %-5d %-*s %10" PRIu64 " %10" PRIu64 "  %s\n", x->shrinker, name_w, x->name, x->node,
+                       cgroup_w, x->cgroup, x->scanned, x->freed, note);
+}
+
 static void print_shrink_results(struct json_object *list) {
-        {
-                int64_t scanned = 0, freed = 0, counted = 0; /* sums over the results */
-                int name_w = (int) strlen("NAME"), cgroup_w = (int) strlen("CGROUP");
-                for (size_t i = 0; list && i < json_object_array_length(list); i++) {
-                        struct json_object *x = json_object_array_get_idx(list, i);
-                        name_w = MAX(name_w, (int) strlen(json_object_get_string(jget(x, "name")) ?: ""));
-                        cgroup_w = MAX(cgroup_w, (int) strlen(json_object_get_string(jget(x, "cgroup")) ?: ""));
+        uint64_t scanned = 0, freed = 0, counted = 0; /* sums over the results */
+        int name_w = (int) strlen("NAME"), cgroup_w = (int) strlen("CGROUP");
+        size_t n = list ? json_object_array_length(list) : 0, unread = 0;
+        struct shrink_result x;
+        for (size_t i = 0; i < n; i++)
+                if (shrink_result_of(list, i, &x)) {
+                        name_w = MAX(name_w, (int) strlen(x.name));
+                        cgroup_w = MAX(cgroup_w, (int) strlen(x.cgroup));
                 }
-                /* A dry run frees nothing: it has no FREED column. */
-                if (arg_dry_run)
-                        printf("%-5s %-*s %-5s %-*s %10s  %s\n", "ID", name_w, "NAME", "NODE", cgroup_w, "CGROUP", "COUNTED",
-                               "NOTE");
-                else
-                        printf("%-5s %-*s %-5s %-*s %10s %10s  %s\n", "ID", name_w, "NAME", "NODE", cgroup_w, "CGROUP",
-                               "SCANNED", "FREED", "NOTE");
-                for (size_t i = 0; list && i < json_object_array_length(list); i++) {
-                        struct json_object *x = json_object_array_get_idx(list, i);
-                        const char *note = jget(x, "timed_out") ? "timed out" : jget(x, "stopped") ? "stopped"
-                                           : jget(x, "quarantined") ? "quarantined" : jget(x, "empty") ? "empty" : "";
-                        if (arg_dry_run && !jget(x, "count") && !*note)
-                                note = "did not count";
-                        if (arg_dry_run)
-                                printf("%-5" PRId64 " %-*s %-5d %-*s %10" PRId64 "  %s\n", json_object_get_int64(jget(x, "shrinker")),
-                                       name_w, json_object_get_string(jget(x, "name")), json_object_get_int(jget(x, "node")),
-                                       cgroup_w, json_object_get_string(jget(x, "cgroup")),
-                                       json_object_get_int64(jget(x, "count")), note);
-                        else
-                                printf("%-5" PRId64 " %-*s %-5d %-*s %10" PRId64 " %10" PRId64 "  %s\n",
-                                       json_object_get_int64(jget(x, "shrinker")), name_w, json_object_get_string(jget(x, "name")),
-                                       json_object_get_int(jget(x, "node")), cgroup_w, json_object_get_string(jget(x, "cgroup")),
-                                       json_object_get_int64(jget(x, "scanned")), json_object_get_int64(jget(x, "freed")), note);
-                        counted += json_object_get_int64(jget(x, "count"));
-                        scanned += json_object_get_int64(jget(x, "scanned"));
-                        freed += json_object_get_int64(jget(x, "freed"));
+        /* A dry run frees nothing: it has no FREED column. */
+        if (arg_dry_run)
+                printf("%-5s %-*s %-5s %-*s %10s  %s\n", "ID", name_w, "NAME", "NODE", cgroup_w, "CGROUP", "COUNTED", "NOTE");
+        else
+                printf("%-5s %-*s %-5s %-*s %10s %10s  %s\n", "ID", name_w, "NAME", "NODE", cgroup_w, "CGROUP", "SCANNED",
+                       "FREED", "NOTE");
+        for (size_t i = 0; i < n; i++) {
+                if (!shrink_result_of(list, i, &x)) {
+                        unread++;
+                        continue;
                 }
-                if (arg_dry_run)
-                        printf("dry run: %zu shrinker job%s counted %" PRId64 " objects; nothing was freed\n",
-                               list ? json_object_array_length(list) : 0,
-                               list && json_object_array_length(list) == 1 ? "" : "s", counted);
-                else
-                        printf("scanned %" PRId64 ", freed %" PRId64 " objects\n", scanned, freed);
+                print_shrink_result(&x, name_w, cgroup_w);
+                counted += x.count;
+                scanned += x.scanned;
+                freed += x.freed;
         }
+        if (unread > 0)
+                printf("(%zu result%s the daemon described in a way this pressurectl cannot read)\n", unread,
+                       unread == 1 ? "" : "s");
+        if (arg_dry_run)
+                printf("dry run: %zu shrinker job%s counted %" PRIu64 " objects; nothing was freed\n", n, n == 1 ? "" : "s",
+                       counted);
+        else
+                printf("scanned %" PRIu64 ", freed %" PRIu64 " objects\n", scanned, freed);
 }
 
 static int parse_number(const char *s, long long min, long long max, long long *ret) {
