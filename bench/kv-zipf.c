@@ -4,8 +4,9 @@
  *   kv-zipf SOCKET SECONDS KEYS VALUE_BYTES SEED MISS_US [ZIPF_S [RATE [AT:ZIPF_S:KEYS:MISS_US]]]
  *     GETs from a kvcache at SOCKET for SECONDS, keys drawn from a Zipf distribution (s = ZIPF_S, 0.99) over
  *     KEYS keys with a seeded generator (the same sequence for the same seed); a miss costs MISS_US of
- *     computation (a busy loop: the recompute) and SETs the value. RATE: at most so many GETs a second
- *     (0: as fast as it can). AT:...: from AT seconds on, another workload (bench/multicache-bench.c's
+ *     computation (a busy loop: the recompute) and SETs the value. RATE[@WARM]: at most so many GETs a
+ *     second (0: as fast as it can), after WARM seconds as fast as it can (a cache filled before the
+ *     paced part is measured). AT:...: from AT seconds on, another workload (bench/multicache-bench.c's
  *     swap). A kvcache is told each GET's miss cost ("GET key COST"), for its value. Prints one line:
  *       survived|lost seconds=S requests=N hits=H misses=M p50_us=P p99_us=Q
  *     ("lost" when the cache's connection broke: it died) and exits 0 or 1.
@@ -203,6 +204,8 @@ int main(int argc, char *argv[]) {
         if (argc >= 8)
                 zipf_s = atof(argv[7]);
         double seconds = atof(argv[2]), rate = argc >= 9 ? atof(argv[8]) : 0, switch_at = -1, switch_s = 0;
+        const char *at = argc >= 9 ? strchr(argv[8], '@') : NULL;
+        double warm = at ? atof(at + 1) : 0;
         size_t keys = strtoul(argv[3], NULL, 10), value_bytes = strtoul(argv[4], NULL, 10), switch_keys = 0;
         uint64_t miss_us = strtoull(argv[6], NULL, 10), switch_miss = 0;
         if (argc >= 10 && sscanf(argv[9], "%lf:%lf:%zu:%llu", &switch_at, &switch_s, &switch_keys,
@@ -228,6 +231,7 @@ int main(int argc, char *argv[]) {
         }
 
         uint64_t start = now_us(), end = start + (uint64_t) (seconds * 1e6), requests = 0, hits = 0, misses = 0;
+        uint64_t paced_from = 0, paced_requests = 0;
         int lost = 0;
         while (!lost) {
                 uint64_t t0 = now_us();
@@ -243,9 +247,13 @@ int main(int argc, char *argv[]) {
                         miss_us = switch_miss;
                         switch_at = -1;
                 }
-                /* Paced: the n-th request no sooner than n / rate after the start. */
-                if (rate > 0) {
-                        uint64_t due = start + (uint64_t) ((double) requests * 1e6 / rate);
+                /* Paced after the warm-up: the n-th request since then no sooner than n / rate after it. */
+                if (rate > 0 && t0 - start >= (uint64_t) (warm * 1e6)) {
+                        if (paced_from == 0) {
+                                paced_from = t0;
+                                paced_requests = requests;
+                        }
+                        uint64_t due = paced_from + (uint64_t) ((double) (requests - paced_requests) * 1e6 / rate);
                         if (due > t0) {
                                 usleep((useconds_t) MIN(due - t0, (uint64_t) 100000));
                                 continue;

@@ -14,7 +14,7 @@
  *   best static:  with hindsight: each cache's cost at each cap of a grid (all three capped alike in a
  *                 group large enough, once per workload), and the best sum within the budget.
  * Workloads: steady, and swap (steep and flat exchange their loads halfway: no static split follows).
- * Figures, steady (after a third of the run): the total miss cost per second (each cache's misses times
+ * Figures, steady (after the loads' unpaced warm-up, 40% of the run, and two seconds): the total miss cost per second (each cache's misses times
  * its miss cost), the combined hit rate, the group's stall, the daemon's CPU; each cache's size over time
  * in OUT_DIR/multicache-bench.csv (first repeat). Memory for equal service (steady, first repeat): the
  * smallest group limit at which value-aware costs no more than the equal split at the full limit.
@@ -49,6 +49,7 @@
 #define MAX_SAMPLES 512
 #define MAX_REPEAT 9
 #define N_CACHES 3
+#define WARM_FRACTION 0.4 /* of a run: the loads unpaced, filling the caches; measured after it */
 
 struct cache_load {
         const char *name;
@@ -63,7 +64,7 @@ static const struct cache_load loads[N_CACHES] = {
 };
 
 /* The grid of caps, per cache, for the best static split. */
-static const unsigned grid_mib[] = { 4, 8, 16, 24, 32, 40, 48, 56 };
+static const unsigned grid_mib[] = { 4, 8, 16, 24, 40, 56 };
 #define N_GRID (sizeof(grid_mib) / sizeof(grid_mib[0]))
 
 enum policy { PROPORTIONAL, VALUE, EQUAL, DROP, _POLICY_MAX, CAPPED = _POLICY_MAX };
@@ -76,6 +77,8 @@ struct run {
         double hit_rate;               /* steady, all GETs together */
         double stall_ms_per_s;         /* steady, the group's some stall */
         double cpu_daemon_s;
+        double value[N_CACHES]; /* each cache's last value, as its STATS said */
+        unsigned killed;        /* caches that died before the end (the OOM killer): the run does not count */
         size_t n_samples;
         double t[MAX_SAMPLES];
         unsigned long bytes[MAX_SAMPLES][N_CACHES];
@@ -122,7 +125,8 @@ static pid_t spawn_load(const struct pressure_gen *g, const char *sock, size_t i
         snprintf(value, sizeof(value), "%d", VALUE_BYTES);
         snprintf(seed, sizeof(seed), "%zu", SEED + i);
         snprintf(miss, sizeof(miss), "%u", l->miss_us);
-        snprintf(rate, sizeof(rate), "%u", l->rate);
+        /* Unpaced for the warm-up: the caches fill before the steady part is measured. */
+        snprintf(rate, sizeof(rate), "%u@%g", l->rate, seconds * WARM_FRACTION);
         const char *argv[11] = { zipf, sock, secs, keys, value, seed, miss, l->zipf, rate, NULL };
         if (swap && other) {
                 snprintf(then, sizeof(then), "%g:%s:%u:%u", seconds / 2, other->zipf, other->keys, other->miss_us);
@@ -157,6 +161,8 @@ static void sample(struct sampler *s, struct run *run, double t, double warm_s, 
                 }
                 unsigned long long h = bench_field(line, "hits="), m = bench_field(line, "misses=");
                 run->bytes[k][i] = (unsigned long) bench_field(line, "bytes=");
+                const char *v = strstr(line, "value=");
+                run->value[i] = v ? strtod(v + 6, NULL) : 0;
                 if (t > warm_s) {
                         s->cost[i] += (double) (m - s->misses[i]) * miss_us_at(i, t, seconds);
                         s->st_gets += (h - s->hits[i]) + (m - s->misses[i]);
@@ -203,7 +209,7 @@ static int run_one(struct run *run, enum policy p, unsigned cap_mib, unsigned li
         for (size_t i = 0; i < N_CACHES; i++)
                 ld[i] = spawn_load(&g, socks[i], i, seconds, devnull);
         close(devnull);
-        const double warm_s = seconds / 3;
+        const double warm_s = seconds * WARM_FRACTION + 2;
         bool warm = false;
         for (double t = 0; t < seconds; t = (double) (test_now_ms() - t0) / 1000) {
                 usleep(SAMPLE_MS * 1000);
@@ -233,15 +239,20 @@ out:
                 if (s.fd[i] > 0)
                         close(s.fd[i]);
                 if (kv[i] > 0) {
-                        kill(kv[i], SIGTERM);
-                        bench_reap(kv[i], NULL);
+                        int st = 0;
+                        if (waitpid(kv[i], &st, WNOHANG) == kv[i])
+                                run->killed++; /* gone before its time */
+                        else {
+                                kill(kv[i], SIGTERM);
+                                bench_reap(kv[i], NULL);
+                        }
                 }
                 unlink(socks[i]);
         }
         if (with_daemon)
                 test_daemon_stop(&d);
         pressure_gen_destroy(&g);
-        return run->ok ? 0 : -EIO;
+        return run->ok && run->killed == 0 ? 0 : -EIO;
 }
 
 /* The best static split with hindsight: each cache's cost at each cap of the grid, and the cheapest
@@ -366,18 +377,20 @@ static void run_workload(const char *name, unsigned repeat, double seconds, FILE
                         if (only && !strstr(policy_names[p], only))
                                 continue;
                         if (run_one(&run, p, 0, LIMIT_MIB, seconds) < 0) {
-                                printf("  %-13s %6u  failed\n", policy_names[p], rep + 1);
+                                printf("  %-13s %6u  failed: %u of its caches killed\n", policy_names[p], rep + 1, run.killed);
+                                cost[p][rep] = -1;
                                 continue;
                         }
                         cost[p][rep] = run.cost_per_s;
                         stall[p][rep] = run.stall_ms_per_s;
                         printf("  %-13s %6u %14.3f %8.1f%% %10.1f %9.2f  (%.3f / %.3f / %.3f; last sizes %.1f / %.1f / "
-                               "%.1f MiB)\n",
+                               "%.1f MiB; values %.0f / %.0f / %.0f)\n",
                                policy_names[p], rep + 1, run.cost_per_s, 100 * run.hit_rate, run.stall_ms_per_s,
                                run.cpu_daemon_s, run.cache_cost_per_s[0], run.cache_cost_per_s[1], run.cache_cost_per_s[2],
                                run.n_samples ? run.bytes[run.n_samples - 1][0] / 1048576.0 : 0,
                                run.n_samples ? run.bytes[run.n_samples - 1][1] / 1048576.0 : 0,
-                               run.n_samples ? run.bytes[run.n_samples - 1][2] / 1048576.0 : 0);
+                               run.n_samples ? run.bytes[run.n_samples - 1][2] / 1048576.0 : 0, run.value[0], run.value[1],
+                               run.value[2]);
                         if (rep == 0) {
                                 write_csv(csv, name, policy_names[p], &run);
                                 first[p] = run;
@@ -386,16 +399,24 @@ static void run_workload(const char *name, unsigned repeat, double seconds, FILE
                 }
         write_svg(dir, name, first[VALUE].ok ? &first[VALUE] : NULL, first[PROPORTIONAL].ok ? &first[PROPORTIONAL] : NULL,
                   seconds);
-        double vs_best[MAX_REPEAT], vs_prop[MAX_REPEAT];
+        /* Ratios within a repeat (the same minutes of the machine), over the repeats whose runs all lived. */
+        double vs_best[MAX_REPEAT], vs_prop[MAX_REPEAT], st[MAX_REPEAT], eq[MAX_REPEAT];
+        size_t nb = 0, np = 0, ns = 0, ne = 0;
         for (unsigned rep = 0; rep < repeat; rep++) {
-                vs_best[rep] = best > 0 ? cost[VALUE][rep] / best : 0;
-                vs_prop[rep] = cost[PROPORTIONAL][rep] > 0 ? cost[VALUE][rep] / cost[PROPORTIONAL][rep] : 0;
+                if (cost[VALUE][rep] > 0 && best > 0)
+                        vs_best[nb++] = cost[VALUE][rep] / best;
+                if (cost[VALUE][rep] > 0 && cost[PROPORTIONAL][rep] > 0)
+                        vs_prop[np++] = cost[VALUE][rep] / cost[PROPORTIONAL][rep];
+                if (cost[VALUE][rep] > 0)
+                        st[ns++] = stall[VALUE][rep];
+                if (cost[EQUAL][rep] > 0)
+                        eq[ne++] = cost[EQUAL][rep];
         }
-        *ret_vs_best = median(vs_best, repeat);
-        *ret_vs_prop = median(vs_prop, repeat);
-        *ret_stall = median(stall[VALUE], repeat);
-        if (!swap && !only)
-                memory_for_equal_service(median(cost[EQUAL], repeat), seconds);
+        *ret_vs_best = median(vs_best, nb);
+        *ret_vs_prop = median(vs_prop, np);
+        *ret_stall = median(st, ns);
+        if (!swap && !only && ne > 0)
+                memory_for_equal_service(median(eq, ne), seconds);
 }
 
 int main(int argc, char *argv[]) {

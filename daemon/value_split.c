@@ -67,19 +67,21 @@ size_t value_moves(const struct value_candidate *c, size_t n, uint64_t step, uin
                         first = !(c[j].value > 0 && c[j].arena == c[i].arena);
                 if (!first)
                         continue;
-                size_t lo = i, hi = i;
-                for (size_t j = i + 1; j < n; j++) {
+                /* The giver: the lowest value among those that can give a whole step above their floor (one
+                 * near its floor has given what it may, and the next one up gives now: a crumb a look is no
+                 * move at all, nobody is told it); the taker: the highest. */
+                size_t lo = SIZE_MAX, hi = i;
+                for (size_t j = i; j < n; j++) {
                         if (!(c[j].value > 0) || c[j].arena != c[i].arena)
                                 continue;
-                        if (c[j].value < c[lo].value)
+                        if (c[j].share >= sat_add(floor, step) && (lo == SIZE_MAX || c[j].value < c[lo].value))
                                 lo = j;
                         if (c[j].value > c[hi].value)
                                 hi = j;
                 }
-                if (lo == hi || c[hi].value <= c[lo].value * VALUE_MOVE_RATIO || c[lo].share <= floor)
+                if (lo == SIZE_MAX || lo == hi || c[hi].value <= c[lo].value * VALUE_MOVE_RATIO)
                         continue;
-                ret[k++] = (struct value_move){ .from = c[lo].id, .to = c[hi].id,
-                                                .bytes = MIN(step, c[lo].share - floor) };
+                ret[k++] = (struct value_move){ .from = c[lo].id, .to = c[hi].id, .bytes = step };
         }
         return k;
 }

@@ -43,7 +43,8 @@ bool value_split_applies(const struct value_member *m, size_t n);
  * its share of the group's limit by what it holds: whatever each held when the group filled, it keeps.
  * Where values differ, each look moves a step of limit from the cache whose last bytes are worth least
  * to the one whose are worth most (Cliffhanger's credits), within one arena, until their values meet
- * (the highest no more than VALUE_MOVE_RATIO times the lowest) or the giver is down to its floor. The
+ * (the highest no more than VALUE_MOVE_RATIO times the lowest) or the giver is down to its floor, when the
+ * next lowest gives. The
  * giver trims at once; the taker grows into the room as its load brings values. */
 
 /* A shrinker in a limited scope: its share of the limit now, and what its last count said. */
@@ -67,8 +68,8 @@ struct value_move {
 #define VALUE_FLOOR_DIV 16u       /* ...and never takes a cache below a 16th of it */
 #define VALUE_RECOUNT_USEC (5ULL * 1000 * 1000) /* values are counted again this often while they matter */
 
-/* One move per arena whose values differ enough, from its lowest to its highest, of at most step and
- * never past the giver's floor; in ret (at most max). Returns how many. */
+/* One move per arena whose values differ enough: step bytes from the lowest that holds a step above its
+ * floor to the highest; in ret (at most max). Returns how many. */
 size_t value_moves(const struct value_candidate *c, size_t n, uint64_t step, uint64_t floor, struct value_move *ret,
                    size_t max);
 

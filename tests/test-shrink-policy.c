@@ -385,12 +385,17 @@ static void test_value_moves(void) {
         CU_ASSERT_EQUAL(mv[0].from, 1u);
         CU_ASSERT_EQUAL(mv[0].to, 2u);
         CU_ASSERT_EQUAL(mv[0].bytes, 8u);
-        /* Near its floor: only down to it; at it, nothing. */
-        const struct value_candidate near[] = { { .id = 1, .value = 1, .arena = 7, .share = 6 },
+        /* Less than a step above its floor: nothing, and the next lowest gives instead. */
+        const struct value_candidate near[] = { { .id = 1, .value = 1, .arena = 7, .share = 12 },
                                                 { .id = 2, .value = 9, .arena = 7, .share = 90 } };
         CU_ASSERT_EQUAL_FATAL(value_moves(near, 2, 8, 4, mv, 4), 1u);
-        CU_ASSERT_EQUAL(mv[0].bytes, 2u);
+        CU_ASSERT_EQUAL(mv[0].bytes, 8u);
         CU_ASSERT_EQUAL(value_moves(near, 2, 8, 6, mv, 4), 0u);
+        const struct value_candidate next[] = { { .id = 1, .value = 1, .arena = 7, .share = 6 },
+                                                { .id = 2, .value = 3, .arena = 7, .share = 40 },
+                                                { .id = 3, .value = 30, .arena = 7, .share = 50 } };
+        CU_ASSERT_EQUAL_FATAL(value_moves(next, 3, 8, 6, mv, 4), 1u);
+        CU_ASSERT(mv[0].from == 2 && mv[0].to == 3 && mv[0].bytes == 8);
         /* Values within the ratio are noise. */
         const struct value_candidate close[] = { { .id = 1, .value = 10, .arena = 7, .share = 50 },
                                                  { .id = 2, .value = 14, .arena = 7, .share = 50 } };
