@@ -1431,6 +1431,61 @@ static void test_value_other_uid_gains_nothing(void) {
         CU_ASSERT(nobody * 4 >= root);
 }
 
+/* Growth limits follow value: two caches growing into a 64 MiB group where nothing stalls are held under
+ * its headroom by the limits they are told; the one whose counts say its last bytes are worth 100 takes
+ * limit from the other, a step a look, down to the giver's floor. Returns the limits each was told last,
+ * once the one worth less holds a quarter of the other's, or after 40 s. */
+static void limits_by_value(const char *low_value, int64_t *ret_low, int64_t *ret_high) {
+        struct test_child low = { .lines.fd = -1 }, high = { .lines.fd = -1 };
+        struct pressure_gen g;
+        char line[512];
+
+        daemon_restart_with("limits-value", "low=some 9500ms 10s\nmedium=some 9700ms 10s\ncritical=some 9900ms 10s\n"
+                                            "regulate_interval=500ms\nrequest_timeout=5s\n");
+        group_create_limited(&g, 64ULL << 20);
+        const char *a1[] = { "--memcg", "--objects", "16", "--size", "65536", "--grow", "20", "--max", "1024", "--limits",
+                             "--value", low_value, NULL };
+        const char *a2[] = { "--memcg", "--objects", "16", "--size", "65536", "--grow", "20", "--max", "1024", "--limits",
+                             "--value", "100", NULL };
+        CU_ASSERT_EQUAL_FATAL(client_start_in(&low, &g, a1), 0);
+        CU_ASSERT_EQUAL_FATAL(client_start_in(&high, &g, a2), 0);
+        CU_ASSERT_EQUAL_FATAL(client_wait(&low, "ready", 10000, line, sizeof(line)), 0);
+        CU_ASSERT_EQUAL_FATAL(client_wait(&high, "ready", 10000, line, sizeof(line)), 0);
+        /* Both held under the group's headroom first. */
+        CU_ASSERT_EQUAL(client_wait(&low, "capped ", 60000, line, sizeof(line)), 0);
+        int64_t l = -1, h = -1;
+        for (uint64_t end = test_now_ms() + 40000; test_now_ms() < end;) {
+                (void) client_line(&high, 500, line, sizeof(line));
+                drain(&low);
+                drain(&high);
+                l = shrinker_stat(low.pid, "limit");
+                h = shrinker_stat(high.pid, "limit");
+                if (l > 0 && h > 0 && l * 4 <= h)
+                        break;
+        }
+        printf("(told %lld and %lld bytes) ", (long long) l, (long long) h);
+        *ret_low = l;
+        *ret_high = h;
+        test_child_stop(&low);
+        test_child_stop(&high);
+        pressure_gen_destroy(&g);
+}
+
+static void test_value_limits_move(void) {
+        int64_t low, high;
+        limits_by_value("1", &low, &high);
+        CU_ASSERT(low > 0 && high > 0);
+        CU_ASSERT(low * 4 <= high);
+}
+
+/* The control: values alike, so nothing moves; the shares stay by what each holds. */
+static void test_value_limits_alike(void) {
+        int64_t a, b;
+        limits_by_value("100", &a, &b);
+        CU_ASSERT(a > 0 && b > 0);
+        CU_ASSERT(a * 2 >= b && b * 2 >= a);
+}
+
 int main(void) {
         static const struct test_case cases[] = {
                 { "cgroup pressure asks only its subtree", test_cgroup_pressure_asks_only_its_subtree },
@@ -1456,6 +1511,8 @@ int main(void) {
                 { "value: the cache worth least gives first", test_value_low_gives_first },
                 { "value: without values, the proportional split", test_value_none_proportional },
                 { "value: another uid's claim gains it nothing", test_value_other_uid_gains_nothing },
+                { "value: growth limits move to the cache worth more", test_value_limits_move },
+                { "value: ...and stay by what each holds when values are alike", test_value_limits_alike },
                 { "daemon stops cleanly", test_stop },
                 {},
         };
