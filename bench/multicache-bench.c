@@ -13,7 +13,8 @@
  *   drop-all:     each cache drops everything when pressured reports its group's level rising;
  *   best static:  with hindsight: each cache's cost at each cap of a grid (all three capped alike in a
  *                 group large enough, once per workload), and the best sum within the budget.
- * Workloads: steady, and swap (steep and flat exchange their loads halfway: no static split follows).
+ * Workloads: steady, and swap (steep and flat exchange their loads halfway through the measured part: no
+ * static split follows). MULTICACHE_BENCH_WORKLOAD=steady or swap: only that one.
  * Figures, steady (after the loads' unpaced warm-up, 40% of the run, and two seconds): the total miss cost per second (each cache's misses times
  * its miss cost), the combined hit rate, the group's stall, the daemon's CPU; each cache's size over time
  * in OUT_DIR/multicache-bench.csv (first repeat). Memory for equal service (steady, first repeat): the
@@ -87,6 +88,16 @@ struct run {
 static const char *build;
 static bool swap; /* the workload: steep and flat exchange their loads halfway */
 
+/* When the measured part begins (after the unpaced warm-up), and when the swap exchanges the loads: in
+ * the middle of the measured part, so that a static split has to serve both halves alike. */
+static double warm_at(double seconds) {
+        return seconds * WARM_FRACTION + 2;
+}
+
+static double swap_at(double seconds) {
+        return (warm_at(seconds) + seconds) / 2;
+}
+
 static int spawn_cache(const struct pressure_gen *g, const char *sock, const char *daemon_sock, enum policy p,
                        unsigned cap_mib, pid_t *ret) {
         char kvcache[600], cap[32], line[256];
@@ -129,7 +140,7 @@ static pid_t spawn_load(const struct pressure_gen *g, const char *sock, size_t i
         snprintf(rate, sizeof(rate), "%u@%g", l->rate, seconds * WARM_FRACTION);
         const char *argv[11] = { zipf, sock, secs, keys, value, seed, miss, l->zipf, rate, NULL };
         if (swap && other) {
-                snprintf(then, sizeof(then), "%g:%s:%u:%u", seconds / 2, other->zipf, other->keys, other->miss_us);
+                snprintf(then, sizeof(then), "%g:%s:%u:%u", swap_at(seconds), other->zipf, other->keys, other->miss_us);
                 argv[9] = then;
         }
         return pressure_gen_spawn_quiet(g, argv, out_fd);
@@ -137,7 +148,7 @@ static pid_t spawn_load(const struct pressure_gen *g, const char *sock, size_t i
 
 /* The miss cost of cache i's load at time t (the swap exchanges steep's and flat's). */
 static unsigned miss_us_at(size_t i, double t, double seconds) {
-        if (swap && i < 2 && t >= seconds / 2)
+        if (swap && i < 2 && t >= swap_at(seconds))
                 return loads[1 - i].miss_us;
         return loads[i].miss_us;
 }
@@ -209,7 +220,7 @@ static int run_one(struct run *run, enum policy p, unsigned cap_mib, unsigned li
         for (size_t i = 0; i < N_CACHES; i++)
                 ld[i] = spawn_load(&g, socks[i], i, seconds, devnull);
         close(devnull);
-        const double warm_s = seconds * WARM_FRACTION + 2;
+        const double warm_s = warm_at(seconds);
         bool warm = false;
         for (double t = 0; t < seconds; t = (double) (test_now_ms() - t0) / 1000) {
                 usleep(SAMPLE_MS * 1000);
@@ -451,7 +462,12 @@ int main(int argc, char *argv[]) {
         static const char *const names[] = { "steady", "swap" };
         double vs_best[2], vs_prop[2], stall[2];
         only = getenv("MULTICACHE_BENCH_ONLY");
+        const char *workload = getenv("MULTICACHE_BENCH_WORKLOAD");
         for (int w = 0; w < (only ? 1 : 2); w++) {
+                if (workload && strcmp(workload, names[w]) != 0) {
+                        vs_best[w] = vs_prop[w] = stall[w] = 0;
+                        continue;
+                }
                 swap = w == 1;
                 run_workload(names[w], repeat, seconds, csv, out_dir ? out_dir : ".", &vs_best[w], &vs_prop[w], &stall[w]);
         }
