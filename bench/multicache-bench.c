@@ -474,8 +474,9 @@ int main(int argc, char *argv[]) {
         if (csv)
                 fclose(csv);
         for (int w = 0; w < (only ? 1 : 2); w++)
-                printf("multicache %s: value-aware miss cost %.2fx the best static split, %.2fx proportional; stall %.1f "
-                       "ms/s\n",
-                       names[w], vs_best[w], vs_prop[w], stall[w]);
+                if (!workload || strcmp(workload, names[w]) == 0)
+                        printf("multicache %s: value-aware miss cost %.2fx the best static split, %.2fx proportional; "
+                               "stall %.1f ms/s\n",
+                               names[w], vs_best[w], vs_prop[w], stall[w]);
         return 0;
 }
