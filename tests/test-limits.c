@@ -995,7 +995,7 @@ static void test_not_utf8(void) {
         /* The metrics file, once it names the group. */
         snprintf(file, sizeof(file), "%s/pressured.prom", metrics_dir);
         bool named = false, valid = false;
-        for (uint64_t end = test_now_ms() + 10000; !named && test_now_ms() < end; (void) poll(NULL, 0, 100)) {
+        for (uint64_t end = test_now_ms() + 30000; !named && test_now_ms() < end; (void) poll(NULL, 0, 100)) {
                 FILE *f = fopen(file, "re");
                 static char text[1 << 20];
                 size_t n = f ? fread(text, 1, sizeof(text) - 1, f) : 0;
