@@ -97,6 +97,15 @@ static int get_object(struct json_object *o, const char *key, struct json_object
                         return _r_;                                                                        \
         } while (0)
 
+/* The same for a step whose result is wanted: an error returns, anything else is the expression's value. */
+#define TRY_VALUE(expr)                                                                                    \
+        ({                                                                                                 \
+                int _v_ = (expr);                                                                          \
+                if (_v_ < 0)                                                                               \
+                        return _v_;                                                                        \
+                _v_;                                                                                       \
+        })
+
 /* ---- ScopeRef ---- */
 
 struct json_object *protocol_encode_scope_ref(const struct scope_id *id) {
@@ -994,32 +1003,115 @@ int protocol_decode_answer_call(struct json_object *params, const char **ret_tok
         return 0;
 }
 
+/* ---- whole replies ---- */
+
+static int decode_scope_state_item(struct json_object *o, void *ret) {
+        return protocol_decode_scope_state(o, ret);
+}
+
+static int decode_shrink_result_item(struct json_object *o, void *ret) {
+        return protocol_decode_shrink_result(o, ret);
+}
+
+int protocol_decode_status(struct json_object *o, struct status_snapshot *ret) {
+        assert(ret);
+
+        struct status_snapshot s = {};
+        void *nodes = NULL, *cgroups = NULL;
+        struct json_object *sys = NULL;
+        if (!json_object_is_type(o, json_type_object))
+                return -EINVAL;
+        TRY(get_object(o, "system", &sys));
+        if (!sys)
+                return -EINVAL;
+        TRY(protocol_decode_scope_state(sys, &s.system));
+        TRY(decode_array(o, "nodes", sizeof(struct scope_snapshot), decode_scope_state_item, &nodes, &s.n_nodes));
+        s.nodes = nodes;
+        int r = decode_array(o, "cgroups", sizeof(struct scope_snapshot), decode_scope_state_item, &cgroups, &s.n_cgroups);
+        if (r < 0) {
+                free(nodes);
+                return r;
+        }
+        s.cgroups = cgroups;
+        *ret = s;
+        return 0;
+}
+
+void protocol_status_done(struct status_snapshot *s) {
+        if (!s)
+                return;
+        free(s->nodes);
+        free(s->cgroups);
+        *s = (struct status_snapshot){};
+}
+
+int protocol_decode_shrinkers_reply(struct json_object *o, struct shrinker_info_snapshot **ret, size_t *ret_n) {
+        assert(ret);
+        assert(ret_n);
+
+        struct json_object *list = json_object_is_type(o, json_type_object) ? get(o, "shrinkers") : NULL;
+        if (!list || !json_object_is_type(list, json_type_array))
+                return -EINVAL;
+        size_t n = json_object_array_length(list);
+        struct shrinker_info_snapshot *a = calloc(MAX(n, 1u), sizeof(*a));
+        if (!a)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                int r = protocol_decode_shrinker_info(json_object_array_get_idx(list, i), &a[i]);
+                if (r < 0) {
+                        protocol_shrinker_infos_free(a, i);
+                        return r;
+                }
+        }
+        *ret = a;
+        *ret_n = n;
+        return 0;
+}
+
+void protocol_shrinker_infos_free(struct shrinker_info_snapshot *infos, size_t n) {
+        for (size_t i = 0; infos && i < n; i++)
+                free(infos[i].nodes);
+        free(infos);
+}
+
+int protocol_decode_shrink_reply(struct json_object *o, struct shrink_result **ret, size_t *ret_n) {
+        assert(ret);
+        assert(ret_n);
+
+        void *results = NULL;
+        if (!json_object_is_type(o, json_type_object))
+                return -EINVAL;
+        TRY(decode_array(o, "results", sizeof(struct shrink_result), decode_shrink_result_item, &results, ret_n));
+        *ret = results;
+        return 0;
+}
+
 /* ---- GetConfiguration ---- */
 
-struct json_object *protocol_encode_configuration(const struct config *c, const char *log_level) {
+static struct json_object *string_list(const char *const *list, size_t n) {
+        struct json_object *a = json_object_new_array();
+        for (size_t i = 0; i < n; i++)
+                jb_append(&a, jb_new_string(list[i]));
+        return a;
+}
+
+struct json_object *protocol_encode_configuration(const struct configuration_snapshot *c) {
         assert(c);
 
-        struct json_object *o = json_object_new_object(), *levels = json_object_new_array(),
-                           *cgroups = json_object_new_array();
-
-        for (int l = LEVEL_LOW; l < _LEVEL_MAX; l++) {
+        struct json_object *o = json_object_new_object(), *levels = json_object_new_array();
+        for (size_t l = 0; l < PROTOCOL_LEVELS; l++) {
+                const struct level_thresholds *t = &c->levels[l];
                 struct json_object *e = json_object_new_object(), *p = json_object_new_object();
-                const struct psi_trigger *t = &c->psi.t[l];
-                const double factors[_LEVEL_MAX] = {
-                        [LEVEL_LOW] = c->node.low_factor,
-                        [LEVEL_MEDIUM] = c->node.medium_factor,
-                        [LEVEL_CRITICAL] = c->node.critical_factor,
-                };
-                jb_set_string(&e, "level", level_to_string(l));
-                jb_set_string(&p, "kind", psi_kind_to_string(t->kind));
-                jb_set_u64(&p, "stall_usec", t->stall_usec);
-                jb_set_u64(&p, "window_usec", t->window_usec);
+                jb_set_string(&e, "level", level_to_string(t->level));
+                jb_set_string(&p, "kind", psi_kind_to_string(t->pressure.kind));
+                jb_set_u64(&p, "stall_usec", t->pressure.stall_usec);
+                jb_set_u64(&p, "window_usec", t->pressure.window_usec);
                 jb_set(&e, "pressure", p);
-                if (c->headroom && c->headroom_at.left[l] > 0)
-                        jb_set_u64(&e, "headroom_bytes", c->headroom_at.left[l]);
-                else if (c->headroom)
-                        jb_set(&e, "headroom_percent", percent(100 * (1 - c->headroom_at.f[l])));
-                jb_set(&e, "node_factor", percent(factors[l]));
+                if (t->have_headroom && t->headroom_bytes > 0)
+                        jb_set_u64(&e, "headroom_bytes", t->headroom_bytes);
+                else if (t->have_headroom)
+                        jb_set(&e, "headroom_percent", percent(t->headroom_percent));
+                jb_set(&e, "node_factor", percent(t->node_factor));
                 jb_append(&levels, e);
         }
         jb_set(&o, "levels", levels);
@@ -1027,30 +1119,196 @@ struct json_object *protocol_encode_configuration(const struct config *c, const 
         jb_set_u64(&o, "sample_interval_usec", c->sample_interval_usec);
         jb_set_u64(&o, "round_interval_usec", c->round_interval_usec);
         jb_set_u64(&o, "request_timeout_usec", c->request_timeout_usec);
-        for (size_t i = 0; i < c->n_cgroups; i++)
-                jb_append(&cgroups, jb_new_string(c->cgroups[i]));
-        jb_set(&o, "cgroups", cgroups);
+        jb_set(&o, "cgroups", string_list(c->cgroups, c->n_cgroups));
         jb_set_string(&o, "memory_pressure_level", level_to_string(c->memory_pressure_level));
         jb_set(&o, "low_memory_monitor", json_object_new_boolean(c->low_memory_monitor));
-        jb_set_u64(&o, "regulate_budget_usec", c->regulate_budget_usec);
-        jb_set_u64(&o, "regulate_interval_usec", c->regulate_interval_usec);
-        jb_set(&o, "regulate_step_max_percent", percent((double) c->regulate_step_max_permille / 10));
-        struct json_object *regulated = json_object_new_array();
-        for (size_t i = 0; i < c->n_regulate_cgroups; i++) {
-                struct json_object *e = json_object_new_object();
-                jb_set_string(&e, "pattern", c->regulate_cgroups[i].pattern);
-                jb_set_u64(&e, "budget_usec", c->regulate_cgroups[i].budget_usec);
-                jb_append(&regulated, e);
+        if (c->have_regulator) {
+                jb_set_u64(&o, "regulate_budget_usec", c->regulate_budget_usec);
+                jb_set_u64(&o, "regulate_interval_usec", c->regulate_interval_usec);
+                jb_set(&o, "regulate_step_max_percent", percent(c->regulate_step_max_percent));
+                struct json_object *regulated = json_object_new_array();
+                for (size_t i = 0; i < c->n_regulate_cgroups; i++) {
+                        struct json_object *e = json_object_new_object();
+                        jb_set_string(&e, "pattern", c->regulate_cgroups[i].pattern);
+                        jb_set_u64(&e, "budget_usec", c->regulate_cgroups[i].budget_usec);
+                        jb_append(&regulated, e);
+                }
+                jb_set(&o, "regulate_cgroups", regulated);
+                jb_set(&o, "reclaim_cgroups", string_list(c->reclaim_cgroups, c->n_reclaim_cgroups));
         }
-        jb_set(&o, "regulate_cgroups", regulated);
-        struct json_object *reclaimed = json_object_new_array();
-        for (size_t i = 0; i < c->n_reclaim_cgroups; i++)
-                jb_append(&reclaimed, jb_new_string(c->reclaim_cgroups[i]));
-        jb_set(&o, "reclaim_cgroups", reclaimed);
-        struct json_object *valued = json_object_new_array();
-        for (size_t i = 0; i < c->n_value_cgroups; i++)
-                jb_append(&valued, jb_new_string(c->value_cgroups[i]));
-        jb_set(&o, "value_cgroups", valued);
-        jb_set_string(&o, "log_level", log_level);
+        if (c->have_value_cgroups)
+                jb_set(&o, "value_cgroups", string_list(c->value_cgroups, c->n_value_cgroups));
+        jb_set_string(&o, "log_level", c->log_level);
         return o;
+}
+
+/* An array of strings, as an allocated array of pointers into it. Absent: 0 and nothing allocated. */
+static int decode_strings(struct json_object *o, const char *key, bool mandatory, const char *const **ret,
+                          size_t *ret_n) {
+        struct json_object *list = get(o, key);
+        if (!list)
+                return mandatory ? -EINVAL : 0;
+        if (!json_object_is_type(list, json_type_array))
+                return -EINVAL;
+        size_t n = json_object_array_length(list);
+        const char **a = calloc(MAX(n, 1u), sizeof(char *));
+        if (!a)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                struct json_object *e = json_object_array_get_idx(list, i);
+                if (!json_object_is_type(e, json_type_string)) {
+                        free(a);
+                        return -EINVAL;
+                }
+                a[i] = json_object_get_string(e);
+        }
+        *ret = a;
+        *ret_n = n;
+        return 1;
+}
+
+static int decode_level_thresholds(struct json_object *o, struct level_thresholds *ret) {
+        struct level_thresholds t = {};
+        struct json_object *p = NULL;
+        const char *kind;
+        TRY(get_level(o, "level", &t.level));
+        TRY(get_object(o, "pressure", &p));
+        if (!p)
+                return -EINVAL;
+        TRY(get_string(p, "kind", true, &kind));
+        int k = psi_kind_from_string(kind);
+        if (k < 0)
+                return -EINVAL;
+        t.pressure.kind = k;
+        TRY(get_u64(p, "stall_usec", true, &t.pressure.stall_usec));
+        TRY(get_u64(p, "window_usec", true, &t.pressure.window_usec));
+        TRY(get_u64(o, "headroom_bytes", false, &t.headroom_bytes));
+        if (get(o, "headroom_percent"))
+                TRY(get_percent(o, "headroom_percent", &t.headroom_percent));
+        t.have_headroom = t.headroom_bytes > 0 || get(o, "headroom_percent");
+        TRY(get_percent(o, "node_factor", &t.node_factor));
+        *ret = t;
+        return 0;
+}
+
+static int decode_regulated_cgroup(struct json_object *o, void *ret) {
+        struct regulated_cgroup g = {};
+        TRY(get_string(o, "pattern", true, &g.pattern));
+        TRY(get_u64(o, "budget_usec", true, &g.budget_usec));
+        *(struct regulated_cgroup *) ret = g;
+        return 0;
+}
+
+static int decode_configuration(struct json_object *o, struct configuration_snapshot *conf) {
+        struct json_object *levels = get(o, "levels");
+        if (!levels || !json_object_is_type(levels, json_type_array) ||
+            json_object_array_length(levels) != PROTOCOL_LEVELS)
+                return -EINVAL;
+        for (size_t l = 0; l < PROTOCOL_LEVELS; l++)
+                TRY(decode_level_thresholds(json_object_array_get_idx(levels, l), &conf->levels[l]));
+        TRY(get_u64(o, "hold_usec", true, &conf->hold_usec));
+        TRY(get_u64(o, "sample_interval_usec", true, &conf->sample_interval_usec));
+        TRY(get_u64(o, "round_interval_usec", true, &conf->round_interval_usec));
+        TRY(get_u64(o, "request_timeout_usec", true, &conf->request_timeout_usec));
+        TRY(decode_strings(o, "cgroups", true, &conf->cgroups, &conf->n_cgroups));
+        TRY(get_level(o, "memory_pressure_level", &conf->memory_pressure_level));
+        if (!get(o, "low_memory_monitor"))
+                return -EINVAL;
+        TRY(get_bool(o, "low_memory_monitor", &conf->low_memory_monitor));
+        conf->have_regulator = TRY_VALUE(get_u64(o, "regulate_budget_usec", false, &conf->regulate_budget_usec)) > 0;
+        if (conf->have_regulator) {
+                void *regulated = NULL;
+                TRY(get_u64(o, "regulate_interval_usec", true, &conf->regulate_interval_usec));
+                TRY(get_percent(o, "regulate_step_max_percent", &conf->regulate_step_max_percent));
+                TRY(decode_array(o, "regulate_cgroups", sizeof(struct regulated_cgroup), decode_regulated_cgroup,
+                                 &regulated, &conf->n_regulate_cgroups));
+                conf->regulate_cgroups = regulated;
+        }
+        TRY(decode_strings(o, "reclaim_cgroups", false, &conf->reclaim_cgroups, &conf->n_reclaim_cgroups));
+        conf->have_value_cgroups = TRY_VALUE(decode_strings(o, "value_cgroups", false, &conf->value_cgroups,
+                                                         &conf->n_value_cgroups)) > 0;
+        return get_string(o, "log_level", true, &conf->log_level);
+}
+
+int protocol_decode_configuration(struct json_object *o, struct configuration_snapshot *ret) {
+        assert(ret);
+
+        struct configuration_snapshot c = {};
+        if (!json_object_is_type(o, json_type_object))
+                return -EINVAL;
+        int r = decode_configuration(o, &c);
+        if (r < 0) {
+                protocol_configuration_done(&c);
+                return r;
+        }
+        *ret = c;
+        return 0;
+}
+
+void protocol_configuration_done(struct configuration_snapshot *c) {
+        if (!c)
+                return;
+        free((void *) c->cgroups);
+        free((void *) c->regulate_cgroups);
+        free((void *) c->reclaim_cgroups);
+        free((void *) c->value_cgroups);
+        *c = (struct configuration_snapshot){};
+}
+
+/* A copy of a list of strings' pointers, so that the snapshot owns its arrays whatever filled it. */
+static const char *const *strings_of(char *const *list, size_t n) {
+        const char **a = calloc(MAX(n, 1u), sizeof(char *));
+        for (size_t i = 0; a && i < n; i++)
+                a[i] = list[i];
+        return a;
+}
+
+int protocol_configuration_of(const struct config *c, const char *log_level, struct configuration_snapshot *ret) {
+        assert(c);
+        assert(ret);
+
+        const double factors[_LEVEL_MAX] = {
+                [LEVEL_LOW] = c->node.low_factor,
+                [LEVEL_MEDIUM] = c->node.medium_factor,
+                [LEVEL_CRITICAL] = c->node.critical_factor,
+        };
+        struct configuration_snapshot s = {
+                .hold_usec = c->hold_usec,
+                .sample_interval_usec = c->sample_interval_usec,
+                .round_interval_usec = c->round_interval_usec,
+                .request_timeout_usec = c->request_timeout_usec,
+                .memory_pressure_level = c->memory_pressure_level,
+                .low_memory_monitor = c->low_memory_monitor,
+                .have_regulator = true,
+                .regulate_budget_usec = c->regulate_budget_usec,
+                .regulate_interval_usec = c->regulate_interval_usec,
+                .regulate_step_max_percent = (double) c->regulate_step_max_permille / 10,
+                .have_value_cgroups = true,
+                .log_level = log_level,
+        };
+        for (size_t i = 0; i < PROTOCOL_LEVELS; i++) {
+                enum level l = LEVEL_LOW + (enum level) i;
+                s.levels[i] = (struct level_thresholds){
+                        .level = l,
+                        .pressure = c->psi.t[l],
+                        .have_headroom = c->headroom,
+                        .headroom_bytes = c->headroom_at.left[l],
+                        .headroom_percent = 100 * (1 - c->headroom_at.f[l]),
+                        .node_factor = factors[l],
+                };
+        }
+        s.cgroups = strings_of(c->cgroups, s.n_cgroups = c->n_cgroups);
+        s.reclaim_cgroups = strings_of(c->reclaim_cgroups, s.n_reclaim_cgroups = c->n_reclaim_cgroups);
+        s.value_cgroups = strings_of(c->value_cgroups, s.n_value_cgroups = c->n_value_cgroups);
+        struct regulated_cgroup *regulated = calloc(MAX(c->n_regulate_cgroups, 1u), sizeof(*regulated));
+        for (size_t i = 0; regulated && i < c->n_regulate_cgroups; i++)
+                regulated[i] = (struct regulated_cgroup){ c->regulate_cgroups[i].pattern, c->regulate_cgroups[i].budget_usec };
+        s.regulate_cgroups = regulated;
+        s.n_regulate_cgroups = c->n_regulate_cgroups;
+        if (!s.cgroups || !s.reclaim_cgroups || !s.value_cgroups || !regulated) {
+                protocol_configuration_done(&s);
+                return -ENOMEM;
+        }
+        *ret = s;
+        return 0;
 }

@@ -208,6 +208,21 @@ struct json_object *protocol_reply_shrink(const struct shrink_result *results, s
 struct json_object *protocol_reply_limits(const struct shrinker_limit *limits, size_t n); /* Serve's, to a client that asked */
 int protocol_decode_shrinker_info(struct json_object *o, struct shrinker_info_snapshot *ret);
 
+/* Whole replies, for readers such as pressurectl: every part decoded by the codec above, or -EINVAL
+ * (-ENOMEM). The arrays are allocated; strings point into o. */
+struct status_snapshot { /* GetStatus */
+        struct scope_snapshot system;
+        struct scope_snapshot *nodes, *cgroups;
+        size_t n_nodes, n_cgroups;
+};
+int protocol_decode_status(struct json_object *o, struct status_snapshot *ret);
+void protocol_status_done(struct status_snapshot *s);
+/* ListShrinkers: free with protocol_shrinker_infos_free(). */
+int protocol_decode_shrinkers_reply(struct json_object *o, struct shrinker_info_snapshot **ret, size_t *ret_n);
+void protocol_shrinker_infos_free(struct shrinker_info_snapshot *infos, size_t n);
+/* Shrink: free() the array. */
+int protocol_decode_shrink_reply(struct json_object *o, struct shrink_result **ret, size_t *ret_n);
+
 /* An answer from a client, numbers as the client sent them (negative ones are refused here, not by the
  * parser, so that they count as impossible answers). Fields not given are SHRINK_ANSWER_ABSENT. */
 #define SHRINK_ANSWER_ABSENT INT64_MIN
@@ -247,7 +262,51 @@ int protocol_decode_answer_call(struct json_object *params, const char **ret_tok
 /* The interface definition, compiled in from io.pressured.varlink. */
 extern const char protocol_interface_description[];
 
-/* GetConfiguration: the thresholds and intervals in effect. */
+/* LevelThresholds: what raises one level. */
+struct level_thresholds {
+        enum level level;
+        struct psi_trigger pressure;
+        bool have_headroom;      /* headroom is on */
+        uint64_t headroom_bytes; /* raised with this little left; 0: at headroom_percent */
+        double headroom_percent;
+        double node_factor; /* of the node watermark the level is raised at */
+};
+
+/* RegulatedCgroup: a subtree's own stall budget. */
+struct regulated_cgroup {
+        const char *pattern;
+        uint64_t budget_usec; /* 0: not regulated */
+};
+
+/* GetConfiguration's reply: the thresholds and intervals in effect. Decoded strings point into the JSON;
+ * the decoded arrays are allocated, protocol_configuration_done() frees them. */
+#define PROTOCOL_LEVELS (_LEVEL_MAX - LEVEL_LOW) /* low, medium, critical */
+struct configuration_snapshot {
+        struct level_thresholds levels[PROTOCOL_LEVELS];
+        uint64_t hold_usec, sample_interval_usec, round_interval_usec, request_timeout_usec;
+        const char *const *cgroups;
+        size_t n_cgroups;
+        enum level memory_pressure_level;
+        bool low_memory_monitor;
+        bool have_regulator; /* false: a daemon from before the regulator */
+        uint64_t regulate_budget_usec, regulate_interval_usec;
+        double regulate_step_max_percent;
+        const struct regulated_cgroup *regulate_cgroups;
+        size_t n_regulate_cgroups;
+        const char *const *reclaim_cgroups;
+        size_t n_reclaim_cgroups;
+        bool have_value_cgroups; /* false: a daemon from before value-aware reclaim */
+        const char *const *value_cgroups;
+        size_t n_value_cgroups;
+        const char *log_level; /* what is logged now */
+};
+
+struct json_object *protocol_encode_configuration(const struct configuration_snapshot *c);
+int protocol_decode_configuration(struct json_object *o, struct configuration_snapshot *ret);
+void protocol_configuration_done(struct configuration_snapshot *c);
+
+/* The daemon's configuration as GetConfiguration shows it. log_level: what is logged now (SetLogLevel
+ * may have changed it since the configuration was read). The snapshot points into c and owns an array:
+ * protocol_configuration_done() it. -ENOMEM. */
 struct config;
-/* log_level: what is logged now (SetLogLevel may have changed it since the configuration was read). */
-struct json_object *protocol_encode_configuration(const struct config *c, const char *log_level);
+int protocol_configuration_of(const struct config *c, const char *log_level, struct configuration_snapshot *ret);

@@ -125,7 +125,13 @@ static int method_get_configuration(struct varlink_connection *c, struct json_ob
         (void) flags;
         if (parse_params(c, params, no_params, NULL) < 0)
                 return 0;
-        return varlink_reply(c, protocol_encode_configuration(svc->config, log_level_to_string(log_get_max_level())));
+        struct configuration_snapshot conf;
+        struct json_object *reply = NULL;
+        if (protocol_configuration_of(svc->config, log_level_to_string(log_get_max_level()), &conf) >= 0) {
+                reply = protocol_encode_configuration(&conf);
+                protocol_configuration_done(&conf);
+        }
+        return varlink_reply(c, reply); /* NULL: out of memory, the connection goes */
 }
 
 /* ---- SetLogLevel ---- */

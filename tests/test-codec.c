@@ -37,7 +37,7 @@ static void check_same(struct json_object *encoded, struct json_object *document
         json_object_put(encoded);
 }
 
-enum kind { STATE, CHANGE, REQUEST, RESULT, REGISTRATION, INFO, MEMORY_EVENT, LIMIT, _KIND_MAX };
+enum kind { STATE, CHANGE, REQUEST, RESULT, REGISTRATION, INFO, MEMORY_EVENT, LIMIT, CONFIGURATION, _KIND_MAX };
 static unsigned seen[_KIND_MAX];
 
 static void round_trip(enum kind k, struct json_object *o) {
@@ -95,6 +95,13 @@ static void round_trip(enum kind k, struct json_object *o) {
                 check_same(protocol_encode_shrinker_limit(&l), o);
                 break;
         }
+        case CONFIGURATION: {
+                struct configuration_snapshot c;
+                CU_ASSERT_EQUAL_FATAL(protocol_decode_configuration(o, &c), 0);
+                check_same(protocol_encode_configuration(&c), o);
+                protocol_configuration_done(&c);
+                break;
+        }
         default:
                 abort();
         }
@@ -135,6 +142,8 @@ static void check_reply(struct json_object *msg) {
                 each(INFO, v);
         if (json_object_object_get_ex(p, "limits", &v))
                 each(LIMIT, v);
+        if (json_object_object_get_ex(p, "levels", &v))
+                round_trip(CONFIGURATION, p);
 }
 
 /* Every reply line of the page: "<- {...}", "S<- {...}". */
@@ -159,6 +168,7 @@ static void test_documented_replies(void) {
         CU_ASSERT(seen[INFO] >= 1);
         CU_ASSERT(seen[MEMORY_EVENT] >= 1);
         CU_ASSERT(seen[LIMIT] >= 1);
+        CU_ASSERT(seen[CONFIGURATION] >= 1);
 }
 
 /* Decoded values are the documented ones; a hand-built snapshot encodes to the documented text. */
@@ -357,8 +367,61 @@ static void test_utf8(void) {
         json_object_put(o);
 }
 
+/* GetConfiguration: a daemon from before the regulator is still read; a reply missing a level, with a
+ * kind the kernel has not, or a list that is not one of strings is refused. */
+static const char level_text[] =
+        "{\"level\":\"%s\",\"pressure\":{\"kind\":\"%s\",\"stall_usec\":1,\"window_usec\":2},\"node_factor\":1.0}";
+
+static int decode_configuration_text(const char *kinds[3], const char *tail, struct configuration_snapshot *ret) {
+        char text[2048], lv[3][256];
+        static const char *const names[] = { "low", "medium", "critical" };
+        size_t n = 0;
+        for (size_t i = 0; i < 3; i++)
+                if (kinds[i])
+                        snprintf(lv[n++], sizeof(lv[0]), level_text, names[i], kinds[i]);
+        snprintf(text, sizeof(text),
+                 "{\"levels\":[%s%s%s%s%s],\"hold_usec\":1,\"sample_interval_usec\":2,\"round_interval_usec\":3,"
+                 "\"request_timeout_usec\":4,\"memory_pressure_level\":\"low\",\"low_memory_monitor\":false,"
+                 "\"log_level\":\"info\"%s}",
+                 n > 0 ? lv[0] : "", n > 1 ? "," : "", n > 1 ? lv[1] : "", n > 2 ? "," : "", n > 2 ? lv[2] : "", tail);
+        struct json_object *o = json_tokener_parse(text);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+        struct configuration_snapshot c;
+        int r = protocol_decode_configuration(o, &c);
+        if (r >= 0 && ret)
+                *ret = c; /* the strings point into o: only numbers and flags are looked at */
+        else if (r >= 0)
+                protocol_configuration_done(&c);
+        json_object_put(o);
+        return r;
+}
+
+static void test_configuration(void) {
+        const char *kinds[3] = { "some", "some", "full" };
+        struct configuration_snapshot c;
+        CU_ASSERT_EQUAL_FATAL(decode_configuration_text(kinds, ",\"cgroups\":[\"/a\"]", &c), 0);
+        CU_ASSERT_FALSE(c.have_regulator);
+        CU_ASSERT_FALSE(c.have_value_cgroups);
+        CU_ASSERT_FALSE(c.levels[0].have_headroom);
+        CU_ASSERT_EQUAL(c.levels[2].pressure.kind, PSI_FULL);
+        CU_ASSERT_EQUAL(c.levels[2].level, LEVEL_CRITICAL);
+        CU_ASSERT_EQUAL(c.n_cgroups, 1u);
+        CU_ASSERT_EQUAL(c.request_timeout_usec, 4u);
+        protocol_configuration_done(&c);
+
+        CU_ASSERT_EQUAL(decode_configuration_text(kinds, "", NULL), -EINVAL);                      /* no cgroups */
+        CU_ASSERT_EQUAL(decode_configuration_text(kinds, ",\"cgroups\":[1]", NULL), -EINVAL);   /* not strings */
+        CU_ASSERT_EQUAL(decode_configuration_text(kinds, ",\"cgroups\":[],\"regulate_budget_usec\":1", NULL),
+                        -EINVAL); /* a regulator without its interval */
+        CU_ASSERT_EQUAL(decode_configuration_text(kinds, ",\"cgroups\":[],\"value_cgroups\":\"/\"", NULL), -EINVAL);
+        const char *two[3] = { "some", "some", NULL }, *odd[3] = { "some", "most", "full" };
+        CU_ASSERT_EQUAL(decode_configuration_text(two, ",\"cgroups\":[]", NULL), -EINVAL);
+        CU_ASSERT_EQUAL(decode_configuration_text(odd, ",\"cgroups\":[]", NULL), -EINVAL);
+}
+
 int main(void) {
         static const struct test_case cases[] = {
+                { "GetConfiguration, old and malformed", test_configuration },
                 { "UTF-8 in and out", test_utf8 },
                 { "documented replies encode as shown and decode back", test_documented_replies },
                 { "decoded values", test_values },

@@ -83,35 +83,31 @@ static const char *bytes(uint64_t b, char *buf, size_t size) {
         return format_bytes(buf, size, b);
 }
 
-static struct json_object *jget(struct json_object *o, const char *key) {
-        struct json_object *v;
-        return o && json_object_object_get_ex(o, key, &v) ? v : NULL;
-}
-
 /* The regulator's state (a Regulation) in words: "budget 1.00 ms/s, stall 0.12 ms/s, under; held at
  * 11.3M: edge 12.5M found 11:22:41, back in 2.5 s, rising 0.8%/s; 12 steps asked 3.4M". */
-static void regulation_words(struct json_object *reg, char *buf, size_t size) {
+static void regulation_words(const struct regulation_snapshot *reg, char *buf, size_t size) {
         char a[16], b[16], c[16], when[16] = "?";
         size_t off = 0;
-        uint64_t limit = (uint64_t) json_object_get_int64(jget(reg, "limit")), edge = (uint64_t) json_object_get_int64(jget(reg, "edge"));
-        off += (size_t) snprintf(buf, size, "budget %.2f ms/s, stall %.2f ms/s, %s",
-                                 (double) json_object_get_int64(jget(reg, "budget")) / 1000,
-                                 (double) json_object_get_int64(jget(reg, "stall")) / 1000,
-                                 json_object_get_string(jget(reg, "state")) ?: "?");
-        if (limit > 0 && off < size) {
-                time_t t = (time_t) (json_object_get_int64(jget(reg, "edge_found")) / 1000000);
+        off += (size_t) snprintf(buf, size, "budget %.2f ms/s, stall %.2f ms/s, %s", (double) reg->budget / 1000,
+                                 (double) reg->stall / 1000, reg->state ?: "?");
+        if (reg->limit > 0 && off < size) {
+                time_t t = (time_t) (reg->edge_found / 1000000);
                 struct tm tm;
                 if (t > 0 && localtime_r(&t, &tm))
                         strftime(when, sizeof(when), "%H:%M:%S", &tm);
                 off += (size_t) snprintf(buf + off, size - off, "; held at %s: edge %s found %s, back in %.1f s, rising %.1f%%/s",
-                                         bytes(limit, a, sizeof(a)), bytes(edge, b, sizeof(b)), when,
-                                         (double) json_object_get_int64(jget(reg, "return_usec")) / 1e6,
-                                         (double) json_object_get_int64(jget(reg, "rising")) / 10);
+                                         bytes(reg->limit, a, sizeof(a)), bytes(reg->edge, b, sizeof(b)), when,
+                                         (double) reg->return_usec / 1e6, (double) reg->rising / 10);
         } else if (off < size)
                 off += (size_t) snprintf(buf + off, size - off, "; no growth limit");
         if (off < size)
-                snprintf(buf + off, size - off, "; %" PRId64 " steps asked %s", json_object_get_int64(jget(reg, "steps")),
-                         bytes((uint64_t) json_object_get_int64(jget(reg, "asked")), c, sizeof(c)));
+                snprintf(buf + off, size - off, "; %" PRIu64 " steps asked %s", reg->steps, bytes(reg->asked, c, sizeof(c)));
+}
+
+/* A reply the daemon's own codec cannot read: a daemon newer or older than this pressurectl. */
+static int say_unreadable(const char *method) {
+        fprintf(stderr, "pressurectl: cannot read pressured's reply to %s (a daemon of another version?)\n", method);
+        return EXIT_FAILED;
 }
 
 /* ---- errors in words ---- */
@@ -273,105 +269,106 @@ static void print_header(void) {
 
 static int call(struct pressure_client *c, const char *method, const char *params, struct json_object **ret);
 
-static int get_config(struct pressure_client *c, struct json_object **ret) {
-        return call(c, "io.pressured.GetConfiguration", NULL, ret);
+/* GetConfiguration, as the raw reply (for --json) and decoded by the codec (conf points into *ret). */
+static int get_config(struct pressure_client *c, struct json_object **ret, struct configuration_snapshot *conf) {
+        int r = call(c, "io.pressured.GetConfiguration", NULL, ret);
+        if (r < 0)
+                return r;
+        if (protocol_decode_configuration(*ret, conf) < 0) {
+                json_object_put(*ret);
+                *ret = NULL;
+                return -say_unreadable("GetConfiguration");
+        }
+        return 0;
 }
 
-static const char *usec(int64_t v, char *buf, size_t size) {
-        return format_usec(buf, size, (uint64_t) v);
+static const char *usec(uint64_t v, char *buf, size_t size) {
+        return format_usec(buf, size, v);
 }
 
 /* "some 100ms per 2s, or headroom at or below 15%" for one level. */
-static void describe_threshold(struct json_object *lv, char *buf, size_t size) {
-        struct json_object *p = jget(lv, "pressure"), *h = jget(lv, "headroom_percent");
-        char st[FORMAT_USEC_MAX], w[FORMAT_USEC_MAX];
-        int n = snprintf(buf, size, "%s stall %s per %s (%.1f%%)", json_object_get_string(jget(p, "kind")),
-                         usec(json_object_get_int64(jget(p, "stall_usec")), st, sizeof(st)),
-                         usec(json_object_get_int64(jget(p, "window_usec")), w, sizeof(w)),
-                         100.0 * (double) json_object_get_int64(jget(p, "stall_usec")) /
-                                 (double) MAX(json_object_get_int64(jget(p, "window_usec")), 1));
-        struct json_object *hb = jget(lv, "headroom_bytes");
-        char b[FORMAT_BYTES_MAX];
-        if (h && n > 0 && (size_t) n < size)
-                snprintf(buf + n, size - (size_t) n, ", or headroom <= %.0f%%", json_object_get_double(h));
-        else if (hb && n > 0 && (size_t) n < size)
-                snprintf(buf + n, size - (size_t) n, ", or headroom <= %s",
-                         format_bytes(b, sizeof(b), (uint64_t) json_object_get_int64(hb)));
+static void describe_threshold(const struct level_thresholds *t, char *buf, size_t size) {
+        char st[FORMAT_USEC_MAX], w[FORMAT_USEC_MAX], b[FORMAT_BYTES_MAX];
+        int n = snprintf(buf, size, "%s stall %s per %s (%.1f%%)", psi_kind_to_string(t->pressure.kind),
+                         usec(t->pressure.stall_usec, st, sizeof(st)), usec(t->pressure.window_usec, w, sizeof(w)),
+                         100.0 * (double) t->pressure.stall_usec / (double) MAX(t->pressure.window_usec, 1u));
+        if (!t->have_headroom || n < 0 || (size_t) n >= size)
+                return;
+        if (t->headroom_bytes > 0)
+                snprintf(buf + n, size - (size_t) n, ", or headroom <= %s", format_bytes(b, sizeof(b), t->headroom_bytes));
+        else
+                snprintf(buf + n, size - (size_t) n, ", or headroom <= %.0f%%", t->headroom_percent);
 }
 
 /* The regulator's part of `pressurectl config`: its budget, and the groups with their own. */
-static void print_regulator_config(struct json_object *conf) {
+static void print_regulator_config(const struct configuration_snapshot *conf) {
         char a[FORMAT_USEC_MAX];
-        int64_t budget = json_object_get_int64(jget(conf, "regulate_budget_usec"));
-        if (!jget(conf, "regulate_budget_usec"))
-                ; /* a daemon from before the regulator */
-        else if (budget > 0)
+        if (!conf->have_regulator)
+                return; /* a daemon from before the regulator */
+        if (conf->regulate_budget_usec > 0)
                 printf("The regulator holds the stall of scopes with shrinkers under %.2f ms/s, looking every %s, "
                        "in steps of at most %.2f%%.\n",
-                       (double) budget / 1000, usec(json_object_get_int64(jget(conf, "regulate_interval_usec")), a, sizeof(a)),
-                       json_object_get_double(jget(conf, "regulate_step_max_percent")));
+                       (double) conf->regulate_budget_usec / 1000, usec(conf->regulate_interval_usec, a, sizeof(a)),
+                       conf->regulate_step_max_percent);
         else
                 printf("The regulator is off (regulate_budget=0).\n");
-        struct json_object *regulated = jget(conf, "regulate_cgroups");
-        for (size_t i = 0; regulated && i < json_object_array_length(regulated); i++) {
-                struct json_object *e = json_object_array_get_idx(regulated, i);
-                int64_t sub = json_object_get_int64(jget(e, "budget_usec"));
-                if (sub > 0)
-                        printf("  %s: %.2f ms/s\n", json_object_get_string(jget(e, "pattern")), (double) sub / 1000);
+        for (size_t i = 0; i < conf->n_regulate_cgroups; i++) {
+                const struct regulated_cgroup *g = &conf->regulate_cgroups[i];
+                if (g->budget_usec > 0)
+                        printf("  %s: %.2f ms/s\n", g->pattern, (double) g->budget_usec / 1000);
                 else
-                        printf("  %s: not regulated\n", json_object_get_string(jget(e, "pattern")));
+                        printf("  %s: not regulated\n", g->pattern);
         }
+}
+
+static void print_list(const char *title, const char *const *list, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                printf("%s %s\n", i == 0 ? title : " ", list[i]);
+}
+
+static void print_config(const struct configuration_snapshot *conf) {
+        char a[FORMAT_USEC_MAX], b[FORMAT_USEC_MAX];
+        static const char *const marks[] = { "high", "low", "min" };
+        printf("%-9s %-54s %s\n", "LEVEL", "RAISED AT (PSI stall, or headroom)", "NODE: FREE <= FACTOR x WATERMARK");
+        for (size_t i = 0; i < PROTOCOL_LEVELS; i++) {
+                char th[128];
+                describe_threshold(&conf->levels[i], th, sizeof(th));
+                printf("%-9s %-54s %.2f x %s\n", level_to_string(conf->levels[i].level), th, conf->levels[i].node_factor,
+                       marks[i]);
+        }
+        printf("\nA level falls after the figures stay below it for %s; scopes above ok are sampled every %s.\n",
+               usec(conf->hold_usec, a, sizeof(a)), usec(conf->sample_interval_usec, b, sizeof(b)));
+        printf("Reclaim rounds every %s; a shrinker has %s to answer a request.\n",
+               usec(conf->round_interval_usec, a, sizeof(a)), usec(conf->request_timeout_usec, b, sizeof(b)));
+        printf("Watched from start-up:");
+        for (size_t i = 0; i < conf->n_cgroups; i++)
+                printf(" %s", conf->cgroups[i]);
+        printf("%s\n", conf->n_cgroups > 0 ? "" : " (no cgroup)");
+        printf("systemd's memory pressure clients are told at %s; GLib's LowMemoryMonitor is %s.\n",
+               level_to_string(conf->memory_pressure_level), conf->low_memory_monitor ? "served" : "off");
+        print_regulator_config(conf);
+        print_list("Proactive reclaim (memory.reclaim, within the budget above) of:", conf->reclaim_cgroups,
+                   conf->n_reclaim_cgroups);
+        print_list("Values compared across users in:", conf->value_cgroups, conf->n_value_cgroups);
 }
 
 static int cmd_config(void) {
         struct pressure_client *c;
-        struct json_object *conf;
+        struct json_object *reply;
+        struct configuration_snapshot conf;
         int r = connect_client(&c);
         if (r < 0)
                 return -r;
-        r = get_config(c, &conf);
+        r = get_config(c, &reply, &conf);
         pressure_client_unref(c);
         if (r < 0)
                 return -r;
-        if (arg_json) {
-                print_json_line(conf);
-                json_object_put(conf);
-                return EXIT_OK;
-        }
-        struct json_object *levels = jget(conf, "levels"), *cgroups = jget(conf, "cgroups");
-        char a[FORMAT_USEC_MAX], b[FORMAT_USEC_MAX];
-        printf("%-9s %-54s %s\n", "LEVEL", "RAISED AT (PSI stall, or headroom)", "NODE: FREE <= FACTOR x WATERMARK");
-        static const char *const marks[] = { "high", "low", "min" };
-        for (size_t i = 0; levels && i < json_object_array_length(levels); i++) {
-                struct json_object *lv = json_object_array_get_idx(levels, i);
-                char th[128];
-                describe_threshold(lv, th, sizeof(th));
-                printf("%-9s %-54s %.2f x %s\n", json_object_get_string(jget(lv, "level")), th,
-                       json_object_get_double(jget(lv, "node_factor")), marks[i < 3 ? i : 2]);
-        }
-        printf("\nA level falls after the figures stay below it for %s; scopes above ok are sampled every %s.\n",
-               usec(json_object_get_int64(jget(conf, "hold_usec")), a, sizeof(a)),
-               usec(json_object_get_int64(jget(conf, "sample_interval_usec")), b, sizeof(b)));
-        printf("Reclaim rounds every %s; a shrinker has %s to answer a request.\n",
-               usec(json_object_get_int64(jget(conf, "round_interval_usec")), a, sizeof(a)),
-               usec(json_object_get_int64(jget(conf, "request_timeout_usec")), b, sizeof(b)));
-        printf("Watched from start-up:");
-        for (size_t i = 0; cgroups && i < json_object_array_length(cgroups); i++)
-                printf(" %s", json_object_get_string(json_object_array_get_idx(cgroups, i)));
-        printf("%s\n", cgroups && json_object_array_length(cgroups) > 0 ? "" : " (no cgroup)");
-        printf("systemd's memory pressure clients are told at %s; GLib's LowMemoryMonitor is %s.\n",
-               json_object_get_string(jget(conf, "memory_pressure_level")),
-               json_object_get_boolean(jget(conf, "low_memory_monitor")) ? "served" : "off");
-        print_regulator_config(conf);
-        struct json_object *reclaimed = jget(conf, "reclaim_cgroups");
-        for (size_t i = 0; reclaimed && i < json_object_array_length(reclaimed); i++)
-                printf("%s %s\n", i == 0 ? "Proactive reclaim (memory.reclaim, within the budget above) of:" : " ",
-                       json_object_get_string(json_object_array_get_idx(reclaimed, i)));
-        struct json_object *valued = jget(conf, "value_cgroups");
-        for (size_t i = 0; valued && i < json_object_array_length(valued); i++)
-                printf("%s %s\n", i == 0 ? "Values compared across users in:" : " ",
-                       json_object_get_string(json_object_array_get_idx(valued, i)));
-        json_object_put(conf);
+        if (arg_json)
+                print_json_line(reply);
+        else
+                print_config(&conf);
+        protocol_configuration_done(&conf);
+        json_object_put(reply);
         return EXIT_OK;
 }
 
@@ -414,15 +411,19 @@ static int status_all(void) {
 struct look {
         const char *name;
         struct pressure_subscription *sub;
-        struct json_object *state; /* the first state */
+        struct json_object *state; /* the first state, as sent */
+        struct scope_snapshot snap; /* decoded from it, with the regulator's state from GetStatus */
         int error;
 };
 
 static void on_look_state(struct pressure_client *c, const struct pressure_scope *s, int is_initial, void *userdata) {
         struct look *l = userdata;
         (void) c;
-        if (is_initial && !l->state)
-                l->state = scope_json(s);
+        if (!is_initial || l->state)
+                return;
+        l->state = scope_json(s);
+        if (!l->state || protocol_decode_scope_state(l->state, &l->snap) < 0)
+                l->error = -EBADMSG;
 }
 
 static void on_look_end(struct pressure_subscription *s, int error, void *userdata) {
@@ -431,120 +432,112 @@ static void on_look_end(struct pressure_subscription *s, int error, void *userda
         l->error = error < 0 ? error : -EPROTO;
 }
 
-static void print_look_memory(struct json_object *cm, struct json_object *mem, struct json_object *h);
-static void print_look_thresholds(struct json_object *levels, bool node);
+static void print_look_memory(const struct scope_snapshot *st);
+static void print_look_thresholds(const struct configuration_snapshot *conf, bool node);
 
-static void print_look(const char *name, struct json_object *st, struct json_object *conf) {
-        struct json_object *p = jget(st, "pressure"), *cm = jget(st, "cgroup_memory"), *h = jget(st, "headroom"),
-                           *mem = jget(st, "memory"), *levels = jget(conf, "levels");
-        const char *level = json_object_get_string(jget(st, "level"));
+static void print_look(const char *name, const struct scope_snapshot *st, const struct configuration_snapshot *conf) {
         char a[16];
 
         printf("%s\n", name);
-        printf("  Level:      %s", level);
-        if (jget(st, "source"))
-                printf(" (source %s)", json_object_get_string(jget(st, "source")));
+        printf("  Level:      %s", level_to_string(st->level));
+        if (st->level != LEVEL_OK)
+                printf(" (source %s)", level_source_to_string(st->source));
         printf("\n");
-        if (jget(st, "reason"))
-                printf("  Why:        %s\n", json_object_get_string(jget(st, "reason")));
-        else if (level && strcmp(level, "ok") == 0)
+        if (st->reason && st->reason[0])
+                printf("  Why:        %s\n", st->reason);
+        else if (st->level == LEVEL_OK)
                 printf("  Why:        below every threshold\n");
-        if (p) {
-                struct json_object *some = jget(p, "some"), *full = jget(p, "full");
-                printf("  Stall:      some %.2f%% %.2f%% %.2f%%", json_object_get_double(jget(some, "avg10")),
-                       json_object_get_double(jget(some, "avg60")), json_object_get_double(jget(some, "avg300")));
-                if (full)
-                        printf(", full %.2f%% %.2f%% %.2f%%", json_object_get_double(jget(full, "avg10")),
-                               json_object_get_double(jget(full, "avg60")), json_object_get_double(jget(full, "avg300")));
+        if (st->have_psi) {
+                const struct psi_line *some = &st->psi.line[PSI_SOME], *full = &st->psi.line[PSI_FULL];
+                printf("  Stall:      some %.2f%% %.2f%% %.2f%%", some->avg10, some->avg60, some->avg300);
+                if (st->psi.has_full)
+                        printf(", full %.2f%% %.2f%% %.2f%%", full->avg10, full->avg60, full->avg300);
                 printf(" (avg10 avg60 avg300)\n");
         }
-        print_look_memory(cm, mem, h);
-        if (jget(st, "reclaim_target") && json_object_get_int64(jget(st, "reclaim_target")) > 0)
-                printf("  Target:     %s to free\n",
-                       bytes((uint64_t) json_object_get_int64(jget(st, "reclaim_target")), a, sizeof(a)));
-        print_look_thresholds(levels, mem != NULL);
-        if (jget(st, "regulation")) {
+        print_look_memory(st);
+        if (st->reclaim_target > 0)
+                printf("  Target:     %s to free\n", bytes(st->reclaim_target, a, sizeof(a)));
+        print_look_thresholds(conf, st->have_node_memory);
+        if (st->have_regulation) {
                 char words[512];
-                regulation_words(jget(st, "regulation"), words, sizeof(words));
+                regulation_words(&st->regulation, words, sizeof(words));
                 printf("  Regulator:  %s\n", words);
         }
 }
 
-static void print_look_memory(struct json_object *cm, struct json_object *mem, struct json_object *h) {
+static void print_look_memory(const struct scope_snapshot *st) {
         char a[16], b[16], c[16], d[16], e[16];
-        if (cm) {
-                printf("  Memory:     %s used", bytes((uint64_t) json_object_get_int64(jget(cm, "usage")), a, sizeof(a)));
-                if (jget(cm, "limit"))
-                        printf(", limit %s", bytes((uint64_t) json_object_get_int64(jget(cm, "limit")), b, sizeof(b)));
+        if (st->have_cgroup_memory) {
+                printf("  Memory:     %s used", bytes(st->usage, a, sizeof(a)));
+                if (st->limit != UINT64_MAX)
+                        printf(", limit %s", bytes(st->limit, b, sizeof(b)));
                 else
                         printf(", no limit of its own");
                 printf("\n");
         }
-        if (mem)
-                printf("  Memory:     %s free of %s; watermarks min %s low %s high %s\n",
-                       bytes((uint64_t) json_object_get_int64(jget(mem, "free")), a, sizeof(a)),
-                       bytes((uint64_t) json_object_get_int64(jget(mem, "total")), b, sizeof(b)),
-                       bytes((uint64_t) json_object_get_int64(jget(mem, "watermark_min")), c, sizeof(c)),
-                       bytes((uint64_t) json_object_get_int64(jget(mem, "watermark_low")), d, sizeof(d)),
-                       bytes((uint64_t) json_object_get_int64(jget(mem, "watermark_high")), e, sizeof(e)));
-        if (h) {
-                uint64_t limit = (uint64_t) json_object_get_int64(jget(h, "limit")),
-                         unrecl = (uint64_t) json_object_get_int64(jget(h, "unreclaimable"));
+        if (st->have_node_memory)
+                printf("  Memory:     %s free of %s; watermarks min %s low %s high %s\n", bytes(st->node.free, a, sizeof(a)),
+                       bytes(st->node.total, b, sizeof(b)), bytes(st->node.watermark_min, c, sizeof(c)),
+                       bytes(st->node.watermark_low, d, sizeof(d)), bytes(st->node.watermark_high, e, sizeof(e)));
+        if (st->have_headroom) {
+                uint64_t limit = st->headroom_limit, unrecl = st->headroom_unreclaimable;
                 uint64_t room = limit > unrecl ? limit - unrecl : 0;
                 printf("  Headroom:   %s left of %s (%.1f%%)", bytes(room, a, sizeof(a)), bytes(limit, b, sizeof(b)),
                        limit ? 100.0 * (double) room / (double) limit : 0);
-                if (jget(h, "cgroup"))
-                        printf(", under the limit of %s", json_object_get_string(jget(h, "cgroup")));
+                if (st->headroom_cgroup)
+                        printf(", under the limit of %s", st->headroom_cgroup);
                 printf("; %s cannot be reclaimed cheaply\n", bytes(unrecl, c, sizeof(c)));
-        } else if (cm)
+        } else if (st->have_cgroup_memory)
                 printf("  Headroom:   no limit binds it\n");
 }
 
-static void print_look_thresholds(struct json_object *levels, bool node) {
-        for (size_t i = 0; levels && i < json_object_array_length(levels); i++) {
-                struct json_object *lv = json_object_array_get_idx(levels, i);
+static void print_look_thresholds(const struct configuration_snapshot *conf, bool node) {
+        static const char *const marks[] = { "high", "low", "min" };
+        for (size_t i = 0; i < PROTOCOL_LEVELS; i++) {
                 char th[128];
                 if (node)
-                        snprintf(th, sizeof(th), "free <= %.2f x the %s watermark",
-                                 json_object_get_double(jget(lv, "node_factor")), i == 0 ? "high" : i == 1 ? "low" : "min");
+                        snprintf(th, sizeof(th), "free <= %.2f x the %s watermark", conf->levels[i].node_factor, marks[i]);
                 else
-                        describe_threshold(lv, th, sizeof(th));
+                        describe_threshold(&conf->levels[i], th, sizeof(th));
                 printf("  %-11s %s\n", i == 0 ? "Thresholds:" : "", th);
-                (void) th;
         }
 }
 
 static int looks_subscribe(struct pressure_client *c, struct look *looks, char **scopes, size_t n);
 static int looks_wait(struct pressure_client *c, struct look *looks, size_t n);
-static void looks_print(struct look *looks, size_t n, struct json_object *conf);
+static void looks_print(struct look *looks, size_t n, struct json_object *conf_json,
+                        const struct configuration_snapshot *conf);
 static int call(struct pressure_client *c, const char *method, const char *params, struct json_object **ret);
 
-/* A subscription's state has no regulator in it: GetStatus has, for the scopes the regulator follows. */
-static void looks_add_regulation(struct pressure_client *c, struct look *looks, size_t n) {
-        struct json_object *all = NULL;
-        if (call(c, "io.pressured.GetStatus", NULL, &all) < 0)
+/* A subscription's state has no regulator in it: GetStatus has, for the scopes the regulator follows.
+ * *ret_all holds the strings the looks' regulation points into. */
+static void looks_add_regulation(struct pressure_client *c, struct look *looks, size_t n, struct json_object **ret_all) {
+        struct status_snapshot all;
+        if (call(c, "io.pressured.GetStatus", NULL, ret_all) < 0)
                 return; /* said; the rest is still worth printing */
-        struct json_object *cgroups = jget(all, "cgroups");
-        for (size_t i = 0; i < n; i++) {
-                struct json_object *ref = jget(looks[i].state, "scope"), *found = NULL;
-                const char *type = json_object_get_string(jget(ref, "type")), *cg = json_object_get_string(jget(ref, "cgroup"));
-                if (type && strcmp(type, "system") == 0)
-                        found = jget(all, "system");
-                for (size_t k = 0; cg && cgroups && !found && k < json_object_array_length(cgroups); k++) {
-                        struct json_object *e = json_object_array_get_idx(cgroups, k);
-                        const char *other = json_object_get_string(jget(jget(e, "scope"), "cgroup"));
-                        if (other && strcmp(other, cg) == 0)
-                                found = e;
-                }
-                if (found && jget(found, "regulation"))
-                        json_object_object_add(looks[i].state, "regulation", json_object_get(jget(found, "regulation")));
+        if (protocol_decode_status(*ret_all, &all) < 0) {
+                (void) say_unreadable("GetStatus");
+                return;
         }
-        json_object_put(all);
+        for (size_t i = 0; i < n; i++) {
+                const struct scope_snapshot *found = NULL;
+                if (looks[i].snap.id.type == SCOPE_SYSTEM)
+                        found = &all.system;
+                for (size_t k = 0; looks[i].snap.id.type == SCOPE_CGROUP && !found && k < all.n_cgroups; k++)
+                        if (streq(all.cgroups[k].id.cgroup, looks[i].snap.id.cgroup))
+                                found = &all.cgroups[k];
+                if (found && found->have_regulation) {
+                        looks[i].snap.have_regulation = true;
+                        looks[i].snap.regulation = found->regulation;
+                }
+        }
+        protocol_status_done(&all);
 }
 
 static int status_scopes(char **scopes) {
         struct pressure_client *c;
-        struct json_object *conf = NULL;
+        struct json_object *conf_json = NULL, *all = NULL;
+        struct configuration_snapshot conf = {};
         size_t n = 0;
         int r = connect_client(&c);
         if (r < 0)
@@ -558,21 +551,23 @@ static int status_scopes(char **scopes) {
         }
         int code = looks_subscribe(c, looks, scopes, n);
         if (code == EXIT_OK)
-                r = get_config(c, &conf);
+                r = get_config(c, &conf_json, &conf);
         if (code == EXIT_OK && r < 0)
                 code = -r;
         if (code == EXIT_OK)
                 code = looks_wait(c, looks, n);
         if (code == EXIT_OK)
-                looks_add_regulation(c, looks, n);
+                looks_add_regulation(c, looks, n, &all);
         if (code == EXIT_OK)
-                looks_print(looks, n, conf);
+                looks_print(looks, n, conf_json, &conf);
         for (size_t i = 0; i < n; i++) {
                 pressure_subscription_unref(looks[i].sub);
                 json_object_put(looks[i].state);
         }
         free(looks);
-        json_object_put(conf);
+        protocol_configuration_done(&conf);
+        json_object_put(conf_json);
+        json_object_put(all);
         pressure_client_unref(c);
         return code;
 }
@@ -601,7 +596,9 @@ static int looks_wait(struct pressure_client *c, struct look *looks, size_t n) {
         for (;;) {
                 size_t waiting = 0;
                 for (size_t i = 0; i < n && code == EXIT_OK; i++) {
-                        if (looks[i].error && code == EXIT_OK) {
+                        if (looks[i].error == -EBADMSG)
+                                code = say_unreadable("Subscribe");
+                        else if (looks[i].error) {
                                 say_scope_refused(looks[i].name, looks[i].error);
                                 code = EXIT_FAILED;
                         }
@@ -629,13 +626,16 @@ static int looks_wait(struct pressure_client *c, struct look *looks, size_t n) {
         return code;
 }
 
-static void looks_print(struct look *looks, size_t n, struct json_object *conf) {
+/* --json: each state as the codec writes it (the regulator's state included), and the configuration as
+ * the daemon sent it. */
+static void looks_print(struct look *looks, size_t n, struct json_object *conf_json,
+                        const struct configuration_snapshot *conf) {
         if (arg_json) {
                 struct json_object *o = json_object_new_object(), *list = json_object_new_array();
                 for (size_t i = 0; i < n; i++)
-                        json_object_array_add(list, json_object_get(looks[i].state));
+                        json_object_array_add(list, protocol_encode_scope_state(&looks[i].snap));
                 json_object_object_add(o, "scopes", list);
-                json_object_object_add(o, "configuration", json_object_get(conf));
+                json_object_object_add(o, "configuration", json_object_get(conf_json));
                 print_json_line(o);
                 json_object_put(o);
                 return;
@@ -643,7 +643,7 @@ static void looks_print(struct look *looks, size_t n, struct json_object *conf) 
         for (size_t i = 0; i < n; i++) {
                 if (i > 0)
                         printf("\n");
-                print_look(looks[i].name, looks[i].state, conf);
+                print_look(looks[i].name, &looks[i].snap, conf);
         }
 }
 
@@ -910,69 +910,46 @@ static void shrinker_value(const struct shrinker_info_snapshot *sh, char *buf, s
                 snprintf(buf, size, "-");
 }
 
-/* One row, from the reply as the daemon's own codec reads it (a ShrinkerInfo it cannot read is said). */
-static void print_shrinker(struct json_object *o, int name_w, int cgroup_w) {
+static void print_shrinker(const struct shrinker_info_snapshot *sh, int name_w, int cgroup_w) {
         char objs[256], fl[32], claimed[32], released[32], trust[16], for_pid[16] = "-", limit[32] = "-", value[32];
-        struct shrinker_info_snapshot sh;
-        if (protocol_decode_shrinker_info(o, &sh) < 0) {
-                printf("(a shrinker the daemon described in a way this pressurectl cannot read)\n");
-                return;
-        }
-        shrinker_counts(&sh, objs, sizeof(objs));
-        shrinker_flags(&sh, fl, sizeof(fl));
-        shrinker_value(&sh, value, sizeof(value));
-        if (sh.for_pid > 0)
-                snprintf(for_pid, sizeof(for_pid), "%d", (int) sh.for_pid);
-        snprintf(trust, sizeof(trust), "%u%%", sh.client_trust / 10);
-        bytes(sh.client_claimed_bytes, claimed, sizeof(claimed));
-        bytes(sh.client_released_bytes, released, sizeof(released));
-        if (sh.limit > 0)
-                bytes(sh.limit, limit, sizeof(limit));
-        printf("%-5" PRIu64 " %-*s %-7d %-7s %-*s %-5s %-20s %10" PRIu64 " %8" PRIu64 " %9s %9s %6s %8s %8s %-11s\n", sh.id,
-               name_w, sh.name, (int) sh.pid, for_pid, cgroup_w, sh.cgroup, fl, objs, sh.stats.freed, sh.stats.timeouts, claimed,
-               released, trust, limit, value, sh.quarantined ? "quarantined" : "active");
-        free(sh.nodes);
+        shrinker_counts(sh, objs, sizeof(objs));
+        shrinker_flags(sh, fl, sizeof(fl));
+        shrinker_value(sh, value, sizeof(value));
+        if (sh->for_pid > 0)
+                snprintf(for_pid, sizeof(for_pid), "%d", (int) sh->for_pid);
+        snprintf(trust, sizeof(trust), "%u%%", sh->client_trust / 10);
+        bytes(sh->client_claimed_bytes, claimed, sizeof(claimed));
+        bytes(sh->client_released_bytes, released, sizeof(released));
+        if (sh->limit > 0)
+                bytes(sh->limit, limit, sizeof(limit));
+        printf("%-5" PRIu64 " %-*s %-7d %-7s %-*s %-5s %-20s %10" PRIu64 " %8" PRIu64 " %9s %9s %6s %8s %8s %-11s\n", sh->id,
+               name_w, sh->name, (int) sh->pid, for_pid, cgroup_w, sh->cgroup, fl, objs, sh->stats.freed, sh->stats.timeouts,
+               claimed, released, trust, limit, value, sh->quarantined ? "quarantined" : "active");
+}
+
+static const char *regulated_scope(const struct shrinker_info_snapshot *sh) {
+        return sh->regulation.cgroup ?: "system";
 }
 
 /* The regulator, once per scope that holds a client back. */
-static void print_regulators(struct json_object *list) {
+static void print_regulators(const struct shrinker_info_snapshot *list, size_t n) {
         bool header = false;
-        for (size_t i = 0; list && i < json_object_array_length(list); i++) {
-                struct json_object *reg = jget(json_object_array_get_idx(list, i), "regulation");
-                const char *cg = reg ? json_object_get_string(jget(reg, "cgroup")) ?: "system" : NULL;
+        for (size_t i = 0; i < n; i++) {
                 bool seen = false;
-                for (size_t k = 0; reg && k < i && !seen; k++) {
-                        struct json_object *other = jget(json_object_array_get_idx(list, k), "regulation");
-                        seen = other && strcmp(json_object_get_string(jget(other, "cgroup")) ?: "system", cg) == 0;
-                }
-                if (!reg || seen)
+                for (size_t k = 0; list[i].have_regulation && k < i && !seen; k++)
+                        seen = list[k].have_regulation && streq(regulated_scope(&list[k]), regulated_scope(&list[i]));
+                if (!list[i].have_regulation || seen)
                         continue;
                 char words[512];
-                regulation_words(reg, words, sizeof(words));
+                regulation_words(&list[i].regulation, words, sizeof(words));
                 if (!header)
                         printf("\nREGULATOR (where it holds the clients above):\n");
                 header = true;
-                printf("  %s: %s\n", cg, words);
+                printf("  %s: %s\n", regulated_scope(&list[i]), words);
         }
 }
 
-static int cmd_shrinkers(void) {
-        struct pressure_client *c;
-        struct json_object *reply;
-        int r = connect_client(&c);
-        if (r < 0)
-                return -r;
-        r = call(c, "io.pressured.ListShrinkers", NULL, &reply);
-        pressure_client_unref(c);
-        if (r < 0)
-                return -r;
-
-        if (arg_json) {
-                printf("%s\n", json_object_to_json_string_ext(reply, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
-                json_object_put(reply);
-                return EXIT_OK;
-        }
-        struct json_object *list = jget(reply, "shrinkers");
+static void print_shrinkers(const struct shrinker_info_snapshot *list, size_t n) {
         /* CLAIMED, RELEASED and TRUST are the client's: what it said it freed, how far its resident memory
          * fell around the rounds that asked it, and how much of its claims counts towards goals. LIMIT is
          * the shrinker's share of the regulator's growth limit (told to it if it takes limits). VALUE is what
@@ -980,19 +957,40 @@ static int cmd_shrinkers(void) {
          * process an adapter serves for. NAME and CGROUP are as wide as their longest (a 30-character
          * adapter name shifted every column). */
         int name_w = (int) strlen("NAME"), cgroup_w = (int) strlen("CGROUP");
-        for (size_t i = 0; list && i < json_object_array_length(list); i++) {
-                struct json_object *sh = json_object_array_get_idx(list, i);
-                name_w = MAX(name_w, (int) strlen(json_object_get_string(jget(sh, "name")) ?: ""));
-                cgroup_w = MAX(cgroup_w, (int) strlen(json_object_get_string(jget(sh, "cgroup")) ?: ""));
+        for (size_t i = 0; i < n; i++) {
+                name_w = MAX(name_w, (int) strlen(list[i].name));
+                cgroup_w = MAX(cgroup_w, (int) strlen(list[i].cgroup));
         }
         printf("%-5s %-*s %-7s %-7s %-*s %-5s %-20s %10s %8s %9s %9s %6s %8s %8s %-11s\n", "ID", name_w, "NAME", "PID", "FOR",
                cgroup_w, "CGROUP", "FLAGS", "COUNTED/NODE", "FREED", "TIMEOUTS", "CLAIMED", "RELEASED", "TRUST", "LIMIT",
                "VALUE", "STATE");
-        for (size_t i = 0; list && i < json_object_array_length(list); i++)
-                print_shrinker(json_object_array_get_idx(list, i), name_w, cgroup_w);
-        print_regulators(list);
+        for (size_t i = 0; i < n; i++)
+                print_shrinker(&list[i], name_w, cgroup_w);
+        print_regulators(list, n);
+}
+
+static int cmd_shrinkers(void) {
+        struct pressure_client *c;
+        struct json_object *reply;
+        struct shrinker_info_snapshot *list;
+        size_t n;
+        int r = connect_client(&c);
+        if (r < 0)
+                return -r;
+        r = call(c, "io.pressured.ListShrinkers", NULL, &reply);
+        pressure_client_unref(c);
+        if (r < 0)
+                return -r;
+        if (arg_json)
+                print_json_line(reply);
+        else if (protocol_decode_shrinkers_reply(reply, &list, &n) < 0)
+                r = -say_unreadable("ListShrinkers");
+        else {
+                print_shrinkers(list, n);
+                protocol_shrinker_infos_free(list, n);
+        }
         json_object_put(reply);
-        return EXIT_OK;
+        return -r;
 }
 
 /* Shrink's parameters from the options. */
@@ -1014,7 +1012,7 @@ static void shrink_params(struct json_object *params) {
                 json_object_object_add(params, "shrinker", json_object_new_int64(arg_shrinker));
 }
 
-static void print_shrink_results(struct json_object *list);
+static void print_shrink_results(const struct shrink_result *list, size_t n);
 
 static int cmd_shrink(void) {
         struct pressure_client *c;
@@ -1046,17 +1044,18 @@ static int cmd_shrink(void) {
         if (r < 0)
                 return -r;
 
+        struct shrink_result *results;
+        size_t n;
         if (arg_json)
-                printf("%s\n", json_object_to_json_string_ext(reply, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
-        else
-                print_shrink_results(jget(reply, "results"));
+                print_json_line(reply);
+        else if (protocol_decode_shrink_reply(reply, &results, &n) < 0)
+                r = -say_unreadable("Shrink");
+        else {
+                print_shrink_results(results, n);
+                free(results);
+        }
         json_object_put(reply);
-        return EXIT_OK;
-}
-
-/* One result of a Shrink, as the daemon's codec reads it (ok false: it could not). */
-static bool shrink_result_of(struct json_object *list, size_t i, struct shrink_result *ret) {
-        return protocol_decode_shrink_result(json_object_array_get_idx(list, i), ret) >= 0;
+        return -r;
 }
 
 static void print_shrink_result(const struct shrink_result *x, int name_w, int cgroup_w) {
@@ -1071,16 +1070,13 @@ static void print_shrink_result(const struct shrink_result *x, int name_w, int c
                        cgroup_w, x->cgroup, x->scanned, x->freed, note);
 }
 
-static void print_shrink_results(struct json_object *list) {
+static void print_shrink_results(const struct shrink_result *list, size_t n) {
         uint64_t scanned = 0, freed = 0, counted = 0; /* sums over the results */
         int name_w = (int) strlen("NAME"), cgroup_w = (int) strlen("CGROUP");
-        size_t n = list ? json_object_array_length(list) : 0, unread = 0;
-        struct shrink_result x;
-        for (size_t i = 0; i < n; i++)
-                if (shrink_result_of(list, i, &x)) {
-                        name_w = MAX(name_w, (int) strlen(x.name));
-                        cgroup_w = MAX(cgroup_w, (int) strlen(x.cgroup));
-                }
+        for (size_t i = 0; i < n; i++) {
+                name_w = MAX(name_w, (int) strlen(list[i].name));
+                cgroup_w = MAX(cgroup_w, (int) strlen(list[i].cgroup));
+        }
         /* A dry run frees nothing: it has no FREED column. */
         if (arg_dry_run)
                 printf("%-5s %-*s %-5s %-*s %10s  %s\n", "ID", name_w, "NAME", "NODE", cgroup_w, "CGROUP", "COUNTED", "NOTE");
@@ -1088,18 +1084,11 @@ static void print_shrink_results(struct json_object *list) {
                 printf("%-5s %-*s %-5s %-*s %10s %10s  %s\n", "ID", name_w, "NAME", "NODE", cgroup_w, "CGROUP", "SCANNED",
                        "FREED", "NOTE");
         for (size_t i = 0; i < n; i++) {
-                if (!shrink_result_of(list, i, &x)) {
-                        unread++;
-                        continue;
-                }
-                print_shrink_result(&x, name_w, cgroup_w);
-                counted += x.count;
-                scanned += x.scanned;
-                freed += x.freed;
+                print_shrink_result(&list[i], name_w, cgroup_w);
+                counted += list[i].count;
+                scanned += list[i].scanned;
+                freed += list[i].freed;
         }
-        if (unread > 0)
-                printf("(%zu result%s the daemon described in a way this pressurectl cannot read)\n", unread,
-                       unread == 1 ? "" : "s");
         if (arg_dry_run)
                 printf("dry run: %zu shrinker job%s counted %" PRIu64 " objects; nothing was freed\n", n, n == 1 ? "" : "s",
                        counted);

@@ -64,6 +64,22 @@ static void decode_everything(struct json_object *o) {
                 json_object_put(protocol_encode_shrinker_info(&info));
                 free(info.nodes);
         }
+        /* Whole replies, as pressurectl reads them. */
+        struct configuration_snapshot conf;
+        struct status_snapshot status;
+        struct shrinker_info_snapshot *infos;
+        struct shrink_result *results;
+        size_t n;
+        if (protocol_decode_configuration(o, &conf) >= 0) {
+                json_object_put(protocol_encode_configuration(&conf));
+                protocol_configuration_done(&conf);
+        }
+        if (protocol_decode_status(o, &status) >= 0)
+                protocol_status_done(&status);
+        if (protocol_decode_shrinkers_reply(o, &infos, &n) >= 0)
+                protocol_shrinker_infos_free(infos, n);
+        if (protocol_decode_shrink_reply(o, &results, &n) >= 0)
+                free(results);
         struct shrink_answer *answers;
         size_t n_answers;
         const char *token;
