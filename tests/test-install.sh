@@ -64,6 +64,15 @@ for _ in $(seq 1 500); do [ -S "$sock" ] && break; sleep 0.01; done
 out=$(LD_LIBRARY_PATH=$dest$libdir "$dest/client" "$sock")
 check "and talks to the installed daemon" $?
 check "and reads a level" $(echo "$out" | grep -qE '^system level (ok|low|medium|critical)$'; echo $?)
+# The Python client, where the configured Python finds it (its site-packages under the prefix).
+python=$(meson introspect "$BUILD" --buildoptions | python3 -c 'import json,sys; print([o["value"] for o in json.load(sys.stdin) if o["name"]=="python"][0])')
+[ -n "$python" ] || { [ -x /usr/bin/python3 ] && python=/usr/bin/python3 || python=python3; }
+pydir=$("$python" "$SRC/build-aux/python-dir.py" "$prefix")
+check "installed the pressure package in $pydir" $([ -e "$dest$pydir/pressure/__init__.py" ] && [ -e "$dest$pydir/pressure/py.typed" ]; echo $?)
+check "which that Python searches" $([ "$prefix" != /usr ] && [ "$prefix" != /usr/local ] ||
+        "$python" -c "import sys; sys.exit('$pydir' not in sys.path)"; echo $?)
+out=$(cd / && PYTHONPATH=$dest$pydir "$python" -c "import pressure; print(pressure.__version__, pressure.Client('$sock').status().system.level)")
+check "the installed Python client reads a level: $out" $(echo "$out" | grep -qE '^1.3.0 (ok|low|medium|critical)$'; echo $?)
 
 # The public header alone: strict C99, and C++.
 echo '#include <pressure.h>' >"$dest/h.c"

@@ -30,7 +30,9 @@ class Adopted:
         #: The growth limit last told, in bytes (None: none). Kept by the next scan or trim().
         self.limit: Optional[int] = None
         self.evicted = 0
-        self.shrinker: Shrinker = client.add_shrinker(name, self._count, self._scan, on_limit=self._on_limit)
+        # memcg_aware: the cache is charged to this process's cgroup, whose pressure asks it too.
+        self.shrinker: Shrinker = client.add_shrinker(name, self._count, self._scan, memcg_aware=True,
+                                                      on_limit=self._on_limit)
 
     def bytes(self) -> int:
         """An estimate of what the cache holds: its entries times the mean size of up to SAMPLE values."""

@@ -108,8 +108,10 @@ class LRU(MutableMapping[K, V]):
         self.shrinker: Optional[Shrinker] = None
         if register:
             c = client or default_client()
+            # memcg_aware: the entries are charged to this process's cgroup, so the group's own pressure
+            # asks them too (as the kernel asks a memcg-aware list_lru), not only the system's.
             self.shrinker = c.add_shrinker(name, self._count, self._scan, numa_aware=numa_aware,
-                                           on_limit=self._on_limit)
+                                           memcg_aware=True, on_limit=self._on_limit)
 
     # ---- the mapping ----
 
