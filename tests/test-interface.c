@@ -679,7 +679,7 @@ static void relay_check(struct relay *rl, const char *frame) {
         }
         pthread_mutex_lock(&rl->lock);
         if (why) {
-                printf("\n    the library wrote %s: %s", frame, why);
+                printf("\n    the client wrote %s: %s", frame, why);
                 rl->n_bad++;
         } else {
                 bool known = false;
@@ -908,6 +908,171 @@ static void test_library_calls(void) {
         CU_ASSERT_EQUAL(test_daemon_stop(&d), 0);
 }
 
+/* ---- the Python client ---- */
+
+/* The Python and the source root to run the Python client with; NULL when the build has no Python. */
+static const char *python_bin(void) {
+        const char *p = getenv("PRESSURED_PYTHON");
+        return p && *p ? p : NULL;
+}
+
+/* An IDL field's type as text, as the IDL writes it: "?[]ScopeState". */
+static void idl_type_text(const struct idl_field *f, char *buf, size_t size) {
+        static const char *const kinds[] = { [IDL_BOOL] = "bool", [IDL_INT] = "int", [IDL_FLOAT] = "float",
+                                             [IDL_STRING] = "string", [IDL_OBJECT] = "object" };
+        snprintf(buf, size, "%s%s%s", f->optional ? "?" : "", f->array ? "[]" : "",
+                 f->kind == IDL_NAMED ? f->type_name : kinds[f->kind]);
+}
+
+/* The Python's fields of one struct against the IDL's: each of its fields the IDL's, of the same type;
+ * with both_ways, each of the IDL's its too. Returns the mismatches, each said. */
+static unsigned python_struct_check(const char *what, const struct idl_struct *s, struct json_object *fields,
+                                    bool both_ways) {
+        unsigned bad = 0;
+        char text[128];
+        if (!s) {
+                printf("\n    Python's %s: the IDL has no such type or method", what);
+                return 1;
+        }
+        json_object_object_foreach(fields, name, type) {
+                const struct idl_field *f = idl_field(s, name);
+                if (!f) {
+                        printf("\n    Python's %s.%s: not in the IDL", what, name);
+                        bad++;
+                        continue;
+                }
+                idl_type_text(f, text, sizeof(text));
+                if (!streq(text, json_object_get_string(type))) {
+                        printf("\n    Python's %s.%s is %s, the IDL's %s", what, name, json_object_get_string(type), text);
+                        bad++;
+                }
+        }
+        for (size_t i = 0; both_ways && i < s->n_fields; i++)
+                if (!json_object_object_get_ex(fields, s->fields[i].name, NULL)) {
+                        printf("\n    %s.%s is in the IDL but the Python client does not read it", what,
+                               s->fields[i].name);
+                        bad++;
+                }
+        return bad;
+}
+
+/* Run python with the source tree's package: its output, or NULL. */
+static char *python_output(const char *args) {
+        char cmd[2048], *out = calloc(1, 1 << 20);
+        const char *root = getenv("PRESSURED_SOURCE_ROOT");
+        snprintf(cmd, sizeof(cmd), "PYTHONPATH='%s/python' '%s' %s", root ? root : "..", python_bin(), args);
+        FILE *p = popen(cmd, "r");
+        if (!p || !out) {
+                free(out);
+                return NULL;
+        }
+        size_t n = fread(out, 1, (1 << 20) - 1, p);
+        out[n] = 0;
+        if (pclose(p) != 0) {
+                free(out);
+                return NULL;
+        }
+        return out;
+}
+
+/* The Python client's schema (its dataclasses, the calls it writes, its enums and errors) is the IDL's:
+ * every type both ways, every reply both ways, every call parameter one way (it need not send all). */
+static void test_python_schema(void) {
+        if (!python_bin()) {
+                printf("\n    not run: no Python in this build");
+                return;
+        }
+        char *text = python_output("-c 'import json, pressure.protocol as p, pressure.errors as e; s = p.schema(); "
+                                   "s[\"errors\"] = sorted(e.ERRORS); print(json.dumps(s))'");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+        struct json_object *s = json_tokener_parse(text), *part;
+        free(text);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+        unsigned bad = 0, n = 0;
+        CU_ASSERT_FATAL(json_object_object_get_ex(s, "types", &part));
+        json_object_object_foreach(part, tname, tfields) {
+                bad += python_struct_check(tname, idl_type(idl, tname), tfields, true);
+                n++;
+        }
+        CU_ASSERT(n >= 20);
+        CU_ASSERT_FATAL(json_object_object_get_ex(s, "replies", &part));
+        json_object_object_foreach(part, rname, rfields) {
+                const struct idl_method *m = idl_method(idl, rname);
+                bad += python_struct_check(rname, m ? &m->out : NULL, rfields, true);
+        }
+        CU_ASSERT_FATAL(json_object_object_get_ex(s, "calls", &part));
+        json_object_object_foreach(part, cname, cfields) {
+                const struct idl_method *m = idl_method(idl, cname);
+                bad += python_struct_check(cname, m ? &m->in : NULL, cfields, false);
+        }
+        CU_ASSERT_FATAL(json_object_object_get_ex(s, "enums", &part));
+        json_object_object_foreach(part, ename, values) {
+                const struct idl_struct *e = idl_type(idl, ename);
+                bool same = e && e->is_enum && e->n_values == json_object_array_length(values);
+                for (size_t i = 0; same && i < e->n_values; i++)
+                        same = streq(e->values[i], json_object_get_string(json_object_array_get_idx(values, i)));
+                if (!same) {
+                        printf("\n    Python's enum %s is not the IDL's", ename);
+                        bad++;
+                }
+        }
+        /* Errors: each of io.pressured's has its exception, and each io.pressured exception is an error. */
+        CU_ASSERT_FATAL(json_object_object_get_ex(s, "errors", &part));
+        for (size_t i = 0; i < idl->n_errors; i++) {
+                char full[128];
+                bool found = false;
+                snprintf(full, sizeof(full), "io.pressured.%s", idl->errors[i].name);
+                for (size_t k = 0; k < json_object_array_length(part); k++)
+                        found = found || streq(full, json_object_get_string(json_object_array_get_idx(part, k)));
+                if (!found) {
+                        printf("\n    %s has no Python exception", full);
+                        bad++;
+                }
+        }
+        for (size_t k = 0; k < json_object_array_length(part); k++) {
+                const char *name = json_object_get_string(json_object_array_get_idx(part, k));
+                if (strncmp(name, "io.pressured.", 13) == 0 && !idl_error(idl, name + 13)) {
+                        printf("\n    the Python exception of %s names no error of the IDL", name);
+                        bad++;
+                }
+        }
+        CU_ASSERT_EQUAL(bad, 0u);
+        json_object_put(s);
+}
+
+/* Every call the Python client writes, relayed to a real daemon and held to the IDL's inputs strictly. */
+static void test_python_calls(void) {
+        const char *skip = test_need_root_psi();
+        if (!python_bin())
+                skip = "no Python in this build";
+        if (skip) {
+                printf("\n    not run: %s", skip);
+                return;
+        }
+        struct test_daemon d;
+        struct relay rl;
+        char args[512];
+        const char *root = getenv("PRESSURED_SOURCE_ROOT");
+        CU_ASSERT_FATAL(test_daemon_start(&d, NULL) == 0);
+        CU_ASSERT_FATAL(relay_start(&rl, d.socket, d.dir) == 0);
+        snprintf(args, sizeof(args), "'%s/tests/python/iface_client.py' '%s'", root ? root : "..", rl.path);
+        char *out = python_output(args);
+        CU_ASSERT_PTR_NOT_NULL(out);
+        CU_ASSERT(out && strstr(out, "done"));
+        free(out);
+        relay_stop(&rl);
+        const char *want[] = { "GetStatus", "GetConfiguration", "Subscribe", "Serve", "AddShrinker", "Shrink",
+                               "Answer", "RemoveShrinker" };
+        for (size_t i = 0; i < ELEMENTSOF(want); i++) {
+                bool saw = relay_saw(&rl, want[i]);
+                if (!saw)
+                        printf("\n    the Python client sent no %s", want[i]);
+                CU_ASSERT(saw);
+        }
+        CU_ASSERT_EQUAL(rl.n_bad, 0u);
+        CU_ASSERT_EQUAL(test_daemon_stop(&d), 0);
+}
+
 int main(void) {
         static const struct test_case cases[] = {
                 { "the IDL parses", test_parses },
@@ -919,6 +1084,8 @@ int main(void) {
                 { "every method's reply from a real daemon", test_live_replies },
                 { "pressurectl reads replies only through the codec", test_pressurectl_decodes },
                 { "the library writes only calls the IDL has", test_library_calls },
+                { "the Python client reads and writes what the IDL has", test_python_schema },
+                { "the Python client writes only calls the IDL has", test_python_calls },
                 {},
         };
         int r = test_run("interface", cases, NULL);
