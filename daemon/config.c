@@ -55,6 +55,7 @@ void config_init(struct config *c) {
         level_psi_thresholds_default(&c->psi);
         level_node_thresholds_default(&c->node);
         c->sysfs_root = strdup("");
+        c->system_pressure = strdup("");
 }
 
 void config_done(struct config *c) {
@@ -76,6 +77,7 @@ void config_done(struct config *c) {
                 free(c->value_cgroups[i]);
         free(c->value_cgroups);
         free(c->sysfs_root);
+        free(c->system_pressure);
         *c = (struct config){};
 }
 
@@ -496,6 +498,13 @@ static int parse_sysfs_root(struct config *c, const struct config_key *k, const 
         return set_string(FIELD(c, k, char *), streq(value, "/") ? "" : value);
 }
 
+/* An absolute path, or "" for /proc/pressure/memory. */
+static int parse_system_pressure(struct config *c, const struct config_key *k, const char *value, char **ret_error) {
+        if (value[0] != '/' && value[0] != 0)
+                return fail(ret_error, -EINVAL, "system_pressure: not an absolute path: %s", value);
+        return set_string(FIELD(c, k, char *), streq(value, "/proc/pressure/memory") ? "" : value);
+}
+
 #define AT(field) offsetof(struct config, field)
 
 static const struct config_key config_keys[] = {
@@ -550,6 +559,7 @@ static const struct config_key config_keys[] = {
         { "reclaim_cgroup", parse_reclaim_cgroup },
         { "value_cgroup", parse_value_cgroup },
         { "sysfs_root", parse_sysfs_root, AT(sysfs_root) },
+        { "system_pressure", parse_system_pressure, AT(system_pressure) },
 };
 
 static const struct config_key *config_key_find(const char *key) {
@@ -745,6 +755,7 @@ void config_take(struct config *cur, struct config *next) {
         *next = (struct config){};
         SWAP_PTR(cur->socket_path, old.socket_path);
         SWAP_PTR(cur->sysfs_root, old.sysfs_root);
+        SWAP_PTR(cur->system_pressure, old.system_pressure);
         SWAP_PTR(cur->memory_pressure_socket, old.memory_pressure_socket);
         cur->lock_memory = old.lock_memory;
         cur->low_memory_monitor = old.low_memory_monitor;
@@ -760,6 +771,7 @@ int config_restart_only_changed(const struct config *cur, const struct config *n
         } keys[] = {
                 { "socket", same_string(cur->socket_path, next->socket_path) },
                 { "sysfs_root", same_string(cur->sysfs_root, next->sysfs_root) },
+                { "system_pressure", same_string(cur->system_pressure, next->system_pressure) },
                 { "memory_pressure_socket", same_string(cur->memory_pressure_socket, next->memory_pressure_socket) },
                 { "lock_memory", cur->lock_memory == next->lock_memory },
                 { "low_memory_monitor", cur->low_memory_monitor == next->low_memory_monitor },

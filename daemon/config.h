@@ -36,6 +36,7 @@ struct config {
         char **cgroups; /* watched from start-up */
         size_t n_cgroups;
         char *sysfs_root; /* prefix for /proc and /sys node files; "" for the running system */
+        char *system_pressure; /* the PSI file of the system scope; "": /proc/pressure/memory (tests: a quiet one) */
 
         /* client shrinkers */
         uint64_t round_interval_usec;  /* between reclaim rounds while a scope stays above ok */

@@ -301,6 +301,8 @@ static int wire_modules(struct manager *m) {
         int r;
 
         r = scope_registry_new(m->event, &m->config, layout, m->nodes, &m->scopes);
+        if (r >= 0 && m->config.system_pressure[0])
+                scope_registry_set_system_pressure(m->scopes, m->config.system_pressure);
         if (r >= 0)
                 r = subscriptions_new(m->scopes, &service_subscription_sink, &m->subscriptions);
         if (r >= 0)

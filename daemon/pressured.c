@@ -46,6 +46,8 @@ static void help(void) {
                "     --node-interval=DURATION    Node sampling period while all is ok (0: off)\n"
                "     --max-message-size=BYTES    Largest Varlink message accepted\n"
                "     --sysfs-root=PATH      Read /proc and /sys node files below PATH (testing)\n"
+               "     --system-pressure=PATH The system scope's PSI file instead of /proc/pressure/memory\n"
+               "                            (testing: an empty group's memory.pressure hears nobody)\n"
                "     --log-level=LEVEL      Log messages up to LEVEL: err, warning, notice, info (default),\n"
                "                            debug\n"
                "  -v --verbose              Log debug messages (--log-level=debug)\n"
@@ -64,6 +66,7 @@ enum {
         ARG_NODE_INTERVAL,
         ARG_MAX_MESSAGE_SIZE,
         ARG_SYSFS_ROOT,
+        ARG_SYSTEM_PRESSURE,
         ARG_LOG_LEVEL,
 };
 
@@ -81,6 +84,7 @@ static const struct option options[] = {
         { "node-interval", required_argument, NULL, ARG_NODE_INTERVAL },
         { "max-message-size", required_argument, NULL, ARG_MAX_MESSAGE_SIZE },
         { "sysfs-root", required_argument, NULL, ARG_SYSFS_ROOT },
+        { "system-pressure", required_argument, NULL, ARG_SYSTEM_PRESSURE },
         { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
         { "verbose", no_argument, NULL, 'v' },
         { "quiet", no_argument, NULL, 'q' },
@@ -99,6 +103,7 @@ static const char *option_key(int c) {
         case ARG_NODE_INTERVAL: return "node_interval";
         case ARG_MAX_MESSAGE_SIZE: return "max_message_size";
         case ARG_SYSFS_ROOT: return "sysfs_root";
+        case ARG_SYSTEM_PRESSURE: return "system_pressure";
         case ARG_LOG_LEVEL: return "log_level";
         case 'v': return "log_level";
         case 'q': return "log_level";

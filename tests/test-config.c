@@ -379,6 +379,15 @@ static void test_restart_only(void) {
         CU_ASSERT_EQUAL(config_restart_only_changed(&a, &b, &names), 0);
         CU_ASSERT_STRING_EQUAL(names, "socket, lock_memory");
         free(names);
+        /* The system scope's PSI file (tests isolate their daemons from the host's stall with it). */
+        CU_ASSERT_EQUAL(config_set(&b, "system_pressure", "relative/memory.pressure", NULL), -EINVAL);
+        CU_ASSERT_STRING_EQUAL(b.system_pressure, "");
+        CU_ASSERT_EQUAL(config_set(&b, "system_pressure", "/proc/pressure/memory", NULL), 0);
+        CU_ASSERT_STRING_EQUAL(b.system_pressure, "");
+        CU_ASSERT_EQUAL(config_set(&b, "system_pressure", "/sys/fs/cgroup/q/memory.pressure", NULL), 0);
+        CU_ASSERT_EQUAL(config_restart_only_changed(&a, &b, &names), 0);
+        CU_ASSERT_STRING_EQUAL(names, "socket, system_pressure, lock_memory");
+        free(names);
         config_done(&a);
         config_done(&b);
 }

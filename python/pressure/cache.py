@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import itertools
 import math
 import sys
 import threading
@@ -239,7 +240,7 @@ class LRU(MutableMapping[K, V]):
             self.shrinker = None
 
 
-_fast_types = {int, str}
+_NONE = object()  # no argument given
 
 
 def lru_cache(maxsize: Optional[int] = None, typed: bool = False, *, name: Optional[str] = None,
@@ -258,11 +259,22 @@ def lru_cache(maxsize: Optional[int] = None, typed: bool = False, *, name: Optio
         d = cache._d
         move = d.move_to_end
         make_key = functools._make_key  # the key functools makes: equal calls hit alike
-        counts = [0, 0]  # hits, misses
+        counts = [0, 0, 0]  # hits before the last clear, misses, reads of the hit counter
+
+        hits = itertools.count()  # next() of a C iterator: the cheapest counter on the hit path
 
         @functools.wraps(fn)
-        def wrapper(*args: Any, **kwds: Any) -> Any:
-            key = make_key(args, kwds, typed, fasttypes=_fast_types)
+        def wrapper(arg: Any = _NONE, /, *args: Any, **kwds: Any) -> Any:
+            # One positional argument is its own key (the commonest call, and the quickest: no tuple of
+            # arguments is made); a call of several, or with keywords, has a key of functools' making,
+            # which no single argument equals; typed keys are functools' own.
+            if args or kwds or typed or arg is _NONE:
+                if arg is not _NONE:
+                    args = (arg, *args)
+                key = make_key(args, kwds, typed)
+            else:
+                key = arg
+                args = (arg,)
             try:
                 v = d[key]
             except KeyError:
@@ -271,8 +283,8 @@ def lru_cache(maxsize: Optional[int] = None, typed: bool = False, *, name: Optio
                 try:
                     move(key)
                 except KeyError:
-                    pass
-                counts[0] += 1
+                    pass  # evicted by another thread meanwhile: still a hit
+                next(hits)
                 return v[0]
             counts[1] += 1
             t = time.perf_counter()
@@ -281,12 +293,18 @@ def lru_cache(maxsize: Optional[int] = None, typed: bool = False, *, name: Optio
             cache[key] = result
             return result
 
+        def hits_so_far() -> int:
+            total = next(hits) - counts[2]  # each read counts one: taken off again
+            counts[2] += 1
+            return total - counts[0]
+
         def cache_info() -> functools._CacheInfo:
-            return functools._CacheInfo(counts[0], counts[1], maxsize, len(cache))
+            return functools._CacheInfo(hits_so_far(), counts[1], maxsize, len(cache))
 
         def cache_clear() -> None:
             cache.clear()
-            counts[0] = counts[1] = 0
+            counts[0] += hits_so_far()
+            counts[1] = 0
 
         wrapper.cache_info = cache_info  # type: ignore[attr-defined]
         wrapper.cache_clear = cache_clear  # type: ignore[attr-defined]
