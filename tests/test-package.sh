@@ -24,7 +24,7 @@ version=$(dpkg-parsechangelog -l "$src/debian/changelog" -S Version)
 check "dpkg-buildpackage -us -uc -b builds $version" $? || exit 1
 "$src/build-aux/build-debs" "$debs/v2" "$version+test1" >/dev/null
 check "and a rebuild as $version+test1" $? || exit 1
-for p in pressured libpressure0 libpressure-dev; do
+for p in pressured libpressure0 libpressure-dev python3-pressure; do
         check "$p is built" $(ls "$debs/v1/${p}_"*.deb >/dev/null 2>&1; echo $?)
 done
 check "the library's symbols were checked against the symbols file (dpkg-gensymbols -c4)" \

@@ -16,6 +16,7 @@ sock=/run/pressured/io.pressured
 snapshot() {
         { find /etc /usr/sbin /usr/bin /usr/include /usr/share/dbus-1 /usr/share/doc /usr/share/man \
                 /usr/lib/systemd /lib/systemd /usr/lib/x86_64-linux-gnu/pkgconfig /var/lib/systemd/deb-systemd-helper-enabled \
+                /usr/lib/python3/dist-packages/pressure \
                 -xdev 2>/dev/null | grep -v -e '^/etc/ld.so.cache$' -e '^/usr/share/man/index' -e '/\.updated$'
           find /usr/lib/x86_64-linux-gnu -maxdepth 1 -name 'libpressure*' 2>/dev/null
           ls -d /run/pressured 2>/dev/null; } | LC_ALL=C sort
@@ -32,7 +33,7 @@ cp /etc/group /tmp/before.group
 rm -f /var/lib/man-db/auto-update
 
 # Install: the sockets are enabled and listening, no manual step.
-pkgs() { ls "$1"/pressured_*.deb "$1"/libpressure0_*.deb "$1"/libpressure-dev_*.deb; }
+pkgs() { ls "$1"/pressured_*.deb "$1"/libpressure0_*.deb "$1"/libpressure-dev_*.deb "$1"/python3-pressure_*.deb; }
 apt-get install -y -q $(pkgs "$debs/v1") >/tmp/install.log 2>&1
 check "apt-get install ./*.deb" $? || tail -n 30 /tmp/install.log
 for u in pressured.socket pressured-memory-pressure.socket pressured.service; do
@@ -50,6 +51,13 @@ pressurectl status >/tmp/status.out 2>&1
 check "pressurectl status is served" $? || { cat /tmp/status.out; journalctl -u pressured.service --no-pager | tail -n 20; }
 check "the service runs" $(until_ok 10 sh -c '[ "$(systemctl is-active pressured.service)" = active ]'; echo $?)
 pid1=$(systemctl show -p MainPID --value pressured.service)
+
+# The Python client, from the package, as an unprivileged user would run it: byte-compiled by the
+# package's postinst (dh_python3), served by the same daemon.
+out=$(cd / && setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/python3 -c \
+        'import pressure; c = pressure.Client(); print(pressure.__version__, c.status().system.level)' 2>&1)
+check "python3-pressure: a Python program is served ($out)" $(echo "$out" | grep -qE '^1.3.0 (ok|low|medium|critical)$'; echo $?)
+check "python3-pressure is byte-compiled" $(ls /usr/lib/python3/dist-packages/pressure/__pycache__/client.*.pyc >/dev/null 2>&1; echo $?)
 
 # Reload: a changed configuration taken without a restart.
 printf '\n# local change\nhold=7s\n' >>/etc/pressured.conf
@@ -76,7 +84,7 @@ check "and the running daemon has the local configuration" $([ "$(hold)" = 70000
 check "it was restarted for the upgrade" $([ "$(systemctl show -p MainPID --value pressured.service)" != "$pid1" ]; echo $?)
 
 # Purge: nothing left.
-apt-get purge -y -q pressured libpressure0 libpressure-dev >/tmp/purge.log 2>&1
+apt-get purge -y -q pressured libpressure0 libpressure-dev python3-pressure >/tmp/purge.log 2>&1
 check "apt-get purge" $? || tail -n 30 /tmp/purge.log
 snapshot >/tmp/after.files
 diff /tmp/before.files /tmp/after.files >/tmp/files.diff
