@@ -18,6 +18,8 @@ is back, and the log says so once per absence.
 from __future__ import annotations
 
 import collections
+import ctypes
+import ctypes.util
 import logging
 import select
 import threading
@@ -35,6 +37,7 @@ log = logging.getLogger("pressure")
 RETRY_FIRST = 0.1  # seconds: the first retry after the daemon went away, doubling up to RETRY_MAX
 RETRY_MAX = 2.0
 ANSWERS_MAX = 4096  # answers in one Answer call (the daemon's PROTOCOL_ANSWERS_MAX)
+RELEASE_INTERVAL = 0.1  # seconds between heap trims after scans, as libpressure's
 EVENTS_KEPT = 1024  # events a subscription keeps for wait() before the oldest go
 INTERFACE = "io.pressured."
 
@@ -51,6 +54,17 @@ class _Sentinel:
 EMPTY = _Sentinel("EMPTY")
 #: scan: cannot make progress now (lock contention, reentrancy): not asked again this round.
 STOP = _Sentinel("STOP")
+
+
+def _malloc_trim() -> Callable[[int], int]:
+    """glibc's malloc_trim(), or a no-op where the C library has none."""
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return lambda pad: 0
+
+
+_trim = _malloc_trim()
 
 
 def now_usec() -> int:
@@ -200,6 +214,8 @@ class Client:
         self._retry_delay = 0.0
         self._told: Optional[bool] = None
         self._on_connection: list[Callable[[bool], None]] = []
+        self._release_at: Optional[float] = None  # a heap trim is due then (scans freed objects)
+        self._released = 0.0
         self._thread: Optional[threading.Thread] = None
         self._stop = False
         self.closed = False
@@ -467,6 +483,8 @@ class Client:
         except Exception:
             log.exception("shrinker %r raised in %s; answered as unable", s.name, q.op.value)
             n = STOP if scan else 0
+        if scan and isinstance(n, int) and n > 0 and self._release_at is None:
+            self._release_at = max(time.monotonic(), self._released + RELEASE_INTERVAL)
         if now_usec() > q.deadline:
             return None  # the daemon counted a timeout already and would refuse the answer
         return _answer(q.id, scan, n, sc)
@@ -563,9 +581,18 @@ class Client:
 
     def timeout(self) -> Optional[float]:
         """Seconds until dispatch() must be called even if fileno() stays quiet (None: no such time)."""
-        if self._retry_at is None:
+        due = [t for t in (self._retry_at, self._release_at) if t is not None]
+        if not due:
             return None
-        return max(0.0, self._retry_at - time.monotonic())
+        return max(0.0, min(due) - time.monotonic())
+
+    def _release(self) -> None:
+        """What scans freed goes back to the system, as libpressure's release does: the daemon measures a
+        client's resident memory to see that its claims are true (docs/shrinkers.md, trust)."""
+        if self._release_at is not None and time.monotonic() >= self._release_at:
+            self._release_at = None
+            self._released = time.monotonic()
+            _trim(0)
 
     def _watch(self, conn: Connection, owner: Any) -> None:
         self._by_fd[conn.fileno()] = (conn, owner)
@@ -612,6 +639,7 @@ class Client:
                     break
             if answers and self._token is not None:
                 self._send_answers(answers)
+            self._release()
 
     def process(self, timeout: Optional[float] = None) -> None:
         """Wait until there is something to dispatch (at most timeout seconds), then dispatch it."""
