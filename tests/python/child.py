@@ -18,13 +18,21 @@ import argparse
 import os
 import select
 import sys
+import threading
 import time
 
 import pressure
 
 
+_say_lock = threading.Lock()
+
+
 def say(*words: object) -> None:
-    print(*words, flush=True)
+    """One whole line: the dispatching thread says "connected" while the main one says "ready" (two
+    print() calls interleaved their words and newlines)."""
+    with _say_lock:
+        sys.stdout.write(" ".join(str(w) for w in words) + "\n")
+        sys.stdout.flush()
 
 
 def rss() -> int:

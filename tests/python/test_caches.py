@@ -9,7 +9,7 @@ import unittest
 
 import harness
 
-QUICK = "hold=1s\nsample_interval=250ms\nround_interval=100ms\nrequest_timeout=1s\n"
+QUICK = "hold=1s\nsample_interval=250ms\nround_interval=100ms\nrequest_timeout=3s\n"
 ENTRY = 256 << 10  # 256 KiB: malloc maps each value alone, so a freed one leaves the resident set at once
 ENTRIES = 256  # 64 MiB
 
