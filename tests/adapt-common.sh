@@ -18,3 +18,23 @@ shrinker_id() {
         shrinker_json | python3 -c 'import json, sys
 print([s["id"] for s in json.load(sys.stdin)["shrinkers"] if s["name"].startswith(sys.argv[1] + ":")][0])' "$KIND"
 }
+# The memory.pressure of an empty cgroup v2 group made for this test, where nobody ever stalls, for the
+# daemon's --system-pressure: the host's own stall (a benchmark beside the suite) must not give the
+# adapter a growth limit of the machine's (it set Redis's cap to 70 MB once). Nothing where there
+# is no cgroup v2 with PSI. Sets $quiet (the daemon's option, or nothing) and $quiet_group (removed by
+# quiet_pressure_done).
+quiet_group=
+quiet=
+quiet_pressure() {
+        for root in /sys/fs/cgroup/unified /sys/fs/cgroup; do
+                [ -e "$root/cgroup.procs" ] && [ -e "$root/cgroup.controllers" ] || continue
+                quiet_group=$root/pressured-test-quiet-$$
+                if mkdir -p "$quiet_group" 2>/dev/null && [ -r "$quiet_group/memory.pressure" ]; then
+                        quiet="--system-pressure=$quiet_group/memory.pressure"
+                        return
+                fi
+                rmdir "$quiet_group" 2>/dev/null
+                quiet_group=
+        done
+}
+quiet_pressure_done() { [ -n "$quiet_group" ] && rmdir "$quiet_group" 2>/dev/null; quiet_group=; }

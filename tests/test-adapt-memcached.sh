@@ -26,8 +26,10 @@ cleanup() {
         [ -n "$mc_pid" ] && kill "$mc_pid" 2>/dev/null && wait "$mc_pid" 2>/dev/null
         [ -n "$daemon_pid" ] && kill "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null
         rm -rf "$dir"
+        quiet_pressure_done
 }
 trap cleanup EXIT
+quiet_pressure
 
 sock=$dir/io.pressured
 msock=$dir/memcached.sock
@@ -75,7 +77,7 @@ while not got.endswith(b"\r\n"):
 PY
 }
 
-"$PRESSURED_BIN" --config /dev/null --socket "$sock" 2>"$dir/daemon.log" &
+"$PRESSURED_BIN" --config /dev/null --socket "$sock" $quiet 2>"$dir/daemon.log" &
 daemon_pid=$!
 until_ok 10 test -S "$sock"
 check "the daemon listens" $?
@@ -123,7 +125,7 @@ check "SIGTERM after a shrink ($cap): exit 0, and memcached's own limit is back"
 adapt_pid=$!
 until_ok 10 for_pid_is "$mc_pid"
 kill "$daemon_pid"; wait "$daemon_pid"
-"$PRESSURED_BIN" --config /dev/null --socket "$sock" 2>>"$dir/daemon.log" &
+"$PRESSURED_BIN" --config /dev/null --socket "$sock" $quiet 2>>"$dir/daemon.log" &
 daemon_pid=$!
 until_ok 30 for_pid_is "$mc_pid"
 check "pressured restarted: registered again, for memcached's pid" $?

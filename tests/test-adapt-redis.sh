@@ -33,8 +33,10 @@ cleanup() {
         [ -n "$redis_pid" ] && kill "$redis_pid" 2>/dev/null && wait "$redis_pid" 2>/dev/null
         [ -n "$daemon_pid" ] && kill "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null
         rm -rf "$dir"
+        quiet_pressure_done
 }
 trap cleanup EXIT
+quiet_pressure
 
 sock=$dir/io.pressured
 rsock=$dir/redis.sock
@@ -67,7 +69,7 @@ EOF
 used() { rcli info memory | tr -d '\r' | sed -n 's/^used_memory://p'; }
 maxmemory() { rcli config get maxmemory | tail -n 1; }
 
-"$PRESSURED_BIN" --config /dev/null --socket "$sock" 2>"$dir/daemon.log" &
+"$PRESSURED_BIN" --config /dev/null --socket "$sock" $quiet 2>"$dir/daemon.log" &
 daemon_pid=$!
 until_ok 10 test -S "$sock"
 check "the daemon listens" $?
@@ -122,7 +124,7 @@ until_ok 10 for_pid_is "$redis_pid"
 
 # The daemon restarted under the adapter: the library registers again, for Redis still.
 kill "$daemon_pid"; wait "$daemon_pid"
-"$PRESSURED_BIN" --config /dev/null --socket "$sock" 2>>"$dir/daemon.log" &
+"$PRESSURED_BIN" --config /dev/null --socket "$sock" $quiet 2>>"$dir/daemon.log" &
 daemon_pid=$!
 until_ok 30 for_pid_is "$redis_pid"
 check "pressured restarted: the adapter's shrinker is registered again, for Redis's pid" $?
