@@ -55,12 +55,23 @@ int cgroup_swap_free(const char *sysfs_root, uint64_t *ret) {
         return 0;
 }
 
-int cgroup_reclaimable(const struct cgroup_layout *l, const char *cgroup, uint64_t swap_free, uint64_t *ret_reclaimable,
-                       uint64_t *ret_current) {
+uint64_t cgroup_parse_refaults(const char *stat_text) {
+        assert(stat_text);
+
+        uint64_t pages = 0;
+        if (headroom_parse_field(stat_text, "workingset_refault_file", &pages) < 0 &&
+            headroom_parse_field(stat_text, "workingset_refault", &pages) < 0)
+                return 0;
+        return pages;
+}
+
+int cgroup_reclaimable(const struct cgroup_layout *l, const char *cgroup, uint64_t swap_free,
+                       struct cgroup_reclaim_figures *ret) {
         _cleanup_free_ char *stat = NULL, *current = NULL;
         char buf[8192], cur[32];
+        struct cgroup_reclaim_figures f = {};
 
-        assert(l && cgroup && ret_reclaimable && ret_current);
+        assert(l && cgroup && ret);
         if (!l->memory_v2)
                 return -EOPNOTSUPP;
         if (cgroup_file_path(l, cgroup, "memory.stat", &stat) < 0 ||
@@ -68,17 +79,19 @@ int cgroup_reclaimable(const struct cgroup_layout *l, const char *cgroup, uint64
                 return -ENOMEM;
         int r = read_file_start(stat, buf, sizeof(buf));
         if (r >= 0)
-                r = cgroup_parse_reclaimable(buf, swap_free, ret_reclaimable);
+                r = cgroup_parse_reclaimable(buf, swap_free, &f.reclaimable);
         if (r >= 0)
                 r = read_file_start(current, cur, sizeof(cur));
         if (r < 0)
                 return r;
+        f.refaulted_file = sat_mul(cgroup_parse_refaults(buf), (uint64_t) sysconf(_SC_PAGESIZE));
         char *end;
         errno = 0;
         unsigned long long v = strtoull(cur, &end, 10);
         if (errno || end == cur)
                 return -EINVAL;
-        *ret_current = v;
+        f.current = v;
+        *ret = f;
         return 0;
 }
 

@@ -20,9 +20,18 @@ int cgroup_parse_reclaimable(const char *stat_text, uint64_t swap_free, uint64_t
  * 0 (the kernel then reclaims no anonymous pages from a group). */
 int cgroup_swap_free(const char *sysfs_root, uint64_t *ret);
 
-/* The group's reclaimable memory (cgroup_parse_reclaimable() of its memory.stat) and memory.current. */
-int cgroup_reclaimable(const struct cgroup_layout *l, const char *cgroup, uint64_t swap_free, uint64_t *ret_reclaimable,
-                       uint64_t *ret_current);
+/* The file pages read back after their eviction, from a group's memory.stat text: workingset_refault_file
+ * (Linux 5.9 and later; workingset_refault before), in pages. 0 when neither is there. */
+uint64_t cgroup_parse_refaults(const char *stat_text);
+
+/* What proactive reclaim reads of a group at each look. */
+struct cgroup_reclaim_figures {
+        uint64_t reclaimable;    /* cgroup_parse_reclaimable() of its memory.stat */
+        uint64_t current;        /* memory.current */
+        uint64_t refaulted_file; /* cgroup_parse_refaults(), in bytes, cumulative */
+};
+int cgroup_reclaimable(const struct cgroup_layout *l, const char *cgroup, uint64_t swap_free,
+                       struct cgroup_reclaim_figures *ret);
 
 /* Write bytes to the group's memory.reclaim: the kernel reclaims that much from it before the write
  * returns. 0; -EAGAIN when it could not reclaim all of it (what it could is gone); -ENOENT when the group

@@ -210,6 +210,9 @@ static void render_proactive(struct metrics *m, FILE *f) {
         fprintf(f, "pressured_proactive_reclaimed_bytes_total %" PRIu64 "\n", ps.reclaimed_bytes);
         header(f, "pressured_proactive_short_writes_total", "counter", "Writes to memory.reclaim the kernel could not fill (EAGAIN).");
         fprintf(f, "pressured_proactive_short_writes_total %" PRIu64 "\n", ps.short_writes);
+        header(f, "pressured_proactive_refault_backoffs_total", "counter",
+               "Probes not taken because half of what proactive reclaim took lately was read back (refaults).");
+        fprintf(f, "pressured_proactive_refault_backoffs_total %" PRIu64 "\n", ps.refault_backoffs);
 }
 
 static void render_shrinkers(struct metrics *m, FILE *f) {

@@ -35,6 +35,11 @@ struct reclaimed {
         bool over;         /* the last reading was over the budget (for the log's transitions) */
         bool warned;       /* an unexpected error was logged */
         uint64_t reclaimed;
+        /* The kernel's value of its page cache (regulation.h): the refaults and the reclaimed bytes seen
+         * at the last look, and their decayed sums since. */
+        struct refault_value value;
+        uint64_t refaulted_seen, reclaimed_seen;
+        bool value_started;
 };
 
 struct proactive {
@@ -191,28 +196,50 @@ static struct regulation_params group_params(const struct proactive *p, const st
         };
 }
 
+/* What came back of what was reclaimed since the last look (the first look only takes note). */
+static unsigned group_refaults(struct reclaimed *g, const struct cgroup_reclaim_figures *f, uint64_t now) {
+        if (g->value_started)
+                refault_value_add(&g->value, f->refaulted_file > g->refaulted_seen ? f->refaulted_file - g->refaulted_seen : 0,
+                                  g->reclaimed - g->reclaimed_seen, now);
+        g->value_started = true;
+        g->refaulted_seen = f->refaulted_file;
+        g->reclaimed_seen = g->reclaimed;
+        return refault_value_permille(&g->value);
+}
+
 static void group_tick(struct proactive *p, struct reclaimed *g, uint64_t now) {
         struct regulation_params params = group_params(p, g);
+        struct cgroup_reclaim_figures f;
         struct psi_stats psi;
-        uint64_t reclaimable, current, bytes;
+        uint64_t bytes;
         double rate;
 
         g->pending = 0; /* what the last step did not write in an interval is not carried over */
         if (params.budget == 0 || psi_read_fd(g->pressure_fd, &psi) < 0)
                 return;
         bool over = regulation_measure(&g->reg, &params, psi.line[PSI_SOME].total, now, &rate);
-        if (cgroup_reclaimable(p->layout, g->cgroup, p->swap_free, &reclaimable, &current) < 0)
+        if (cgroup_reclaimable(p->layout, g->cgroup, p->swap_free, &f) < 0)
                 return;
-        enum probe_verdict v = probe_decide(&g->probe, &params, g->reg.first, rate, reclaimable, &bytes);
+        unsigned back = group_refaults(g, &f, now);
+        enum probe_verdict v = probe_decide(&g->probe, &params, g->reg.first, rate, f.reclaimable, &bytes);
+        if (v == PROBE_STEP && back >= REFAULT_BACKOFF_PERMILLE) {
+                /* What it takes comes back: working set, not cold pages. As after an EAGAIN. */
+                probe_fell_short(&g->probe);
+                p->stats.refault_backoffs++;
+                v = PROBE_WAIT;
+        } else if (v == PROBE_STEP)
+                bytes = refault_scale_step(bytes, back);
         if (v != PROBE_FIRST)
-                log_debug("%s: proactive reclaim: stall %.2f ms/s against %.2f, memory %llu, reclaimable %llu: %s %llu.",
-                          g->cgroup, rate / 1000, (double) params.budget / 1000, (unsigned long long) current,
-                          (unsigned long long) reclaimable, probe_verdict_to_string(v), (unsigned long long) bytes);
+                log_debug("%s: proactive reclaim: stall %.2f ms/s against %.2f, memory %llu, reclaimable %llu, "
+                          "refaulted %.1f%%: %s %llu.",
+                          g->cgroup, rate / 1000, (double) params.budget / 1000, (unsigned long long) f.current,
+                          (unsigned long long) f.reclaimable, (double) back / 10, probe_verdict_to_string(v),
+                          (unsigned long long) (v == PROBE_STEP ? bytes : 0));
         if (over != g->over && v != PROBE_FIRST)
                 log_debug("%s: proactive reclaim %s (stall %.2f ms/s, budget %.2f).", g->cgroup,
                           over ? "backs off" : "resumes", rate / 1000, (double) params.budget / 1000);
         g->over = over;
-        if (v != PROBE_STEP)
+        if (v != PROBE_STEP || bytes < PROBE_STEP_MIN_BYTES)
                 return;
         g->pending = bytes;
         p->stats.steps++;

@@ -31,5 +31,6 @@ struct proactive_stats {
         uint64_t steps;           /* probes taken */
         uint64_t reclaimed_bytes; /* written to memory.reclaim and reclaimed in full */
         uint64_t short_writes;    /* writes the kernel could not fill (EAGAIN) */
+        uint64_t refault_backoffs; /* probes not taken: half of what was reclaimed lately came back */
 };
 void proactive_get_stats(const struct proactive *p, struct proactive_stats *ret);

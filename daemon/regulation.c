@@ -2,6 +2,7 @@
 #include "regulation.h"
 
 #include <assert.h>
+#include <math.h>
 
 #include "macro.h"
 
@@ -359,4 +360,32 @@ enum probe_verdict probe_decide(struct probe *pr, const struct regulation_params
 void probe_fell_short(struct probe *pr) {
         assert(pr);
         probe_back_off(pr);
+}
+
+/* ---- the kernel's value of a named group's page cache ---- */
+
+void refault_value_add(struct refault_value *v, uint64_t refaulted, uint64_t reclaimed, uint64_t now) {
+        assert(v);
+
+        if (v->at > 0 && now > v->at) {
+                double f = exp(-(double) (now - v->at) / (double) REFAULT_DECAY_USEC);
+                v->refaulted *= f;
+                v->reclaimed *= f;
+        }
+        v->at = MAX(v->at, now);
+        v->refaulted += (double) refaulted;
+        v->reclaimed += (double) reclaimed;
+}
+
+unsigned refault_value_permille(const struct refault_value *v) {
+        assert(v);
+
+        if (v->reclaimed < (double) REFAULT_MIN_RECLAIMED_BYTES)
+                return 0;
+        double share = v->refaulted / v->reclaimed;
+        return share >= 1 ? 1000u : (unsigned) (share * 1000);
+}
+
+uint64_t refault_scale_step(uint64_t bytes, unsigned permille) {
+        return permille >= 1000 ? 0 : bytes / 1000 * (1000 - permille) + bytes % 1000 * (1000 - permille) / 1000;
 }

@@ -207,3 +207,28 @@ enum probe_verdict probe_decide(struct probe *pr, const struct regulation_params
                                 uint64_t reclaimable, uint64_t *ret_bytes);
 /* The kernel reclaimed less than a step asked (EAGAIN). */
 void probe_fell_short(struct probe *pr);
+
+/* The value of a named group's page cache, as the kernel measures it (mm/workingset.c): of what reclaim
+ * took from the group lately, how much was read back (memory.stat's workingset_refault_file, in bytes,
+ * against the bytes written to memory.reclaim). Where what is taken comes back, it was working set:
+ * taking it costs a read and saves nothing. Steps are scaled by the share that stays out, and once half
+ * of it comes back, probing spaces out as after an EAGAIN, before the refaults show as stall (on fast
+ * storage they barely do). Both sums decay as a cache's value does in libpressure. A refault counts
+ * evictions by any reclaim, the group's own limit's included: a group that refaults anyway is a group
+ * whose page cache is worth its room. */
+struct refault_value {
+        double refaulted, reclaimed; /* decayed sums, bytes */
+        uint64_t at;                 /* when they were decayed to */
+};
+
+#define REFAULT_DECAY_USEC (10ULL * 1000 * 1000) /* a reclaim counts for about this long */
+#define REFAULT_BACKOFF_PERMILLE 500             /* this share back: probing spaces out */
+/* Below this reclaimed lately, the share says nothing (a refault or two of a first small step): 0. */
+#define REFAULT_MIN_RECLAIMED_BYTES (4ULL * 1024 * 1024)
+
+/* Add what the kernel refaulted and what was reclaimed since the last call, at now (µs). */
+void refault_value_add(struct refault_value *v, uint64_t refaulted, uint64_t reclaimed, uint64_t now);
+/* The share of what was reclaimed lately that came back, per mille (at most 1000). */
+unsigned refault_value_permille(const struct refault_value *v);
+/* A probe's step of bytes, less the share that comes back. */
+uint64_t refault_scale_step(uint64_t bytes, unsigned permille);

@@ -128,7 +128,7 @@ static void test_headroom_tree_v2(void) {
 /* ---- proactive reclaim: what a group holds that reclaim could take, and the groups a glob names ---- */
 
 static void test_reclaimable(void) {
-        uint64_t v = 0, cur = 0;
+        uint64_t v = 0;
         char *v2 = fixture("v2");
         CU_ASSERT_PTR_NOT_NULL_FATAL(v2);
         /* Without swap: the file pages only (active 8 MiB + inactive 40 MiB). */
@@ -139,7 +139,12 @@ static void test_reclaimable(void) {
         CU_ASSERT_EQUAL(v, 41943040u + 8388608u + 16699392u + 24576u);
         CU_ASSERT_EQUAL(cgroup_parse_reclaimable(v2, 4096, &v), 0);
         CU_ASSERT_EQUAL(v, 41943040u + 8388608u + 4096u);
+        /* The refaults of the recorded group (Linux 6.x: workingset_refault_file), an older kernel's name,
+         * and none. */
+        CU_ASSERT_EQUAL(cgroup_parse_refaults(v2), 25088u);
         free(v2);
+        CU_ASSERT_EQUAL(cgroup_parse_refaults("workingset_refault 7\n"), 7u);
+        CU_ASSERT_EQUAL(cgroup_parse_refaults("anon 1\n"), 0u);
         CU_ASSERT_EQUAL(cgroup_parse_reclaimable("active_file 1\n", 0, &v), -ENODATA);
         CU_ASSERT_EQUAL(cgroup_parse_reclaimable("active_file 1\ninactive_file 2\n", 1, &v), -ENODATA);
         CU_ASSERT_EQUAL(cgroup_parse_reclaimable("active_file x\ninactive_file 2\n", 0, &v), -EINVAL);
@@ -149,14 +154,16 @@ static void test_reclaimable(void) {
         /* A fixture tree: /a holds 10 MiB of inactive file pages. */
         struct cgroup_layout l = { .memory_v2 = true };
         l.v2_root = l.memory_root = headroom_root("v2");
-        CU_ASSERT_EQUAL(cgroup_reclaimable(&l, "/a", 0, &v, &cur), 0);
-        CU_ASSERT_EQUAL(v, 10485760u);
-        CU_ASSERT_EQUAL(cur, 943718400u);
-        CU_ASSERT_EQUAL(cgroup_reclaimable(&l, "/nope", 0, &v, &cur), -ENOENT);
+        struct cgroup_reclaim_figures f;
+        CU_ASSERT_EQUAL(cgroup_reclaimable(&l, "/a", 0, &f), 0);
+        CU_ASSERT_EQUAL(f.reclaimable, 10485760u);
+        CU_ASSERT_EQUAL(f.current, 943718400u);
+        CU_ASSERT_EQUAL(f.refaulted_file, 0u);
+        CU_ASSERT_EQUAL(cgroup_reclaimable(&l, "/nope", 0, &f), -ENOENT);
         CU_ASSERT_EQUAL(cgroup_reclaim(&l, "/nope", 4096), -ENOENT);
         /* memory on v1: nothing to write to, whatever the group. */
         l.memory_v2 = false;
-        CU_ASSERT_EQUAL(cgroup_reclaimable(&l, "/a", 0, &v, &cur), -EOPNOTSUPP);
+        CU_ASSERT_EQUAL(cgroup_reclaimable(&l, "/a", 0, &f), -EOPNOTSUPP);
         CU_ASSERT_EQUAL(cgroup_reclaim(&l, "/a", 4096), -EOPNOTSUPP);
         free(l.v2_root);
 }

@@ -561,6 +561,31 @@ static void test_probe_backoff(void) {
 /* A page cache of a cold part and a hot set, probed each interval: cold pages go at no cost; a probe
  * that reaches into the hot set costs refaults, the stall crosses the budget and the probing backs off.
  * It ends near the hot set and stays there, with the stall under the budget on average. */
+/* The kernel's value of a named group's page cache: the share of what was reclaimed lately that was read
+ * back, decayed; steps scaled by what stays out. */
+static void test_refault_value(void) {
+        struct refault_value v = {};
+        const uint64_t s = 1000000;
+        CU_ASSERT_EQUAL(refault_value_permille(&v), 0u);
+        refault_value_add(&v, 0, 2 * MIB, 1 * s);
+        CU_ASSERT_EQUAL(refault_value_permille(&v), 0u); /* too little reclaimed to say anything */
+        refault_value_add(&v, 3 * MIB, 8 * MIB, 2 * s);
+        /* 3 of 2 * e^-0.1 + 8 MiB: 30.58% */
+        CU_ASSERT_EQUAL(refault_value_permille(&v), 305u);
+        CU_ASSERT_EQUAL(refault_scale_step(1000000, 306), 694000u);
+        CU_ASSERT_EQUAL(refault_scale_step(UINT64_MAX, 0), UINT64_MAX);
+        CU_ASSERT_EQUAL(refault_scale_step(12345, 1000), 0u);
+        /* A clock that does not move decays nothing; one minute later, what was is forgotten. */
+        refault_value_add(&v, 0, 0, 2 * s);
+        CU_ASSERT_EQUAL(refault_value_permille(&v), 305u);
+        refault_value_add(&v, 0, 0, 62 * s);
+        CU_ASSERT_EQUAL(refault_value_permille(&v), 0u);
+        /* All of it back, and more (refaults of older evictions): capped at the whole. */
+        refault_value_add(&v, 20 * MIB, 10 * MIB, 63 * s);
+        CU_ASSERT_EQUAL(refault_value_permille(&v), 1000u);
+        CU_ASSERT(refault_value_permille(&v) >= REFAULT_BACKOFF_PERMILLE);
+}
+
 static void test_probe_closed_loop(void) {
         struct probe pr;
         double cache = 160.0 * MIB, hot = 32.0 * MIB, stall_sum = 0;
@@ -602,6 +627,7 @@ int main(void) {
                 { "a probe's size", test_probe },
                 { "probes back off over the budget and when the kernel falls short", test_probe_backoff },
                 { "a page cache probed down to its hot set", test_probe_closed_loop },
+                { "a named group's value from the kernel's refaults", test_refault_value },
                 {},
         };
         return test_run("regulation", cases, NULL);
