@@ -122,6 +122,10 @@ now_other=$(mib $other)
         || fail "the unnamed group lost page cache: $start_other -> $now_other MiB"
 grep -q "$other" "$work/log" && fail "the log names the unnamed group" || pass "the unnamed group is never named in the log"
 grep -q "proactive reclaim: stall .*: probe" "$work/log" && pass "the log shows the probes" || fail "no probe in the debug log"
+# The kernel's value of the group's pages: the share of what was taken that came back, at each look.
+grep -q "proactive reclaim: stall .*, refaulted [0-9.]*%: " "$work/log" && pass "the log shows the share refaulted" ||
+        fail "no refault share in the debug log"
+echo "    refaulted at the last looks: $(grep -o "refaulted [0-9.]*%" "$work/log" | tail -n 5 | tr '\n' ' ')"
 metric() { sed -n "s/^$1 //p" "$work/metrics/pressured.prom"; }
 # Reclaimed in full chunks only (a write the kernel could not fill is not counted): at least half of
 # what memory.current fell by.
