@@ -104,18 +104,7 @@ class Connection:
             if e.errno != errno.EINTR:
                 eof = True
         msgs = []
-        while True:
-            end = self._in.find(b"\0")
-            if end < 0:
-                break
-            raw = bytes(self._in[:end])
-            del self._in[: end + 1]
-            try:
-                msg = json.loads(raw)
-            except ValueError as e:
-                raise ProtocolError(f"pressured sent a message that is not JSON: {e}") from None
-            if not isinstance(msg, dict):
-                raise ProtocolError("pressured sent a message that is not an object")
+        while (msg := self.take()) is not None:
             msgs.append(msg)
         if len(self._in) > MESSAGE_MAX:
             raise ProtocolError("pressured sent a message larger than this client reads")
@@ -123,20 +112,27 @@ class Connection:
             self.eof = True
         return msgs
 
+    def take(self) -> Optional[dict[str, Any]]:
+        """The first whole message read, or None."""
+        end = self._in.find(b"\0")
+        if end < 0:
+            return None
+        raw = bytes(self._in[:end])
+        del self._in[: end + 1]
+        try:
+            msg = json.loads(raw)
+        except ValueError as e:
+            raise ProtocolError(f"pressured sent a message that is not JSON: {e}") from None
+        if not isinstance(msg, dict):
+            raise ProtocolError("pressured sent a message that is not an object")
+        return msg
+
     def wait_message(self, timeout: float) -> dict[str, Any]:
         """Block until one message has come (the others stay queued)."""
         deadline = time.monotonic() + timeout
         while True:
-            end = self._in.find(b"\0")
-            if end >= 0:
-                raw = bytes(self._in[:end])
-                del self._in[: end + 1]
-                try:
-                    msg = json.loads(raw)
-                except ValueError as e:
-                    raise ProtocolError(f"pressured sent a message that is not JSON: {e}") from None
-                if not isinstance(msg, dict):
-                    raise ProtocolError("pressured sent a message that is not an object")
+            msg = self.take()
+            if msg is not None:
                 return msg
             left = deadline - time.monotonic()
             if left <= 0:

@@ -310,7 +310,10 @@ class Client:
             self._watch(conn, sub)
             sub._conn = conn
             self._subscription_message(sub, msg)
-            # More may have come behind the first state: dispatch() reads them when the fd says so.
+            # Events that came in the same read as the first state are in the buffer, where the fd cannot
+            # say so: handled now.
+            while sub._conn is not None and (msg := conn.take()) is not None:
+                self._subscription_message(sub, msg)
         return sub
 
     def _subscribe_send(self, sub: Subscription) -> Connection:
