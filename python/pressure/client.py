@@ -408,12 +408,19 @@ class Client:
         self._watch(self._serve, "serve")
 
     def _add_one(self, s: Shrinker) -> None:
+        """AddShrinker; a refusal (InvalidParameter past 64 shrinkers or the user's limit) drops the shrinker
+        and is raised."""
         try:
             reply = self._call("_ans", "AddShrinker", {"token": self._token, "shrinker": protocol.encode(s.spec)},
                                False, None)
         except Unreachable as e:
             self._go_away(str(e))
             return
+        except PressureError:
+            s.removed = True
+            if s in self._shrinkers:
+                self._shrinkers.remove(s)
+            raise
         added = protocol.decode(protocol.AddShrinkerReply, reply, "AddShrinker").shrinker
         self._registered(s, added.id)
 
@@ -458,7 +465,10 @@ class Client:
                 self._registered(s, r.id)
             self._registering = []
             for s in [s for s in self._shrinkers if s.id is None and not s.removed]:
-                self._add_one(s)  # added while the Serve was on its way
+                try:
+                    self._add_one(s)  # added while the Serve was on its way
+                except PressureError as e:
+                    log.warning("pressured did not take shrinker %r (%s): it is not asked", s.name, e)
             self._check_ready()
         for q in ([reply.request] if reply.request else []) + (reply.requests or []):
             a = self._run_request(q)

@@ -143,6 +143,16 @@ class ClientTest(unittest.TestCase):
         mine = [x for x in self.client.call("ListShrinkers")["shrinkers"] if x["pid"] == os.getpid()]
         self.assertEqual(mine, [])
 
+    def test_refused_shrinker_raises(self) -> None:
+        """A client has at most 64 shrinkers: the 65th is refused by name and dropped, the others stay."""
+        shrinkers = [self.client.add_shrinker(f"s{i}", lambda sc: 1, lambda sc: 0) for i in range(64)]
+        self.assertTrue(self.client.wait_registered(30))
+        with self.assertRaises(pressure.InvalidParameter) as e:
+            self.client.add_shrinker("one-too-many", lambda sc: 1, lambda sc: 0)
+        self.assertEqual(e.exception.parameters.get("parameter"), "shrinker")
+        self.assertTrue(self.client.wait_registered(1))
+        self.assertEqual(len({s.id for s in shrinkers}), 64)
+
     def test_blocking_callback_holds_up_nobody(self) -> None:
         """A scan that blocks 10 s (the deadline is 3 s) holds up neither the daemon's pass nor the other
         shrinkers; its requests that wait meanwhile are not run once past their deadlines."""
