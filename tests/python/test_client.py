@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
+import subprocess
+import sys
 import threading
 import unittest
 
@@ -75,6 +78,21 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(event.previous, pressure.Level.OK)
         self.assertIsNotNone(event.reason)
         self.assertEqual(sub.level(g.cgroup), event.level)
+
+    def test_memory_event(self) -> None:
+        """A process in a watched group outgrows its limit: the kernel kills it, and the subscriber hears
+        an oom_kill memory event for the group, whatever its min_level."""
+        g = self.generator(16)
+        sub = self.client.subscribe([g.cgroup], min_level=pressure.Level.CRITICAL)
+        hog = subprocess.Popen([sys.executable, "-c", "b = bytearray(64 << 20)"], preexec_fn=lambda: g.join(os.getpid()),
+                               stderr=subprocess.DEVNULL)
+        self.assertEqual(hog.wait(60), -signal.SIGKILL)
+        event = None
+        while not isinstance(event, pressure.MemoryEvent):
+            event = sub.wait(30)
+            self.assertIsNotNone(event, "no memory event within 30 s of the kill")
+        self.assertEqual((event.scope, event.kind), (pressure.ScopeRef.parse(g.cgroup), pressure.MemoryEventKind.OOM_KILL))
+        self.assertGreaterEqual(event.count, 1)
 
     def test_asyncio(self) -> None:
         g = self.generator()
