@@ -77,6 +77,8 @@ class ClientTest(unittest.TestCase):
         self.assertGreaterEqual(event.level, pressure.Level.LOW)
         self.assertEqual(event.previous, pressure.Level.OK)
         self.assertIsNotNone(event.reason)
+        self.assertIsInstance(event.source, pressure.LevelSource)
+        self.assertGreater(event.reclaim_target, 0)
         self.assertEqual(sub.level(g.cgroup), event.level)
 
     def test_memory_event(self) -> None:
