@@ -28,6 +28,10 @@ V = TypeVar("V")
 
 VALUE_DECAY_USEC = 10_000_000  # a found miss counts for about this long (exponential decay), as libpressure
 VALUE_WINDOW_MIN = 64  # the tail's worth is judged over at least this many entries
+# lru_cache's generations: a new one once three quarters are young, at most this often (seconds). A load
+# that uses the whole cache makes everything young again at once: aging each time would send every hit
+# through Python; once a second costs one use of each entry a second.
+AGE_INTERVAL = 1.0
 MIB = 1024 * 1024
 
 _default_client: Optional[Client] = None
@@ -106,6 +110,11 @@ class LRU(MutableMapping[K, V]):
         #: The growth limit last told, in bytes (None: none).
         self.limit: Optional[int] = None
         self.evicted = 0  # entries dropped for the daemon, maxsize or the limit
+        # A front that serves the young entries itself (lru_cache's functools cache): the last `young` of
+        # the order are in it, and front_clear() empties it, making them old (see lru_cache).
+        self._young: Optional[int] = None
+        self._front_clear: Optional[Callable[[], None]] = None
+        self._aged_at = 0.0
         self.shrinker: Optional[Shrinker] = None
         if register:
             c = client or default_client()
@@ -171,6 +180,8 @@ class LRU(MutableMapping[K, V]):
         with self._lock:
             limit = max(len(self._d), VALUE_WINDOW_MIN)
             while freed < n and self._d:
+                if self._young is not None and self._young >= len(self._d):
+                    self._age()  # only young ones left: they must leave the front before they can go
                 key, (_, size) = self._d.popitem(last=False)
                 self._bytes -= size
                 nbytes += size
@@ -181,6 +192,33 @@ class LRU(MutableMapping[K, V]):
                     pass
             self.evicted += freed
         return freed, nbytes
+
+    # ---- generations, for a front that serves hits itself ----
+
+    def _age(self) -> None:
+        """A new generation: the front forgets its entries, and every entry is old (in the order it became
+        young). The front serves an old one again after its next use: that use makes it young."""
+        if self._front_clear is not None:
+            self._front_clear()
+        self._young = 0
+        self._aged_at = time.monotonic()
+
+    def _young_add(self, key: Any, value: Any) -> None:
+        """An entry the front now serves: a new one, or an old one used again (made the most recent)."""
+        size = max(int(self.sizeof(value)), 0)
+        with self._lock:
+            old = self._d.pop(key, None)
+            if old is not None:
+                self._bytes -= old[1]
+            self._d[key] = (value, size)
+            self._bytes += size
+            self._young = min((self._young or 0) + 1, len(self._d))
+            # Age before the young fill the list: the old part is what eviction takes, and what has not
+            # been used since the last aging belongs there.
+            if (self._young * 4 >= len(self._d) * 3 and len(self._d) >= 2 * VALUE_WINDOW_MIN and
+                    time.monotonic() - self._aged_at >= AGE_INTERVAL):
+                self._age()
+            self._trim()
 
     def _trim(self) -> None:
         over = len(self._d) - self.maxsize if self.maxsize is not None else 0
@@ -240,76 +278,73 @@ class LRU(MutableMapping[K, V]):
             self.shrinker = None
 
 
-_NONE = object()  # no argument given
-
-
 def lru_cache(maxsize: Optional[int] = None, typed: bool = False, *, name: Optional[str] = None,
               sizeof: Optional[Callable[[Any], int]] = None, client: Optional[Client] = None) -> Callable:
     """functools.lru_cache whose entries the daemon may ask back, least recently used first.
 
     maxsize bounds the entries as functools' does (None: no bound but memory pressure). Each miss's cost
     is the time the function took, so the cache's value is what its last MiB saves in computing time.
-    The wrapper has cache_info(), cache_clear(), cache_parameters() and, beyond functools', cache (the LRU)."""
+    The wrapper has cache_info(), cache_clear(), cache_parameters() and, beyond functools', cache (the LRU).
+
+    Hits cost what functools' cost: the wrapper is a functools.lru_cache(maxsize=None), the young
+    generation. Every entry is also in an LRU of our own, in the order it was last made young. An entry the
+    front has forgotten (an old one) comes back through our function and is young again. The daemon's scans
+    take the old first, oldest first; before young ones must go, the front is cleared (they all become old),
+    and that happens by itself once three quarters are young. So what was used since the last aging stays,
+    as the kernel's active list keeps it, without a line of Python on a hit."""
     if callable(maxsize) and not isinstance(maxsize, bool):  # @lru_cache without parentheses
         fn, maxsize = maxsize, None
         return lru_cache(None, typed, name=name, sizeof=sizeof, client=client)(fn)
 
     def decorate(fn: Callable) -> Callable:
         cache = LRU(name or f"{fn.__module__}.{fn.__qualname__}", maxsize=maxsize, sizeof=sizeof, client=client)
-        d = cache._d
-        move = d.move_to_end
         make_key = functools._make_key  # the key functools makes: equal calls hit alike
-        counts = [0, 0, 0]  # hits before the last clear, misses, reads of the hit counter
+        entries = cache._d
+        # hits: the front's before its last clear, and the old entries used again; misses: computed
+        counts = {"front": 0, "promoted": 0, "misses": 0, "cleared": 0}
 
-        hits = itertools.count()  # next() of a C iterator: the cheapest counter on the hit path
-
-        @functools.wraps(fn)
-        def wrapper(arg: Any = _NONE, /, *args: Any, **kwds: Any) -> Any:
-            # One positional argument is its own key (the commonest call, and the quickest: no tuple of
-            # arguments is made); a call of several, or with keywords, has a key of functools' making,
-            # which no single argument equals; typed keys are functools' own.
-            if args or kwds or typed or arg is _NONE:
-                if arg is not _NONE:
-                    args = (arg, *args)
-                key = make_key(args, kwds, typed)
-            else:
-                key = arg
-                args = (arg,)
-            try:
-                v = d[key]
-            except KeyError:
-                pass
-            else:
-                try:
-                    move(key)
-                except KeyError:
-                    pass  # evicted by another thread meanwhile: still a hit
-                next(hits)
+        def young(*args: Any, **kwds: Any) -> Any:
+            key = make_key(args, kwds, typed)
+            v = entries.get(key)
+            if v is not None:  # old: used again
+                counts["promoted"] += 1
+                cache._young_add(key, v[0])
                 return v[0]
-            counts[1] += 1
+            counts["misses"] += 1
             t = time.perf_counter()
             result = fn(*args, **kwds)
             cache.miss(key, max(time.perf_counter() - t, 1e-6))
-            cache[key] = result
+            cache._young_add(key, result)
             return result
 
-        def hits_so_far() -> int:
-            total = next(hits) - counts[2]  # each read counts one: taken off again
-            counts[2] += 1
-            return total - counts[0]
+        front = functools.lru_cache(maxsize=None, typed=typed)(young)
+        front_info, front_clear = front.cache_info, front.cache_clear
+
+        def age() -> None:  # the front's own counters go with its entries: kept here
+            counts["front"] += front_info().hits
+            front_clear()
+
+        cache._front_clear = age
+        cache._young = 0
+
+        def hits() -> int:
+            return counts["front"] + front_info().hits + counts["promoted"] - counts["cleared"]
 
         def cache_info() -> functools._CacheInfo:
-            return functools._CacheInfo(hits_so_far(), counts[1], maxsize, len(cache))
+            return functools._CacheInfo(hits(), counts["misses"], maxsize, len(cache))
 
         def cache_clear() -> None:
-            cache.clear()
-            counts[0] += hits_so_far()
-            counts[1] = 0
+            with cache._lock:
+                counts["cleared"] = hits() + counts["cleared"]
+                counts["misses"] = 0
+                cache.clear()
+                cache._age()
 
-        wrapper.cache_info = cache_info  # type: ignore[attr-defined]
-        wrapper.cache_clear = cache_clear  # type: ignore[attr-defined]
-        wrapper.cache_parameters = lambda: {"maxsize": maxsize, "typed": typed}  # type: ignore[attr-defined]
-        wrapper.cache = cache  # type: ignore[attr-defined]
-        return wrapper
+        functools.update_wrapper(front, fn)
+        front.cache_info = cache_info  # type: ignore[attr-defined]
+        front.cache_clear = cache_clear  # type: ignore[attr-defined]
+        front.cache_parameters = lambda: {"maxsize": maxsize, "typed": typed}  # type: ignore[attr-defined]
+        front.cache = cache  # type: ignore[attr-defined]
+        return front
 
     return decorate

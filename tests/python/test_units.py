@@ -162,6 +162,44 @@ class LRUTest(unittest.TestCase):
             cache_mod.default_client = orig
 
 
+class GenerationsTest(unittest.TestCase):
+    """lru_cache's hits are functools' own (the front); what the daemon's scans take is what was not used
+    since the last aging, oldest first; what they take is gone from the front too."""
+
+    def test_recently_used_stay(self) -> None:
+        from pressure import cache as cache_mod
+
+        orig = cache_mod.default_client
+        cache_mod.default_client = lambda: FakeClient()
+        try:
+            calls = []
+
+            @pressure.lru_cache()
+            def f(x):
+                calls.append(x)
+                return x
+
+            for i in range(256):  # aged once at 128: 0..127 are old
+                f(i)
+            self.assertEqual(f.cache._young, 128)
+            for i in range(32):  # used again: young, through Python once
+                f(i)
+            for i in range(32):  # and again: the front's hits
+                f(i)
+            self.assertEqual(f.cache_info().hits, 64)
+            self.assertEqual(len(calls), 256)
+            freed, _ = f.cache.evict(128)
+            self.assertEqual(freed, 128)
+            # 32..127 went (old), then the front was cleared and 128..159 went: 0..31 and 160..255 stay.
+            self.assertEqual(sorted(f.cache._d), list(range(32)) + list(range(160, 256)))
+            f(40)  # an evicted one is computed again: the front does not serve it
+            self.assertEqual(calls[-1], 40)
+            f(200)  # one that stayed is not
+            self.assertEqual(calls[-1], 40)
+        finally:
+            cache_mod.default_client = orig
+
+
 class FakeClient:
     """Takes a shrinker and does nothing: for the decorator's semantics without a daemon."""
 
