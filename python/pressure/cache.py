@@ -141,12 +141,18 @@ class LRU(MutableMapping[K, V]):
     def __setitem__(self, key: K, value: V) -> None:
         size = max(int(self.sizeof(value)), 0)
         with self._lock:
-            old = self._d.pop(key, None)
-            if old is not None:
-                self._bytes -= old[1]
-            self._d[key] = (value, size)
-            self._bytes += size
+            self._put(key, value, size)
             self._trim()
+
+    def _put(self, key: Any, value: Any, size: Optional[int]) -> None:
+        """key at the recent end, with its size (None: as it was; a new one is sized). Under the lock."""
+        old = self._d.pop(key, None)
+        if old is not None:
+            self._bytes -= old[1]
+        if size is None:
+            size = old[1] if old is not None else max(int(self.sizeof(value)), 0)
+        self._d[key] = (value, size)
+        self._bytes += size
 
     def __delitem__(self, key: K) -> None:
         with self._lock:
@@ -205,13 +211,8 @@ class LRU(MutableMapping[K, V]):
 
     def _young_add(self, key: Any, value: Any) -> None:
         """An entry the front now serves: a new one, or an old one used again (made the most recent)."""
-        size = max(int(self.sizeof(value)), 0)
         with self._lock:
-            old = self._d.pop(key, None)
-            if old is not None:
-                self._bytes -= old[1]
-            self._d[key] = (value, size)
-            self._bytes += size
+            self._put(key, value, None)
             self._young = min((self._young or 0) + 1, len(self._d))
             # Age before the young fill the list: the old part is what eviction takes, and what has not
             # been used since the last aging belongs there.
