@@ -150,6 +150,7 @@ class Subscription:
         self._conn: Optional[Connection] = None
         self._started = False  # its first state came on the current connection
         self._waiters: list[Callable[[], None]] = []  # pressure.aio's wake-ups
+        self._cond = threading.Condition()  # wait()'s, while another thread dispatches
 
     def level(self, scope: Union[str, ScopeRef] = "system") -> Level:
         return self.states[ScopeRef.parse(scope)].level
@@ -157,6 +158,15 @@ class Subscription:
     def wait(self, timeout: Optional[float] = None) -> Union[LevelChange, MemoryEvent, None]:
         """The next event, dispatching the client meanwhile; None after timeout seconds. Raises what ended
         the subscription once its events are read."""
+        thread = self.client._thread
+        if thread is not None and thread is not threading.current_thread():
+            # Another thread dispatches: it says when an event came (polling here would race it for them).
+            with self._cond:
+                if not self._cond.wait_for(lambda: self.events or self.ended, timeout):
+                    return None
+                if self.events:
+                    return self.events.popleft()
+                raise self.ended  # type: ignore[misc]
         deadline = None if timeout is None else time.monotonic() + timeout
         while not self.events:
             if self.ended:
@@ -167,14 +177,20 @@ class Subscription:
             self.client.process(left)
         return self.events.popleft()
 
+    def _wake(self) -> None:
+        with self._cond:
+            self._cond.notify_all()
+        for wake in self._waiters:
+            wake()
+
     def close(self) -> None:
         """End it: the daemon stops watching its cgroups if nobody else does."""
         self.client._end_subscription(self, None)
 
     def _deliver(self, event: Union[LevelChange, MemoryEvent]) -> None:
-        self.events.append(event)
-        for wake in self._waiters:
-            wake()
+        with self._cond:
+            self.events.append(event)
+        self._wake()
         if isinstance(event, LevelChange):
             self.states[event.scope] = event
             if self.on_event:
@@ -349,8 +365,7 @@ class Client:
                 sub._conn = None
             if sub.ended is None:
                 sub.ended = error or PressureError("the subscription was closed")
-            for wake in sub._waiters:
-                wake()
+            sub._wake()
         if error is not None and sub.on_end:
             sub.on_end(sub, error)
 

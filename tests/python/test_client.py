@@ -81,6 +81,20 @@ class ClientTest(unittest.TestCase):
         self.assertGreater(event.reclaim_target, 0)
         self.assertEqual(sub.level(g.cgroup), event.level)
 
+    def test_wait_beside_a_dispatching_thread(self) -> None:
+        """With the client dispatching on its own thread (as default_client() does), wait() is woken by
+        that thread, not by polling the fd it already read."""
+        g = self.generator()
+        self.client.run_in_thread()
+        sub = self.client.subscribe([g.cgroup])
+        g.start()
+        event = sub.wait(90)
+        self.assertIsInstance(event, pressure.LevelChange, "no level change within 90 s under the generator")
+        self.assertGreaterEqual(event.level, pressure.Level.LOW)
+        sub.close()
+        with self.assertRaises(pressure.PressureError):
+            sub.wait(5)
+
     def test_memory_event(self) -> None:
         """A process in a watched group outgrows its limit: the kernel kills it, and the subscriber hears
         an oom_kill memory event for the group, whatever its min_level."""
