@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+import selectors
 import signal
 import subprocess
 import sys
 import threading
+import time
 import unittest
 
 import harness
@@ -176,6 +178,35 @@ class ClientTest(unittest.TestCase):
         s.remove()
         mine = [x for x in self.client.call("ListShrinkers")["shrinkers"] if x["pid"] == os.getpid()]
         self.assertEqual(mine, [])
+
+    def test_selectors(self) -> None:
+        """The client in a selectors loop: its fd says when to dispatch; a scan asked from another thread
+        is answered by the loop."""
+        items = list(range(10))
+
+        def scan(sc: pressure.ShrinkControl):
+            n = min(sc.nr_to_scan, len(items))
+            del items[:n]
+            return n
+
+        s = self.client.add_shrinker("py-selectors", lambda sc: len(items) or pressure.EMPTY, scan)
+        sel = selectors.DefaultSelector()
+        sel.register(self.client, selectors.EVENT_READ)
+        self.addCleanup(sel.close)
+        deadline = time.monotonic() + 30
+        while s.id is None and time.monotonic() < deadline:
+            sel.select(self.client.timeout() or 1.0)
+            self.client.dispatch()
+        self.assertIsNotNone(s.id)
+        results: list = []
+        asker = threading.Thread(target=lambda: results.append(self.client.shrink(3, shrinker=s.id)))
+        asker.start()
+        while asker.is_alive() and time.monotonic() < deadline:
+            sel.select(0.5)
+            self.client.dispatch()
+        asker.join(10)
+        self.assertEqual([r.freed for r in results[0]], [3])
+        self.assertEqual(len(items), 7)
 
     def test_refused_shrinker_raises(self) -> None:
         """A client has at most 64 shrinkers: the 65th is refused by name and dropped, the others stay."""
