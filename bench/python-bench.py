@@ -19,7 +19,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import random
 import signal
 import socket
 import statistics

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import collections
 import functools
-import itertools
 import math
 import sys
 import threading

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import typing
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Optional, Union
 
 from .errors import ProtocolError
