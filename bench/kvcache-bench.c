@@ -12,7 +12,9 @@
  *   zipf99: Zipf 0.99, a miss costs 250 us;
  *   zipf80: Zipf 0.8, a miss costs 1 ms: flatter and costlier, where dropping everything hurts;
  *   phase:  as zipf99, but halfway through the neighbour's file working set doubles (a second reader
- *           of a second file), so that the cap right for the first half is wrong for the second;
+ *           of a second file), so that the cap right for the first half is wrong for the second; its
+ *           steady figures hold the change, and a line per policy gives the stall once it has settled
+ *           (from 5 s after the change);
  *   burst:  as zipf99, but the neighbour reads for 20 s after the warm-up, then stops: how long the
  *           cache takes to regain 90% of the room it had before, and what it evicted meanwhile.
  * --repeat N runs the matrix N times, the policies interleaved within each repeat, and prints the
@@ -61,6 +63,7 @@
 #define BURST_AFTER_S 10   /* and the run goes on this long after it stopped: the regain goal's 10 s */
 #define ALONE_S 3          /* the neighbour alone in the group, for its rate */
 #define STALL_BUDGET_MS 2.0 /* steady stall per second within which a cap may be the oracle */
+#define SETTLE_S 5         /* the phase change: its "settled" figures start this long after the change */
 
 /* The caps around the edge: below it, at it, just over it (the neighbour's 48 MiB and the load's
  * own memory leave about 44 MiB of the 96 for values; every workload's edge is there in its
@@ -106,6 +109,10 @@ struct run {
         unsigned long long st_gets, st_hits;
         uint64_t st_stall_us;
         uint64_t st_io_us, st_refaults; /* the group's IO stall and file refaults, steady */
+        /* the phase change, once settled: from SETTLE_S after the change to the end (beside the steady
+         * figure, which holds the change itself) */
+        double settle_t0, settle_seconds;
+        uint64_t settle_stall0, settle_stall_us;
         double cpu_cache_s, cpu_load_s, cpu_neighbour_s, cpu_daemon_s;
         unsigned long evicted_bytes, drops, peak_bytes;
         /* burst: the room before the neighbour came, when it stopped, how long to regain 90% of the room
@@ -248,6 +255,15 @@ static int run_policy(struct run *run, double seconds) {
                                 run->evicted_regaining = (unsigned long) bench_field(line, "evicted_bytes=") - run->evicted_at_stop;
                                 if (bytes >= run->room_bytes / 10 * 9)
                                         run->regain_s = t - run->stop_t;
+                        }
+                        if (wl->phase && t >= seconds / 2 + SETTLE_S) {
+                                uint64_t total = pressure_gen_some_total(&g);
+                                if (run->settle_t0 == 0) {
+                                        run->settle_t0 = t;
+                                        run->settle_stall0 = total;
+                                }
+                                run->settle_seconds = t - run->settle_t0;
+                                run->settle_stall_us = total - run->settle_stall0;
                         }
                         if (wl->phase && rd2 < 0 && t >= seconds / 2) {
                                 int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
@@ -408,6 +424,10 @@ static double st_req_s(const struct run *r) {
 
 static double st_stall(const struct run *r) {
         return r->st_seconds > 0 ? (double) r->st_stall_us / 1000 / r->st_seconds : 0;
+}
+
+static double settled_stall(const struct run *r) {
+        return r->settle_seconds > 0 ? (double) r->settle_stall_us / 1000 / r->settle_seconds : 0;
 }
 
 static double st_io(const struct run *r) {
@@ -624,6 +644,16 @@ static void print_summary(struct run *runs, size_t n_pol, unsigned repeat, const
                         struct spread q = ratio_spread(runs, n_pol, repeat, shrinker, i, st_req_s);
                         printf("%s: against drop-all: %.2fx median, %.2fx worst steady\n", wl->name, q.median, q.worst);
                 }
+        /* The phase change once it has settled: whether a policy holds after the change, apart from
+         * what the change itself cost (which the steady figure holds). */
+        for (size_t i = 0; wl->phase && i < n_pol; i++) {
+                unsigned ran_i;
+                if (survivals(runs, n_pol, repeat, i, &ran_i) == 0)
+                        continue;
+                struct spread st = policy_spread(runs, n_pol, repeat, i, settled_stall, true);
+                printf("phase: %s: stall from %d s after the change to the end %.1f ms/s median, %.1f worst\n", runs[i].name,
+                       SETTLE_S, st.median, st.worst);
+        }
         for (size_t i = 0; wl->burst && i < n_pol; i++) {
                 unsigned ran_i;
                 if (survivals(runs, n_pol, repeat, i, &ran_i) < ran_i || ran_i == 0)
