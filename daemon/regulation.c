@@ -127,7 +127,7 @@ static uint64_t above_limit(uint64_t limit) {
 /* The stall rose over the budget, the caches' own, with held bytes in them: the edge is where it rose,
  * and the limit a margin below it. */
 static void regulation_edge_rise(struct regulation *r, uint64_t held) {
-        r->rise_usec = r->mark_usec;
+        r->cut_usec = r->mark_usec;
         if (held > 0 && r->backoff == 0) {
                 /* Risen again where it last rose (within the margin): a neighbour who stays. The limit
                  * takes twice as long to come back next time (up to 40 s), as Senpai backs off; a rise
@@ -266,15 +266,16 @@ enum regulation_verdict regulation_decide(struct regulation *r, const struct reg
         else
                 r->quiet_usec = 0;
         /* The last step is still showing: a rate a quarter below the one that made it is on its way down.
-         * Or the stall rose less than a second ago: the kernel answers the cut at a rise with a lag (the
-         * neighbour reads back what the overshoot pushed out). Meanwhile the caches are held to the limit. */
+         * Or the limit was cut at once less than a second ago (at the rise, or at a cliff): the kernel
+         * answers with a lag (the neighbour reads back what the overshoot pushed out). Meanwhile the caches
+         * are held to the limit. */
         uint64_t to_limit = r->limit > 0 && held > r->limit ? MIN(held - r->limit, hard_max) : 0;
         if (r->stepped_rate >= 0 && r->rate < r->stepped_rate * REGULATION_SETTLING_PERMILLE / 1000) {
                 r->stepped_rate = -1;
                 *ret_bytes = to_limit;
                 return REGULATION_SETTLING;
         }
-        if (!rise && r->limit > 0 && r->mark_usec - r->rise_usec < REGULATION_RISE_LAG_USEC) {
+        if (!rise && r->limit > 0 && r->mark_usec - r->cut_usec < REGULATION_RISE_LAG_USEC) {
                 *ret_bytes = to_limit;
                 return REGULATION_SETTLING;
         }
@@ -285,8 +286,13 @@ enum regulation_verdict regulation_decide(struct regulation *r, const struct reg
         }
         regulation_streak(r, held);
         uint64_t bytes = MIN(regulation_step_bytes(p, r->rate, held) << r->boost, hard_max);
-        if (!rise)
+        if (!rise) {
+                if (r->limit > 0 && r->backoff == 0 && r->rate >= (double) p->budget * REGULATION_CLIFF_FACTOR) {
+                        bytes = hard_max; /* a cliff past the lag: the largest cut, then the lag again */
+                        r->cut_usec = r->mark_usec;
+                }
                 regulation_edge_follow(r, held, bytes);
+        }
         /* Over the limit: down to it at once, as TCP halves its window at a loss, not by a few percent a
          * look while the cache refills past it. */
         if (r->limit > 0 && held > r->limit)

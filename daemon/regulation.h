@@ -74,6 +74,13 @@ struct regulation_params {
  * with a lag (the neighbour reads back what the overshoot pushed out). Past it, each look over cuts the
  * limit by a step, so that a phase change is followed down within seconds. */
 #define REGULATION_RISE_LAG_USEC REGULATION_WINDOW_USEC
+/* A stall this many times the budget that outlasts that lag is a cliff below the limit, not the tail of
+ * the overshoot: the neighbour's working set grew (a phase change, a burst), and by how much no figure
+ * says. The limit is cut by the largest step (REGULATION_STEP_HARD_MAX_PERMILLE) at once, as TCP cuts its
+ * window at a loss, and the lag is waited out again before the next cut. Proportional steps of a few
+ * percent a look left the cache over the new edge for 2 to 2.5 s, long enough for the neighbour's second
+ * pass to meet it again (a second wave at 300 to 450 ms/s in the benchmark's phase change). */
+#define REGULATION_CLIFF_FACTOR 10
 /* The return (CUBIC's K): on the plateau halfway between the margin and the edge after K, at the edge
  * after 2K, faster and faster past it (cubic_of_edge()). K is this after an edge that came down (a
  * burst or a phase change: a neighbour who came and may go), so that a cache cut to a quarter of its
@@ -125,7 +132,7 @@ struct regulation {
          * and less while it stays over (0: none known). */
         uint64_t edge;
         uint64_t edge_usec;  /* when it was last set */
-        uint64_t rise_usec;  /* when the stall last rose over the budget */
+        uint64_t cut_usec;   /* when the limit was last cut at once (at the rise, or at a cliff) */
         uint64_t quiet_usec; /* when the quiet spell began (0: the stall is over the budget) */
         uint64_t limit;      /* what the shrinkers may hold now (0: no limit) */
         uint64_t limit_base; /* the limit when the quiet spell began */

@@ -259,6 +259,44 @@ static void test_phase_change(void) {
         CU_ASSERT(regulation_limit(&r) < last_stalled);
 }
 
+/* A cliff below the limit (a phase change, looked at every 250 ms): at the rise the limit is a tenth below
+ * the edge; while the kernel's lag lasts the caches are only held to it; past the lag a stall of ten times
+ * the budget or more cuts the limit by a quarter at once, and the lag is waited out again before the next
+ * cut. A stall under ten times the budget past the lag is a step in proportion. */
+static void test_cliff(void) {
+        struct regulation r;
+        uint64_t total = 0, now = 0, bytes;
+        const uint64_t look = SEC / 4;
+        regulation_init(&r);
+        feed_dt(&r, &total, &now, look, 0, true, 0, &bytes);
+        feed_dt(&r, &total, &now, look, 0, true, 64 * MIB, &bytes);
+        CU_ASSERT_EQUAL(feed_dt(&r, &total, &now, look, 300000, true, 64 * MIB, &bytes), REGULATION_STEP);
+        uint64_t limit = regulation_limit(&r);
+        CU_ASSERT(limit >= 57 * MIB && limit <= 58 * MIB);
+        /* The lag: held to the limit (the cache refilled 1 MiB past it), no cut. */
+        for (int i = 0; i < 3; i++) {
+                CU_ASSERT_EQUAL(feed_dt(&r, &total, &now, look, 200000, true, limit + MIB, &bytes), REGULATION_SETTLING);
+                CU_ASSERT_EQUAL(bytes, MIB);
+                CU_ASSERT_EQUAL(regulation_limit(&r), limit);
+        }
+        /* Past it, still a cliff: a quarter of what they hold, at once. */
+        CU_ASSERT_EQUAL(feed_dt(&r, &total, &now, look, 250000, true, limit, &bytes), REGULATION_STEP);
+        CU_ASSERT_EQUAL(bytes, limit / 1000 * REGULATION_STEP_HARD_MAX_PERMILLE);
+        uint64_t cut = regulation_limit(&r);
+        CU_ASSERT_EQUAL(cut, limit - bytes);
+        /* The lag again: held, not cut. */
+        for (int i = 0; i < 3; i++) {
+                CU_ASSERT_EQUAL(feed_dt(&r, &total, &now, look, 200000, true, cut, &bytes), REGULATION_SETTLING);
+                CU_ASSERT_EQUAL(regulation_limit(&r), cut);
+        }
+        /* Past it, a stall of five times the budget: falling since the cut, a look to settle; then a step
+         * in proportion (5% at most), not a quarter. */
+        CU_ASSERT_EQUAL(feed_dt(&r, &total, &now, look, 5000, true, cut, &bytes), REGULATION_SETTLING);
+        CU_ASSERT_EQUAL(feed_dt(&r, &total, &now, look, 5000, true, cut, &bytes), REGULATION_STEP);
+        CU_ASSERT(bytes > 0 && bytes <= cut / 20 + 1);
+        CU_ASSERT(regulation_limit(&r) >= cut - cut / 20 - 1);
+}
+
 /* The neighbour leaves: a cache of 40 MiB stalls as a neighbour starts reading a file, and is cut while
  * the stall stays, until it is under 12 MiB; the edge followed it down. Once the stall is gone (the reader stopped),
  * the limit gives the room back: 90% of the 40 MiB within 10 s, since an edge that came down that far is
@@ -616,6 +654,7 @@ int main(void) {
                 { "caches that regrow get larger steps", test_boost },
                 { "the growth limit follows the edge of the stall", test_growth_limit },
                 { "a phase change: the limit falls with the stall", test_phase_change },
+                { "a cliff past the kernel's lag is cut by a quarter", test_cliff },
                 { "a neighbour leaves: the room comes back within 10 s", test_neighbour_leaves },
                 { "the limit's rise over time", test_rise_factor },
                 { "a neighbour who stays is met less and less often", test_neighbour_stays },
