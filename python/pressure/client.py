@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import collections
 import ctypes
-import ctypes.util
 import logging
 import select
 import threading
@@ -57,9 +56,10 @@ STOP = _Sentinel("STOP")
 
 
 def _malloc_trim() -> Callable[[int], int]:
-    """glibc's malloc_trim(), or a no-op where the C library has none."""
+    """glibc's malloc_trim(), or a no-op where the C library has none. The interpreter's own symbols hold
+    the C library's: ctypes.util.find_library() would run ldconfig in a child process at import."""
     try:
-        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+        return ctypes.CDLL(None).malloc_trim
     except (OSError, AttributeError):
         return lambda pad: 0
 
