@@ -17,7 +17,8 @@
  *     then hundreds), so a regulator that waits for it falls off it again and again. The size at which the
  *     stall rose is the edge; at the rise they are asked at once for what is above a tenth below it (as
  *     TCP cuts its window at a loss), and held there while the stall lasts; if it outlasts the kernel's
- *     lag, the limit comes down by a step each look (a phase change moves the edge lower). Under the
+ *     lag, the limit comes down by a step each look, or by a quarter at once where the stall is a cliff
+ *     (a phase change moves the edge lower, by an amount no figure says). Under the
  *     budget the limit rises from there as TCP CUBIC's window does after a loss, as a function of time,
  *     to a plateau short of the edge, and faster and faster past the edge, so that a neighbour who is
  *     still there is met rarely and one who has gone gives its room back within seconds. Far enough
