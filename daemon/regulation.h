@@ -73,7 +73,8 @@ struct regulation_params {
 #define REGULATION_EDGE_MARGIN_PERMILLE 100
 /* After the cut at a rise, not cut again for this long while the stall stays: the kernel answers the cut
  * with a lag (the neighbour reads back what the overshoot pushed out). Past it, each look over cuts the
- * limit by a step, so that a phase change is followed down within seconds. */
+ * limit by a step, or by a quarter at a cliff (below), so that a phase change is followed down within
+ * seconds. */
 #define REGULATION_RISE_LAG_USEC REGULATION_WINDOW_USEC
 /* A stall this many times the budget that outlasts that lag is a cliff below the limit, not the tail of
  * the overshoot: the neighbour's working set grew (a phase change, a burst), and by how much no figure
