@@ -124,6 +124,23 @@ static uint64_t above_limit(uint64_t limit) {
         return limit > UINT64_MAX / 1000 ? limit / keep * 1000 : limit * 1000 / keep;
 }
 
+/* The edge came down far below the room (a neighbour came): the short return, until it has stayed long. */
+static void regulation_came_down(struct regulation *r) {
+        if (!r->came_down)
+                r->came_down_usec = r->mark_usec;
+        r->came_down = true;
+}
+
+/* The return's shift while the edge is down: none for the first REGULATION_CAME_DOWN_STAY_FACTOR short
+ * returns of the stay, then one more for each doubling of it. */
+unsigned regulation_stay_shift(uint64_t stayed_usec) {
+        const uint64_t first = REGULATION_CAME_DOWN_STAY_FACTOR * REGULATION_EDGE_RETURN_USEC;
+        unsigned shift = 0;
+        for (uint64_t t = first; stayed_usec >= t && shift < REGULATION_EDGE_RETURN_SHIFT_MAX; t *= 2)
+                shift++;
+        return shift;
+}
+
 /* The stall rose over the budget, the caches' own, with held bytes in them: the edge is where it rose,
  * and the limit a margin below it. */
 static void regulation_edge_rise(struct regulation *r, uint64_t held) {
@@ -141,7 +158,7 @@ static void regulation_edge_rise(struct regulation *r, uint64_t held) {
                 /* A rise far below the last one is the same neighbour's arrival seen again (a burst that
                  * rises in waves): the size before it is what the room was, and stays the mark. */
                 if (r->rise_held > 0 && held < r->rise_held / 1000 * REGULATION_CAME_DOWN_PERMILLE)
-                        r->came_down = true;
+                        regulation_came_down(r);
                 else
                         r->rise_held = held;
         }
@@ -182,8 +199,8 @@ static void regulation_edge_quiet(struct regulation *r) {
                 /* The edge came down by more than a quarter from where the stall rose: not the neighbour
                  * who stays, but one who came (a burst, a phase change) and may go: the short return. */
                 if (r->came_down || r->edge < r->rise_held / 1000 * REGULATION_CAME_DOWN_PERMILLE) {
-                        r->return_shift = 0;
-                        r->came_down = true;
+                        regulation_came_down(r);
+                        r->return_shift = regulation_stay_shift(r->mark_usec - r->came_down_usec);
                 }
         }
         uint64_t f = regulation_rise_factor_ppm(r->mark_usec - r->quiet_usec, r->return_shift);
@@ -198,7 +215,7 @@ static void regulation_edge_quiet(struct regulation *r) {
 
 void regulation_forget_edge(struct regulation *r) {
         assert(r);
-        r->edge = r->edge_usec = r->quiet_usec = r->limit = r->limit_base = r->rise_held = 0;
+        r->edge = r->edge_usec = r->quiet_usec = r->limit = r->limit_base = r->rise_held = r->came_down_usec = 0;
         r->return_shift = 0;
         r->came_down = false;
 }

@@ -95,6 +95,11 @@ struct regulation_params {
 /* An edge or a rise below this share of where the stall last rose came down: a neighbour who came and
  * may go, not one who stays (the short return). */
 #define REGULATION_CAME_DOWN_PERMILLE 750
+/* ...until it has stayed this many short returns (40 s): from then on each doubling of its stay doubles
+ * the return, up to the longest. A neighbour who came and stays (a phase change) was otherwise met again
+ * every 5.5 s for as long as it stayed, at 100 to 135 ms of stall each time (20 ms/s, for good);
+ * one who leaves after a burst of 20 s still gives the room back within 10 s. */
+#define REGULATION_CAME_DOWN_STAY_FACTOR 16
 /* An edge the limit has risen this many times past is forgotten: the caches may grow until a stall finds
  * the next one. */
 #define REGULATION_EDGE_FORGET_FACTOR 16
@@ -141,6 +146,7 @@ struct regulation {
         unsigned return_shift; /* log2 of the return time's factor: the edge was met again that often */
         uint64_t rise_held;    /* what the shrinkers held at the last rise (not one far below it) */
         bool came_down;        /* a rise or an edge far below rise_held since: a burst, not a neighbour who stays */
+        uint64_t came_down_usec; /* since when */
         bool was_over;                  /* in a stall: over, or under for less than REGULATION_SAME_STALL_USEC */
         uint64_t over_usec;             /* the last look over the budget */
         uint64_t steps, asked_bytes;    /* for the log and ListShrinkers */
@@ -182,6 +188,9 @@ uint64_t regulation_rise_factor_ppm(uint64_t usec, unsigned return_shift);
 
 /* How long the limit takes now to come back to the edge after a stall. */
 uint64_t regulation_edge_return_usec(const struct regulation *r);
+
+/* The return's shift for a neighbour who came (the edge came down) and has stayed this long. */
+unsigned regulation_stay_shift(uint64_t stayed_usec);
 
 /* The step for a rate over the budget, of held bytes (exposed for tests and documentation). */
 uint64_t regulation_step_bytes(const struct regulation_params *p, double rate, uint64_t held);

@@ -375,6 +375,62 @@ static void test_burst_in_waves(void) {
         CU_ASSERT(regained > 0 && regained <= 10 * SEC);
 }
 
+/* The cache of a neighbour test: refilling 1.5 MiB/s, held to the limit, looked at every 250 ms; the stall
+ * is 250 ms/s while it holds more than `edge`. Returns how often the stall rose in `seconds`. */
+static unsigned touches(struct regulation *r, uint64_t *total, uint64_t *now, double *held, double edge,
+                        uint64_t seconds) {
+        unsigned n = 0;
+        bool stalled = false;
+        for (uint64_t i = 0; i < seconds * 4; i++) {
+                uint64_t bytes, limit = regulation_limit(r);
+                *held += 1.5 * MIB / 4;
+                if (limit > 0 && *held > (double) limit)
+                        *held = (double) limit;
+                double rate = *held > edge ? 250000 : 0;
+                n += rate > 0 && !stalled;
+                stalled = rate > 0;
+                if (feed_dt(r, total, now, SEC / 4, rate, true, (uint64_t) *held, &bytes) == REGULATION_STEP)
+                        *held -= (double) bytes;
+        }
+        return n;
+}
+
+/* A phase change whose neighbour stays for ten minutes: the cache was held under an edge of 70 MiB, and
+ * the edge falls to 42. In the first 40 s of the stay the new edge is met every 5.5 s (the short return:
+ * a neighbour who came may soon go); then less and less often, and in the last five minutes at most
+ * every 80 s, as a neighbour who stays from the start. When it leaves, the room comes back. */
+static void test_came_and_stayed(void) {
+        struct regulation r;
+        uint64_t total = 0, now = 0;
+        double held = 0;
+        regulation_init(&r);
+        CU_ASSERT(touches(&r, &total, &now, &held, 70.0 * MIB, 60) >= 1);
+        CU_ASSERT(r.edge > 0 && r.edge <= 71 * MIB);
+        unsigned first = touches(&r, &total, &now, &held, 42.0 * MIB, 40);
+        unsigned next = touches(&r, &total, &now, &held, 42.0 * MIB, 260);
+        unsigned last = touches(&r, &total, &now, &held, 42.0 * MIB, 300);
+        printf("(met %u times in the first 40 s, %u in the next 260, %u in the last 300) ", first, next, last);
+        CU_ASSERT(first >= 5);
+        CU_ASSERT(next <= 16);
+        CU_ASSERT(last <= 4);
+        CU_ASSERT_EQUAL(regulation_edge_return_usec(&r), REGULATION_EDGE_RETURN_USEC << REGULATION_EDGE_RETURN_SHIFT_MAX);
+        /* It leaves: no stall at all, and the cache regrows to the old room. */
+        touches(&r, &total, &now, &held, 1e12, 300);
+        CU_ASSERT(held >= 69 * MIB);
+}
+
+/* The return's shift by the length of the stay: none for 40 s, then one per doubling, up to the longest. */
+static void test_stay_shift(void) {
+        CU_ASSERT_EQUAL(regulation_stay_shift(0), 0u);
+        CU_ASSERT_EQUAL(regulation_stay_shift(20 * SEC), 0u); /* the benchmark's burst */
+        CU_ASSERT_EQUAL(regulation_stay_shift(40 * SEC), 1u);
+        CU_ASSERT_EQUAL(regulation_stay_shift(80 * SEC), 2u);
+        CU_ASSERT_EQUAL(regulation_stay_shift(159 * SEC), 2u);
+        CU_ASSERT_EQUAL(regulation_stay_shift(160 * SEC), 3u);
+        CU_ASSERT_EQUAL(regulation_stay_shift(320 * SEC), REGULATION_EDGE_RETURN_SHIFT_MAX);
+        CU_ASSERT_EQUAL(regulation_stay_shift(UINT64_MAX), REGULATION_EDGE_RETURN_SHIFT_MAX);
+}
+
 /* A neighbour who stays: the stall rises again and again where it rose before, and each time the limit
  * takes twice as long to come back to it, up to 40 s. */
 static void test_neighbour_stays(void) {
@@ -659,6 +715,8 @@ int main(void) {
                 { "the limit's rise over time", test_rise_factor },
                 { "a neighbour who stays is met less and less often", test_neighbour_stays },
                 { "a burst in waves gives its room back", test_burst_in_waves },
+                { "a neighbour who came and stays is met less and less often", test_came_and_stayed },
+                { "the return's shift by the length of a stay", test_stay_shift },
                 { "a sawtooth input does not escalate", test_sawtooth_input },
                 { "a stall in bursts is one stall", test_bursty_stall_is_one_stall },
                 { "a cache growing into its limit settles in a band", test_closed_loop },
