@@ -97,8 +97,8 @@ struct regulation_params {
 #define REGULATION_CAME_DOWN_PERMILLE 750
 /* ...until it has stayed this many short returns (40 s): from then on each doubling of its stay doubles
  * the return, up to the longest. A neighbour who came and stays (a phase change) was otherwise met again
- * every 5.5 s for as long as it stayed, at 100 to 135 ms of stall each time (20 ms/s, for good);
- * one who leaves after a burst of 20 s still gives the room back within 10 s. */
+ * every 5.5 s while the new edge stayed under three quarters of the room, at 100 to 135 ms of stall each
+ * time (20 ms/s, for good); one who leaves after a burst of 20 s still gives the room back within 10 s. */
 #define REGULATION_CAME_DOWN_STAY_FACTOR 16
 /* An edge the limit has risen this many times past is forgotten: the caches may grow until a stall finds
  * the next one. */
