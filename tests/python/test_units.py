@@ -118,13 +118,25 @@ class LRUTest(unittest.TestCase):
         self.assertEqual(lru.miss(5000), 0)  # never here
         self.assertEqual(lru.stats()["shadow_hits"], 2)
         self.assertGreater(lru.value(), 0)
-        # Far past the tail: found, but worth nothing to the last sixteenth.
+        # Past the last sixteenth: found while the shadows reach (an eighth of the list), but worth
+        # nothing; further back not kept at all.
         cold = pressure.LRU("c", register=False, sizeof=lambda v: 1000)
         for i in range(2000):
             cold[i] = i
         cold.evict(1000)
-        self.assertEqual(cold.miss(0), 1000)
+        self.assertLessEqual(cold.stats()["shadow_entries"], 2000 // 8)
+        self.assertEqual(cold.miss(0), 0)
+        self.assertEqual(cold.miss(900), 100)  # 100 evictions ago: past the sixteenth of 1000 (62)
         self.assertEqual(cold.value(), 0)
+        self.assertEqual(cold.miss(999), 1)
+        self.assertGreater(cold.value(), 0)
+        # The shadows of a long run stay within an eighth of the list.
+        big = pressure.LRU("b", register=False, sizeof=lambda v: 1)
+        for i in range(100000):
+            big[i] = i
+            if len(big) > 8000:
+                big.evict(1)
+        self.assertLessEqual(big.stats()["shadow_entries"], 1000)
 
     def test_limit_and_maxsize(self) -> None:
         lru = pressure.LRU("t", register=False, sizeof=lambda v: 100, maxsize=50)
