@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* kv-zipf: the workload of the headline benchmark (bench/kvcache-bench.c).
  *
- *   kv-zipf SOCKET SECONDS KEYS VALUE_BYTES SEED MISS_US [ZIPF_S [RATE [AT:ZIPF_S:KEYS:MISS_US]]]
+ *   kv-zipf SOCKET SECONDS KEYS VALUE_BYTES SEED MISS_US [ZIPF_S [RATE [AT:ZIPF_S:KEYS:MISS_US[:RATE]]]]
  *     GETs from a kvcache at SOCKET for SECONDS, keys drawn from a Zipf distribution (s = ZIPF_S, 0.99) over
  *     KEYS keys with a seeded generator (the same sequence for the same seed); a miss costs MISS_US of
  *     computation (a busy loop: the recompute) and SETs the value. RATE[@WARM]: at most so many GETs a
  *     second (0: as fast as it can), after WARM seconds as fast as it can (a cache filled before the
  *     paced part is measured). AT:...: from AT seconds on, another workload (bench/multicache-bench.c's
- *     swap). A kvcache is told each GET's miss cost ("GET key COST"), for its value. Prints one line:
+ *     swap) over keys of its own: none of those asked before comes again, as when another service's
+ *     traffic arrives, so nothing the cache held for the first is worth anything to the second. A kvcache is told each GET's miss cost ("GET key COST"), for its value. Prints one line:
  *       survived|lost seconds=S requests=N hits=H misses=M p50_us=P p99_us=Q
  *     ("lost" when the cache's connection broke: it died) and exits 0 or 1.
  *     SOCKET "redis:PATH": the same against a Redis at the Unix socket PATH, in RESP (GET; SET on a miss).
@@ -137,10 +138,13 @@ static int read_reply(int fd) {
 }
 
 
+/* Added to every key's number once the workload switched: its keys are not the first's. */
+static size_t key_base;
+
 /* GET: 1 a hit, 0 a miss, -1 the connection broke. */
 static int do_get(int fd, size_t key, uint64_t miss_us) {
         char cmd[128], k[32];
-        int kn = snprintf(k, sizeof(k), "k%zu", key);
+        int kn = snprintf(k, sizeof(k), "k%zu", key_base + key);
         int n = redis ? snprintf(cmd, sizeof(cmd), "*2\r\n$3\r\nGET\r\n$%d\r\n%s\r\n", kn, k)
                       : snprintf(cmd, sizeof(cmd), "GET %s %llu\n", k, (unsigned long long) miss_us);
         if (send_all(fd, cmd, (size_t) n) < 0)
@@ -151,7 +155,7 @@ static int do_get(int fd, size_t key, uint64_t miss_us) {
 /* SET the value: 0, or -1 when the connection broke. */
 static int do_set(int fd, size_t key, const char *value, size_t value_bytes) {
         char cmd[160], k[32];
-        int kn = snprintf(k, sizeof(k), "k%zu", key);
+        int kn = snprintf(k, sizeof(k), "k%zu", key_base + key);
         int n = redis ? snprintf(cmd, sizeof(cmd), "*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%zu\r\n", kn, k, value_bytes)
                       : snprintf(cmd, sizeof(cmd), "SET %s %zu\n", k, value_bytes);
         if (send_all(fd, cmd, (size_t) n) < 0 || send_all(fd, value, value_bytes) < 0 ||
@@ -198,19 +202,20 @@ int main(int argc, char *argv[]) {
                 return reader(argv[2], atof(argv[3]));
         if (argc < 7 || argc > 10) {
                 fprintf(stderr, "usage: kv-zipf SOCKET SECONDS KEYS VALUE_BYTES SEED MISS_US [ZIPF_S [RATE "
-                                "[AT:ZIPF_S:KEYS:MISS_US]]] | --read FILE SECONDS\n");
+                                "[AT:ZIPF_S:KEYS:MISS_US[:RATE]]]] | --read FILE SECONDS\n");
                 return 2;
         }
         if (argc >= 8)
                 zipf_s = atof(argv[7]);
-        double seconds = atof(argv[2]), rate = argc >= 9 ? atof(argv[8]) : 0, switch_at = -1, switch_s = 0;
+        double seconds = atof(argv[2]), rate = argc >= 9 ? atof(argv[8]) : 0, switch_at = -1, switch_s = 0,
+               switch_rate = -1;
         const char *at = argc >= 9 ? strchr(argv[8], '@') : NULL;
         double warm = at ? atof(at + 1) : 0;
         size_t keys = strtoul(argv[3], NULL, 10), value_bytes = strtoul(argv[4], NULL, 10), switch_keys = 0;
         uint64_t miss_us = strtoull(argv[6], NULL, 10), switch_miss = 0;
-        if (argc >= 10 && sscanf(argv[9], "%lf:%lf:%zu:%llu", &switch_at, &switch_s, &switch_keys,
-                                 (unsigned long long *) &switch_miss) != 4) {
-                fprintf(stderr, "kv-zipf: expected AT:ZIPF_S:KEYS:MISS_US, got %s\n", argv[9]);
+        if (argc >= 10 && sscanf(argv[9], "%lf:%lf:%zu:%llu:%lf", &switch_at, &switch_s, &switch_keys,
+                                 (unsigned long long *) &switch_miss, &switch_rate) < 4) {
+                fprintf(stderr, "kv-zipf: expected AT:ZIPF_S:KEYS:MISS_US[:RATE], got %s\n", argv[9]);
                 return 2;
         }
         rng_state = strtoull(argv[5], NULL, 10);
@@ -238,13 +243,21 @@ int main(int argc, char *argv[]) {
                 if (t0 >= end)
                         break;
                 if (switch_at >= 0 && t0 - start >= (uint64_t) (switch_at * 1e6)) {
-                        /* The other workload from now on: its keys, its skew, its cost. */
+                        /* The other workload from now on: its keys, its skew, its cost, its rate. */
+                        key_base += keys;
                         zipf_s = switch_s;
                         free(cdf);
                         cdf = zipf_cdf(keys = switch_keys);
                         if (!cdf)
                                 return 2;
                         miss_us = switch_miss;
+                        if (switch_rate >= 0) {
+                                rate = switch_rate;
+                                if (paced_from) {
+                                        paced_from = t0; /* paced anew from here, at the new rate */
+                                        paced_requests = requests;
+                                }
+                        }
                         switch_at = -1;
                 }
                 /* Paced after the warm-up: the n-th request since then no sooner than n / rate after it. */

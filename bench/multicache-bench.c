@@ -13,9 +13,11 @@
  *   drop-all:     each cache drops everything when pressured reports its group's level rising;
  *   best static:  with hindsight: each cache's cost at each cap of a grid (all three capped alike in a
  *                 group large enough, once per workload), and the best sum within the budget.
- * Workloads: steady, and swap (steep and flat exchange their loads halfway through the measured part: no
- * static split follows). MULTICACHE_BENCH_WORKLOAD=steady or swap: only that one.
- * Figures, steady (after the loads' unpaced warm-up, 40% of the run, and two seconds): the total miss cost per second (each cache's misses times
+ * Workloads: steady, and swap (steep and flat exchange their loads halfway through the measured part,
+ * each its skew, cost and rate, over keys it never asked before: no static split follows). The swap runs
+ * twice as long, so that each half is long enough to be served by the split that suits it and not only
+ * by the move between them. MULTICACHE_BENCH_WORKLOAD=steady or swap: only that one.
+ * Figures, steady (after the loads' unpaced warm-up, 40% of --seconds, and two seconds): the total miss cost per second (each cache's misses times
  * its miss cost), the combined hit rate, the group's stall, the daemon's CPU; each cache's size over time
  * in OUT_DIR/multicache-bench.csv (first repeat). Memory for equal service (steady, first repeat): the
  * smallest group limit at which value-aware costs no more than the equal split at the full limit.
@@ -87,15 +89,20 @@ struct run {
 
 static const char *build;
 static bool swap; /* the workload: steep and flat exchange their loads halfway */
+static double base_seconds; /* --seconds: the steady run's length, which sets the warm-up of every run */
 
 /* When the measured part begins (after the unpaced warm-up), and when the swap exchanges the loads: in
  * the middle of the measured part, so that a static split has to serve both halves alike. */
-static double warm_at(double seconds) {
-        return seconds * WARM_FRACTION + 2;
+static double unpaced_s(void) {
+        return base_seconds * WARM_FRACTION; /* filling the caches takes as long in a longer run */
+}
+
+static double warm_at(void) {
+        return unpaced_s() + 2;
 }
 
 static double swap_at(double seconds) {
-        return (warm_at(seconds) + seconds) / 2;
+        return (warm_at() + seconds) / 2;
 }
 
 static int spawn_cache(const struct pressure_gen *g, const char *sock, const char *daemon_sock, enum policy p,
@@ -137,10 +144,11 @@ static pid_t spawn_load(const struct pressure_gen *g, const char *sock, size_t i
         snprintf(seed, sizeof(seed), "%zu", SEED + i);
         snprintf(miss, sizeof(miss), "%u", l->miss_us);
         /* Unpaced for the warm-up: the caches fill before the steady part is measured. */
-        snprintf(rate, sizeof(rate), "%u@%g", l->rate, seconds * WARM_FRACTION);
+        snprintf(rate, sizeof(rate), "%u@%g", l->rate, unpaced_s());
         const char *argv[11] = { zipf, sock, secs, keys, value, seed, miss, l->zipf, rate, NULL };
         if (swap && other) {
-                snprintf(then, sizeof(then), "%g:%s:%u:%u", swap_at(seconds), other->zipf, other->keys, other->miss_us);
+                snprintf(then, sizeof(then), "%g:%s:%u:%u:%u", swap_at(seconds), other->zipf, other->keys,
+                         other->miss_us, other->rate);
                 argv[9] = then;
         }
         return pressure_gen_spawn_quiet(g, argv, out_fd);
@@ -220,7 +228,7 @@ static int run_one(struct run *run, enum policy p, unsigned cap_mib, unsigned li
         for (size_t i = 0; i < N_CACHES; i++)
                 ld[i] = spawn_load(&g, socks[i], i, seconds, devnull);
         close(devnull);
-        const double warm_s = warm_at(seconds);
+        const double warm_s = warm_at();
         bool warm = false;
         for (double t = 0; t < seconds; t = (double) (test_now_ms() - t0) / 1000) {
                 usleep(SAMPLE_MS * 1000);
@@ -448,6 +456,7 @@ int main(int argc, char *argv[]) {
                 fprintf(stderr, "usage: multicache-bench BUILD_DIR [OUT_DIR] [--repeat N] [--seconds S]\n");
                 return 2;
         }
+        base_seconds = seconds;
         setvbuf(stdout, NULL, _IOLBF, 0); /* a table row as soon as its run is over */
         const char *skip = test_need_root_psi();
         if (skip) {
@@ -469,7 +478,7 @@ int main(int argc, char *argv[]) {
                         continue;
                 }
                 swap = w == 1;
-                run_workload(names[w], repeat, seconds, csv, out_dir ? out_dir : ".", &vs_best[w], &vs_prop[w], &stall[w]);
+                run_workload(names[w], repeat, swap ? 2 * seconds : seconds, csv, out_dir ? out_dir : ".", &vs_best[w], &vs_prop[w], &stall[w]);
         }
         if (csv)
                 fclose(csv);
