@@ -8,7 +8,8 @@
  *     second (0: as fast as it can), after WARM seconds as fast as it can (a cache filled before the
  *     paced part is measured). AT:...: from AT seconds on, another workload (bench/multicache-bench.c's
  *     swap) over keys of its own: none of those asked before comes again, as when another service's
- *     traffic arrives, so nothing the cache held for the first is worth anything to the second. A kvcache is told each GET's miss cost ("GET key COST"), for its value. Prints one line:
+ *     traffic arrives, so nothing the cache held for the first is worth anything to the second. A
+ *     kvcache is told each GET's miss cost ("GET key COST"), for its value. Prints one line:
  *       survived|lost seconds=S requests=N hits=H misses=M p50_us=P p99_us=Q
  *     ("lost" when the cache's connection broke: it died) and exits 0 or 1.
  *     SOCKET "redis:PATH": the same against a Redis at the Unix socket PATH, in RESP (GET; SET on a miss).
