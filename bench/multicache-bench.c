@@ -18,8 +18,8 @@
  * twice as long, so that each half is long enough to be served by the split that suits it and not only
  * by the move between them. MULTICACHE_BENCH_WORKLOAD=steady or swap: only that one.
  * Figures, steady (after the loads' unpaced warm-up, 40% of --seconds, and two seconds): the total miss
- * cost per second (each cache's misses times its miss cost), the combined hit rate, the group's stall, the daemon's CPU; each cache's size over time
- * in OUT_DIR/multicache-bench.csv (first repeat). Memory for equal service (steady, first repeat): the
+ * cost per second (each cache's misses times its miss cost), the combined hit rate, the group's stall,
+ * the daemon's CPU; each cache's size over time in OUT_DIR/multicache-bench.csv (first repeat). Memory for equal service (steady, first repeat): the
  * smallest group limit at which value-aware costs no more than the equal split at the full limit.
  * The last lines, one per workload, are medians over the repeats:
  *   multicache WORKLOAD: value-aware miss cost Ax the best static split, Bx proportional; stall C ms/s
